@@ -1,0 +1,115 @@
+//! The thread's last error text, retrievable into a caller buffer.
+
+use std::cell::RefCell;
+
+use super::ffi::copy_text;
+use super::result::{AbiError, nestguard_result};
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<(nestguard_result, String)>> = const { RefCell::new(None) };
+}
+
+/// Records `message` as the calling thread's last error.
+pub(crate) fn set_last_error(message: String) {
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some((nestguard_result::Panic, message)));
+}
+
+/// Records a failure and returns its code (for `return fail(...)`).
+pub(crate) fn fail<R: From<nestguard_result>>(
+    code: nestguard_result,
+    message: impl Into<String>,
+) -> R {
+    let message = message.into();
+    tracing::debug!(code = code as u32, error = %message, "nestguard ABI call failed");
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some((code, message)));
+    R::from(code)
+}
+
+/// Records an error and returns its code.
+pub(crate) fn fail_with<R: From<nestguard_result>, E: AbiError>(err: &E) -> R {
+    fail(err.code(), err.to_string())
+}
+
+/// Lets `fail` be returned from functions that return a pointer: NULL.
+impl<T> From<nestguard_result> for *mut T {
+    fn from(_: nestguard_result) -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+/// Copies the calling thread's last error message into `buf`.
+///
+/// The text describes the most recent failed nestguard call on this thread
+/// (a success does not clear it). If no call has failed, it is empty. `*out_n`
+/// receives the size needed including the terminating NUL; if `len` is
+/// smaller, nothing is copied and `NESTGUARD_RESULT_BUFFER_TOO_SMALL` is
+/// returned. `out_n` may be NULL.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_error_message(
+    buf: *mut u8,
+    len: usize,
+    out_n: *mut usize,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        let text = LAST_ERROR.with(|e| e.borrow().as_ref().map(|(_, m)| m.clone())).unwrap_or_default();
+        if copy_text(&text, buf, len, out_n) {
+            nestguard_result::Ok
+        } else if buf.is_null() && len > 0 {
+            nestguard_result::NullParameter
+        } else {
+            nestguard_result::BufferTooSmall
+        }
+    }
+}
+
+/// A fixed, static description of a result code (never NULL; unknown codes
+/// give "unknown result code"). The string lives as long as the library.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_result_describe(code: u32) -> *const u8 {
+    ffi_panic_boundary! {
+        describe(code).as_ptr()
+    }
+}
+
+fn describe(code: u32) -> &'static str {
+    macro_rules! table {
+        ($($v:ident => $s:literal),* $(,)?) => {
+            $(if code == nestguard_result::$v as u32 { return concat!($s, "\0"); })*
+        };
+    }
+    table!(
+        Ok => "success",
+        NullParameter => "a required argument was NULL",
+        Panic => "internal error: a panic was caught at the ABI boundary",
+        InvalidArgument => "invalid argument",
+        InvalidUtf8 => "a string argument was not valid UTF-8",
+        BufferTooSmall => "the buffer is too small",
+        Io => "I/O error",
+        Unsupported => "not supported",
+        ProtobufDecode => "protobuf bytes did not decode",
+        InvalidContainerId => "invalid ContainerID",
+        Json => "invalid JSON",
+        Checkpoint => "checkpoint error",
+    );
+    "unknown result code\0"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_match_the_enum() {
+        for code in [
+            nestguard_result::Ok,
+            nestguard_result::Panic,
+            nestguard_result::Checkpoint,
+        ] {
+            assert_eq!(
+                describe(code as u32).trim_end_matches('\0'),
+                code.description()
+            );
+        }
+        assert_eq!(describe(99_999), "unknown result code\0");
+    }
+}

@@ -1,0 +1,102 @@
+//! The stable result codes of the C ABI.
+
+/// The result of a fallible nestguard function.
+///
+/// Numbers are stable: a code is never renumbered or reused. Each module owns a
+/// range: 1–99 general, 100–199 wire types (protobuf, JSON, IDs, checkpoints),
+/// 200–299 authorization, 300–399 credentials, 400–499 the launcher,
+/// 500–599 isolators, 600–699 modules and the agent.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum nestguard_result {
+    /// Success.
+    Ok = 0,
+    /// A required pointer argument was NULL.
+    NullParameter = 1,
+    /// A panic was caught at the ABI boundary; the operation did not complete.
+    Panic = 2,
+    /// An argument was out of range or inconsistent with another.
+    InvalidArgument = 3,
+    /// A string argument was not UTF-8.
+    InvalidUtf8 = 4,
+    /// The caller's buffer is too small; `*out_n` holds the size needed.
+    BufferTooSmall = 5,
+    /// An I/O error (the message names the file).
+    Io = 6,
+    /// The operation is not supported in this build or configuration.
+    Unsupported = 7,
+    /// Serialized protobuf bytes did not decode as the expected message.
+    ProtobufDecode = 100,
+    /// A ContainerID failed Mesos' validation.
+    InvalidContainerId = 101,
+    /// JSON did not parse into the expected message.
+    Json = 102,
+    /// A checkpoint file could not be written or read.
+    Checkpoint = 103,
+}
+
+impl nestguard_result {
+    /// A short, fixed description of the code.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::Ok => "success",
+            Self::NullParameter => "a required argument was NULL",
+            Self::Panic => "internal error: a panic was caught at the ABI boundary",
+            Self::InvalidArgument => "invalid argument",
+            Self::InvalidUtf8 => "a string argument was not valid UTF-8",
+            Self::BufferTooSmall => "the buffer is too small",
+            Self::Io => "I/O error",
+            Self::Unsupported => "not supported",
+            Self::ProtobufDecode => "protobuf bytes did not decode",
+            Self::InvalidContainerId => "invalid ContainerID",
+            Self::Json => "invalid JSON",
+            Self::Checkpoint => "checkpoint error",
+        }
+    }
+}
+
+/// An error that can cross the ABI: a stable code plus a detailed message.
+pub trait AbiError: std::fmt::Display {
+    /// The code this error maps to.
+    fn code(&self) -> nestguard_result;
+}
+
+impl AbiError for crate::container_id::ContainerIdError {
+    fn code(&self) -> nestguard_result {
+        nestguard_result::InvalidContainerId
+    }
+}
+
+impl AbiError for prost::DecodeError {
+    fn code(&self) -> nestguard_result {
+        nestguard_result::ProtobufDecode
+    }
+}
+
+impl AbiError for crate::json::JsonError {
+    fn code(&self) -> nestguard_result {
+        nestguard_result::Json
+    }
+}
+
+impl AbiError for crate::checkpoint::CheckpointError {
+    fn code(&self) -> nestguard_result {
+        nestguard_result::Checkpoint
+    }
+}
+
+/// A fixed code with a message, for argument errors found at the boundary.
+#[derive(Debug)]
+pub struct Failure(pub nestguard_result, pub String);
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl AbiError for Failure {
+    fn code(&self) -> nestguard_result {
+        self.0
+    }
+}

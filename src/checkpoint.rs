@@ -1,0 +1,209 @@
+//! Mesos' checkpoint files: atomic writes and the length-prefixed protobuf
+//! framing (`stout/protobuf.hpp`).
+//!
+//! A protobuf checkpoint is a 4-byte native-endian length followed by the
+//! serialized message. Text checkpoints (`pid`, `status`) are raw bytes.
+//! Every write goes to a temporary file in the same directory, is fsynced, and
+//! is renamed over the target; the directory is fsynced after the rename, so
+//! after a crash the file holds either the old or the new content, never a mix.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+
+/// A checkpoint that could not be written or read; every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// A filesystem call failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// The operation that failed (e.g. "create temporary file in").
+        op: &'static str,
+        /// The file or directory it failed on.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is shorter than its length prefix says.
+    #[error("checkpoint {path} is truncated: expected {expected} bytes, found {found}")]
+    Truncated {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Bytes the framing promised.
+        expected: usize,
+        /// Bytes present.
+        found: usize,
+    },
+    /// Bytes follow the single record.
+    #[error("checkpoint {path} has {extra} bytes after its record")]
+    TrailingBytes {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// How many.
+        extra: usize,
+    },
+    /// The record does not decode as the expected message.
+    #[error("checkpoint {path} does not decode as {message}: {source}")]
+    Decode {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The message type expected.
+        message: &'static str,
+        /// The decoder's error.
+        #[source]
+        source: prost::DecodeError,
+    },
+    /// A message too large for a 32-bit length prefix.
+    #[error("message for {path} is {len} bytes, more than a checkpoint record can hold")]
+    TooLarge {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The encoded length.
+        len: usize,
+    },
+}
+
+fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> CheckpointError + 'a {
+    move |source| CheckpointError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `bytes` to `path` atomically and durably (temp file, fsync,
+/// rename, fsync of the directory).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".checkpoint-")
+        .tempfile_in(dir)
+        .map_err(io("create temporary file in", dir))?;
+    tmp.write_all(bytes).map_err(io("write", tmp.path()))?;
+    tmp.as_file().sync_all().map_err(io("fsync", tmp.path()))?;
+    tmp.persist(path).map_err(|e| CheckpointError::Io {
+        op: "rename temporary file to",
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("fsync directory", dir))?;
+    Ok(())
+}
+
+/// Frames a message as Mesos does: native-endian `u32` length, then bytes.
+pub fn frame<M: Message>(message: &M, path: &Path) -> Result<Vec<u8>, CheckpointError> {
+    let len = message.encoded_len();
+    let prefix = u32::try_from(len).map_err(|_| CheckpointError::TooLarge {
+        path: path.to_path_buf(),
+        len,
+    })?;
+    let mut out = Vec::with_capacity(4 + len);
+    out.extend_from_slice(&prefix.to_ne_bytes());
+    message.encode_raw(&mut out);
+    Ok(out)
+}
+
+/// Writes one protobuf record to `path` atomically.
+pub fn write_message<M: Message>(path: &Path, message: &M) -> Result<(), CheckpointError> {
+    write_atomic(path, &frame(message, path)?)
+}
+
+/// Reads the single protobuf record of `path`.
+pub fn read_message<M: Message + Default>(path: &Path) -> Result<M, CheckpointError> {
+    let bytes = std::fs::read(path).map_err(io("read", path))?;
+    decode_record(&bytes, path)
+}
+
+/// Decodes the single framed record in `bytes` (read from `path`).
+pub fn decode_record<M: Message + Default>(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<M, CheckpointError> {
+    let truncated = |expected| CheckpointError::Truncated {
+        path: path.to_path_buf(),
+        expected,
+        found: bytes.len(),
+    };
+    let prefix: [u8; 4] = bytes
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(truncated(4))?;
+    let len = u32::from_ne_bytes(prefix) as usize;
+    let body = bytes.get(4..4 + len).ok_or(truncated(4 + len))?;
+    let extra = bytes.len() - 4 - len;
+    if extra != 0 {
+        return Err(CheckpointError::TrailingBytes {
+            path: path.to_path_buf(),
+            extra,
+        });
+    }
+    M::decode(body).map_err(|source| CheckpointError::Decode {
+        path: path.to_path_buf(),
+        message: std::any::type_name::<M>(),
+        source,
+    })
+}
+
+/// Writes a text checkpoint (`pid`, `status`) atomically.
+pub fn write_text(path: &Path, text: &str) -> Result<(), CheckpointError> {
+    write_atomic(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::mesos::slave::ContainerTermination;
+
+    #[test]
+    fn round_trip_and_framing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("termination");
+        let t = ContainerTermination {
+            status: Some(256),
+            message: Some("exited".into()),
+            ..Default::default()
+        };
+        write_message(&path, &t).unwrap();
+        let raw = std::fs::read(&path).unwrap();
+        assert_eq!(&raw[..4], &(t.encoded_len() as u32).to_ne_bytes());
+        assert_eq!(read_message::<ContainerTermination>(&path).unwrap(), t);
+        // Nothing but the target is left in the directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn truncated_and_trailing_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let mut bytes = frame(
+            &ContainerTermination {
+                status: Some(9),
+                ..Default::default()
+            },
+            &path,
+        )
+        .unwrap();
+        bytes.pop();
+        assert!(matches!(
+            decode_record::<ContainerTermination>(&bytes, &path),
+            Err(CheckpointError::Truncated { .. })
+        ));
+        bytes.extend_from_slice(&[0, 0]);
+        assert!(matches!(
+            decode_record::<ContainerTermination>(&bytes, &path),
+            Err(CheckpointError::TrailingBytes { .. })
+        ));
+        assert!(matches!(
+            decode_record::<ContainerTermination>(&[1], &path),
+            Err(CheckpointError::Truncated { .. })
+        ));
+    }
+}

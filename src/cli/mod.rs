@@ -1,0 +1,67 @@
+//! Command-line parsing and dispatch; one file per command family.
+
+mod library;
+mod smoke;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// nestguard: nested-container authorization, credentials and isolation for Mesos agents.
+#[derive(Debug, Parser)]
+#[command(name = "nestguard", version)]
+pub struct Cli {
+    /// Log more (repeat for more detail); logs go to stderr.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the library, ABI and protocol versions.
+    Version,
+    /// Load libnestguard.so through its C ABI and exercise it end to end.
+    Smoke {
+        /// Path of libnestguard.so (default: next to this executable).
+        #[arg(long)]
+        library: Option<PathBuf>,
+    },
+}
+
+/// Routes logs to stderr; `RUST_LOG` overrides the level.
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Runs a command and returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Version => {
+            let v = nestguard::abi::version::ABI_VERSION;
+            println!(
+                "nestguard {} (C ABI {}.{}.{})",
+                env!("CARGO_PKG_VERSION"),
+                v >> 16,
+                (v >> 8) & 0xff,
+                v & 0xff
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Smoke { library } => smoke::run(library),
+    }
+}

@@ -1,0 +1,106 @@
+//! `nestguard smoke`: load libnestguard.so and exercise its C ABI.
+
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use prost::Message;
+
+use super::library::{NestguardLibrary, default_path};
+use nestguard::proto::mesos::ContainerId;
+
+type Parse = unsafe extern "C" fn(*const u8, usize, *mut *mut c_void) -> u32;
+type Render = unsafe extern "C" fn(*const u8, usize, *mut u8, usize, *mut usize) -> u32;
+type SelftestPanic = unsafe extern "C" fn() -> u32;
+
+/// Loads the library, round-trips a nested ContainerID through it, shows a
+/// validation error and a caught panic.
+pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let path = match library {
+        Some(p) => p,
+        None => default_path()?,
+    };
+    let lib = NestguardLibrary::load(&path)?;
+    let v = lib.abi_version()?;
+    println!(
+        "loaded {} (C ABI {}.{}.{})",
+        lib.path().display(),
+        v >> 16,
+        (v >> 8) & 0xff,
+        v & 0xff
+    );
+
+    // SAFETY: signatures from include/nestguard.h.
+    let (parse, render, selftest) = unsafe {
+        (
+            lib.symbol::<Parse>("nestguard_container_id_parse")?,
+            lib.symbol::<Render>("nestguard_container_id_render")?,
+            lib.symbol::<SelftestPanic>("nestguard_abi_selftest_panic")?,
+        )
+    };
+
+    let text = "executor.task.sidecar";
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid text slice and out pointer.
+    let rc = unsafe { parse(text.as_ptr(), text.len(), &mut out) };
+    if rc != 0 {
+        bail!(
+            "nestguard_container_id_parse({text}) failed ({rc}): {}",
+            lib.last_error()
+        );
+    }
+    let bytes = lib.take_bytes(out)?;
+    let id = ContainerId::decode(bytes.as_slice()).context("decoding the returned ContainerID")?;
+    println!(
+        "parsed  {text:?} -> ContainerID {{ value: {:?}, parent: {:?} }} ({} bytes)",
+        id.value,
+        id.parent.as_ref().map(|p| p.value.as_str()),
+        bytes.len()
+    );
+
+    let mut buf = [0u8; 256];
+    let mut n = 0usize;
+    // SAFETY: valid input slice, buffer and out pointer.
+    let rc = unsafe {
+        render(
+            bytes.as_ptr(),
+            bytes.len(),
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n,
+        )
+    };
+    if rc != 0 {
+        bail!(
+            "nestguard_container_id_render failed ({rc}): {}",
+            lib.last_error()
+        );
+    }
+    let rendered = String::from_utf8_lossy(&buf[..n.saturating_sub(1)]).into_owned();
+    println!("render  -> {rendered:?}");
+    if rendered != text {
+        bail!("round trip changed the id: {rendered:?}");
+    }
+
+    let bad = ContainerId {
+        value: "a b".into(),
+        parent: None,
+    }
+    .encode_to_vec();
+    // SAFETY: as above.
+    let rc = unsafe { render(bad.as_ptr(), bad.len(), buf.as_mut_ptr(), buf.len(), &mut n) };
+    println!("invalid -> result {rc}: {}", lib.last_error());
+    if rc != 101 {
+        bail!("an invalid ContainerID was not rejected");
+    }
+
+    // SAFETY: no arguments.
+    let rc = unsafe { selftest() };
+    println!("panic   -> result {rc}: {}", lib.last_error());
+    if rc != 2 {
+        bail!("the panic boundary did not report a panic");
+    }
+    println!("smoke run passed");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,192 @@
+//! Container IDs: Mesos' validation rules and the `root.child.grandchild`
+//! string form.
+//!
+//! The agent validates every ContainerID of a container call before anything
+//! else (Mesos `src/slave/validation.cpp`), and operators grep logs for the
+//! dotted form, so both the rules and the error texts follow Mesos.
+
+use crate::proto::mesos::ContainerId;
+
+/// Longest `ContainerID.value` Mesos accepts (`MAX_CONTAINER_ID_LENGTH`).
+pub const MAX_CONTAINER_ID_LENGTH: usize = 242;
+
+/// `NAME_MAX` on Linux: Mesos' generic ID check bounds every ID by it.
+const NAME_MAX: usize = 255;
+
+/// Deepest nesting we accept; guards recursion on hostile input. Mesos has no
+/// explicit bound, but its string form is already limited by path lengths.
+pub const MAX_NESTING_DEPTH: usize = 32;
+
+/// Why a ContainerID was rejected. The text is Mesos' where Mesos has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContainerIdError {
+    /// The generic ID rules (empty, `.`/`..`, control characters, `/`, `\`).
+    #[error("'ContainerID.value' is invalid: {0}")]
+    Id(&'static str),
+    /// Longer than [`MAX_CONTAINER_ID_LENGTH`].
+    #[error("'ContainerID.value' '{0}' exceeds the maximum length ({MAX_CONTAINER_ID_LENGTH})")]
+    TooLong(String),
+    /// Contains `.` or a space, which would make the dotted form ambiguous.
+    #[error("'ContainerID.value' '{0}' contains invalid characters")]
+    InvalidCharacters(String),
+    /// A parent in the chain is invalid.
+    #[error("'ContainerID.parent' is invalid: {0}")]
+    Parent(Box<ContainerIdError>),
+    /// More than [`MAX_NESTING_DEPTH`] levels.
+    #[error("ContainerID is nested more than {MAX_NESTING_DEPTH} levels deep")]
+    TooDeep,
+}
+
+fn validate_generic_id(value: &str) -> Result<(), ContainerIdError> {
+    if value.is_empty() {
+        return Err(ContainerIdError::Id("ID must not be empty"));
+    }
+    if value.len() > NAME_MAX {
+        return Err(ContainerIdError::Id("ID must not be greater than NAME_MAX"));
+    }
+    if value == "." || value == ".." {
+        return Err(ContainerIdError::Id("'.' and '..' are reserved"));
+    }
+    if value.chars().any(|c| c.is_control()) {
+        return Err(ContainerIdError::Id(
+            "ID must not contain control characters",
+        ));
+    }
+    if value.contains('/') || value.contains('\\') {
+        return Err(ContainerIdError::Id("ID must not contain a path separator"));
+    }
+    Ok(())
+}
+
+fn validate_value(value: &str) -> Result<(), ContainerIdError> {
+    validate_generic_id(value)?;
+    if value.len() > MAX_CONTAINER_ID_LENGTH {
+        return Err(ContainerIdError::TooLong(value.to_owned()));
+    }
+    if value.contains('.') || value.contains(' ') {
+        return Err(ContainerIdError::InvalidCharacters(value.to_owned()));
+    }
+    Ok(())
+}
+
+/// Validates a ContainerID and all of its parents as the Mesos agent does.
+pub fn validate(id: &ContainerId) -> Result<(), ContainerIdError> {
+    validate_at(id, 0)
+}
+
+fn validate_at(id: &ContainerId, depth: usize) -> Result<(), ContainerIdError> {
+    if depth >= MAX_NESTING_DEPTH {
+        return Err(ContainerIdError::TooDeep);
+    }
+    validate_value(&id.value)?;
+    if let Some(parent) = &id.parent {
+        validate_at(parent, depth + 1).map_err(|e| match e {
+            ContainerIdError::TooDeep => ContainerIdError::TooDeep,
+            other => ContainerIdError::Parent(Box::new(other)),
+        })?;
+    }
+    Ok(())
+}
+
+/// The IDs from the root down to `id`.
+pub fn chain(id: &ContainerId) -> Vec<&str> {
+    let mut values = Vec::new();
+    let mut cursor = Some(id);
+    while let Some(current) = cursor {
+        values.push(current.value.as_str());
+        cursor = current.parent.as_deref();
+    }
+    values.reverse();
+    values
+}
+
+/// The dotted form Mesos prints: `root.child.grandchild`.
+pub fn to_dotted(id: &ContainerId) -> String {
+    chain(id).join(".")
+}
+
+/// Parses the dotted form (`protobuf::parseContainerId` in Mesos) and
+/// validates the result.
+pub fn parse_dotted(text: &str) -> Result<ContainerId, ContainerIdError> {
+    let mut id: Option<ContainerId> = None;
+    for part in text.split('.') {
+        id = Some(ContainerId {
+            value: part.to_owned(),
+            parent: id.map(Box::new),
+        });
+    }
+    let id = id.ok_or(ContainerIdError::Id("ID must not be empty"))?;
+    validate(&id)?;
+    Ok(id)
+}
+
+/// The top-level container of `id` (`getRootContainerId`).
+pub fn root(id: &ContainerId) -> &ContainerId {
+    let mut cursor = id;
+    while let Some(parent) = cursor.parent.as_deref() {
+        cursor = parent;
+    }
+    cursor
+}
+
+/// How many ancestors `id` has (0 for a top-level container).
+pub fn depth(id: &ContainerId) -> usize {
+    chain(id).len() - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_round_trip() {
+        let id = parse_dotted("exec.task.sidecar").unwrap();
+        assert_eq!(id.value, "sidecar");
+        assert_eq!(root(&id).value, "exec");
+        assert_eq!(depth(&id), 2);
+        assert_eq!(to_dotted(&id), "exec.task.sidecar");
+    }
+
+    #[test]
+    fn mesos_messages() {
+        let bad = ContainerId {
+            value: "a b".into(),
+            parent: None,
+        };
+        assert_eq!(
+            validate(&bad).unwrap_err().to_string(),
+            "'ContainerID.value' 'a b' contains invalid characters"
+        );
+        let long = ContainerId {
+            value: "x".repeat(243),
+            parent: None,
+        };
+        assert_eq!(
+            validate(&long).unwrap_err().to_string(),
+            format!(
+                "'ContainerID.value' '{}' exceeds the maximum length (242)",
+                "x".repeat(243)
+            )
+        );
+        let nested = ContainerId {
+            value: "child".into(),
+            parent: Some(Box::new(ContainerId {
+                value: "".into(),
+                parent: None,
+            })),
+        };
+        assert_eq!(
+            validate(&nested).unwrap_err().to_string(),
+            "'ContainerID.parent' is invalid: 'ContainerID.value' is invalid: ID must not be empty"
+        );
+        assert!(parse_dotted("a..b").is_err());
+        assert!(parse_dotted("a/b").is_err());
+        assert!(parse_dotted("").is_err());
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let text = vec!["x"; MAX_NESTING_DEPTH + 1].join(".");
+        assert_eq!(parse_dotted(&text).unwrap_err(), ContainerIdError::TooDeep);
+    }
+}

@@ -1,0 +1,2 @@
+//! The nesting-aware launcher and isolators: namespaces, cgroups, sandboxes,
+//! the supervising launch helper, checkpoints and recovery.
