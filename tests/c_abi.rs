@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `target/<profile>/`, where cargo puts libnestguard.so.
+/// `target/<profile>/deps/`, where `cargo test` builds libnestguard.so (it is
+/// only copied up to `target/<profile>/` by `cargo build`).
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let deps = exe.parent().expect("deps dir");
-    deps.parent().expect("profile dir").to_path_buf()
+    exe.parent().expect("deps dir").to_path_buf()
 }
 
 fn manifest_dir() -> &'static Path {
