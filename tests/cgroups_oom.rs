@@ -35,6 +35,18 @@ fn oom_kills_the_limited_container_and_spares_its_sibling() {
     // `tail` keeps the whole line in memory: 64 MB of zeros has no newline.
     let greedy = t.spawn(&hog, "head -c 67108864 /dev/zero | tail > /dev/null");
 
+    // The raw fd (what an event loop or the C++ isolator polls) fires.
+    let mut fds = [rustix::event::PollFd::new(
+        &hog_watch,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::event::Timespec {
+        tv_sec: 60,
+        tv_nsec: 0,
+    };
+    let ready = rustix::event::poll(&mut fds, Some(&timeout)).unwrap();
+    assert_eq!(ready, 1, "the OOM fd becomes readable");
+
     let limitation = hog_watch
         .wait(Some(Duration::from_secs(60)))
         .unwrap()

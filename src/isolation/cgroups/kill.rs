@@ -117,12 +117,18 @@ pub(crate) fn kill_v1(freezer_dir: &Path, others: &[PathBuf], timeout: Duration)
 /// Kills every process in a v2 subtree: `cgroup.kill` where the kernel has
 /// it, else freeze, SIGKILL, thaw. Returns once the subtree is empty.
 pub(crate) fn kill_v2(dir: &Path, timeout: Duration) -> Result<()> {
+    kill_v2_with(dir, timeout, true)
+}
+
+/// [`kill_v2`], optionally ignoring `cgroup.kill` (to exercise the freeze
+/// path on kernels that have it).
+fn kill_v2_with(dir: &Path, timeout: Duration, use_kill_file: bool) -> Result<()> {
     let dirs = fsops::subtree_bottom_up(dir)?;
     if dirs.is_empty() {
         return Ok(());
     }
     let kill_file = dir.join("cgroup.kill");
-    if kill_file.exists() {
+    if use_kill_file && kill_file.exists() {
         fsops::write(&kill_file, "1")?;
     } else {
         let freeze = dir.join("cgroup.freeze");
@@ -149,4 +155,70 @@ pub(crate) fn remove_subtree(dir: &Path, timeout: Duration) -> Result<()> {
         fsops::rmdir_retry(&d, timeout)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// Removes the test cgroup even if an assertion fails.
+    struct Guard(PathBuf);
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let _ = kill_v2(&self.0, Duration::from_secs(5));
+            let _ = remove_subtree(&self.0, Duration::from_secs(5));
+        }
+    }
+
+    /// The freeze + SIGKILL + thaw fallback for v2 kernels without
+    /// `cgroup.kill`, on the host's cgroup2 mount. Needs root; skipped
+    /// otherwise unless CI=true.
+    #[test]
+    fn v2_freeze_fallback_kills_a_forking_subtree() {
+        if !rustix::process::geteuid().is_root() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "needs root");
+            return;
+        }
+        let mount = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .into_iter()
+            .map(Path::new)
+            .find(|m| m.join("cgroup.controllers").exists());
+        let Some(mount) = mount else { return };
+        let dir = mount.join(format!("nestguard-unit-kill-{}", std::process::id()));
+        let _guard = Guard(dir.clone());
+        std::fs::create_dir_all(dir.join("leaf")).unwrap();
+        std::fs::create_dir_all(dir.join("mesos/child/leaf")).unwrap();
+        let mut children = Vec::new();
+        for (sub, script) in [
+            ("leaf", "while :; do sleep 100 & sleep 0.01; done"),
+            ("mesos/child/leaf", "sleep 100 & exec sleep 100"),
+        ] {
+            let child = Command::new("sh")
+                .args(["-c", script])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            fsops::write(&dir.join(sub).join("cgroup.procs"), &child.id().to_string()).unwrap();
+            children.push(child);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let before: usize = fsops::subtree_bottom_up(&dir)
+            .unwrap()
+            .iter()
+            .map(|d| fsops::read_pids(&d.join("cgroup.procs")).unwrap().len())
+            .sum();
+        assert!(before >= 4, "{before}");
+        kill_v2_with(&dir, Duration::from_secs(10), false).unwrap();
+        assert!(all_empty(&fsops::subtree_bottom_up(&dir).unwrap()).unwrap());
+        assert!(!is_frozen_v2(&dir).unwrap(), "thawed again");
+        for mut child in children {
+            assert!(!child.wait().unwrap().success());
+        }
+        remove_subtree(&dir, Duration::from_secs(5)).unwrap();
+        assert!(!dir.exists());
+    }
 }

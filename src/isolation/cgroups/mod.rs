@@ -367,6 +367,12 @@ impl Cgroups {
                     path: dir,
                 });
             }
+            if *controller == Controller::Memory {
+                // A cgroup inherits `oom_kill_disable` from its parent; make
+                // sure the kernel OOM killer acts (Mesos does the same), or
+                // a container over its limit would hang instead of dying.
+                fsops::write(&dir.join("memory.oom_control"), "0")?;
+            }
         }
         Ok(())
     }
