@@ -208,7 +208,7 @@ impl Cgroups {
     /// `/sys/fs/cgroup/unified` to use a hybrid host's cgroup2 mount).
     pub fn v2_with_root(config: CgroupsConfig) -> Result<Self> {
         layout::validate_cgroups_root(&config.cgroups_root)?;
-        if !config.mount_root.join("cgroup.procs").exists() && !config.mount_root.is_dir() {
+        if !config.mount_root.join("cgroup.controllers").is_file() {
             return Err(CgroupError::NotMounted(config.mount_root));
         }
         let mount = config.mount_root.clone();
@@ -327,7 +327,14 @@ impl Cgroups {
         let result = match &self.backend {
             Backend::V1(mounts) => self.create_v1(mounts, id, &rel, share),
             Backend::V2(mount) => self.create_v2(mount, &rel, share),
-        };
+        }
+        .and_then(|()| {
+            if options.limits.is_empty() {
+                Ok(())
+            } else {
+                self.update(id, &options.limits)
+            }
+        });
         if let Err(e) = result {
             // Leave nothing half-made behind.
             if let Err(cleanup) = self.destroy(id) {
@@ -336,9 +343,6 @@ impl Cgroups {
             return Err(e);
         }
         tracing::info!(container = %to_dotted(id), share, "created cgroups");
-        if !options.limits.is_empty() {
-            self.update(id, &options.limits)?;
-        }
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::error::Result;
+use super::error::{CgroupError, Result};
 use super::fsops::{self, lookup};
 use crate::proto::mesos::ResourceStatistics;
 
@@ -47,8 +47,14 @@ pub(crate) fn v1_cpu(dir: &Path, out: &mut ResourceStatistics) -> Result<()> {
     out.cpus_nr_throttled =
         lookup(&pairs, "nr_throttled").map(|v| u32::try_from(v).unwrap_or(u32::MAX));
     out.cpus_throttled_time_secs = lookup(&pairs, "throttled_time").map(|ns| f(ns) / 1e9);
-    let quota = fsops::read(&dir.join("cpu.cfs_quota_us"))?;
-    let quota: i64 = quota.trim().parse().unwrap_or(-1);
+    let quota_file = dir.join("cpu.cfs_quota_us");
+    let text = fsops::read(&quota_file)?;
+    // -1 means "no quota".
+    let quota: i64 = text.trim().parse().map_err(|_| CgroupError::Parse {
+        path: quota_file.clone(),
+        expected: "an integer (-1 for no quota)",
+        found: text.trim().to_owned(),
+    })?;
     if quota > 0 {
         let period = fsops::read_u64(&dir.join("cpu.cfs_period_us"))?;
         if period > 0 {
