@@ -90,6 +90,11 @@ fn describe(code: u32) -> &'static str {
         InvalidContainerId => "invalid ContainerID",
         Json => "invalid JSON",
         Checkpoint => "checkpoint error",
+        Cgroup => "cgroup operation failed",
+        CgroupNotFound => "the container has no cgroup",
+        CgroupExists => "the container's cgroup already exists",
+        CgroupUnavailable => "no usable cgroup hierarchy or controller",
+        CgroupTimeout => "a cgroup operation timed out",
     );
     "unknown result code\0"
 }

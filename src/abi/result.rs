@@ -33,6 +33,16 @@ pub enum nestguard_result {
     Json = 102,
     /// A checkpoint file could not be written or read.
     Checkpoint = 103,
+    /// A cgroup operation failed (the message names the file and OS error).
+    Cgroup = 500,
+    /// The container has no cgroup.
+    CgroupNotFound = 501,
+    /// The container's cgroup already exists.
+    CgroupExists = 502,
+    /// No usable cgroup hierarchy or controller.
+    CgroupUnavailable = 503,
+    /// Killing, freezing or removing a cgroup did not finish in time.
+    CgroupTimeout = 504,
 }
 
 impl nestguard_result {
@@ -51,6 +61,11 @@ impl nestguard_result {
             Self::InvalidContainerId => "invalid ContainerID",
             Self::Json => "invalid JSON",
             Self::Checkpoint => "checkpoint error",
+            Self::Cgroup => "cgroup operation failed",
+            Self::CgroupNotFound => "the container has no cgroup",
+            Self::CgroupExists => "the container's cgroup already exists",
+            Self::CgroupUnavailable => "no usable cgroup hierarchy or controller",
+            Self::CgroupTimeout => "a cgroup operation timed out",
         }
     }
 }
