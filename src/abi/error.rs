@@ -90,6 +90,11 @@ fn describe(code: u32) -> &'static str {
         InvalidContainerId => "invalid ContainerID",
         Json => "invalid JSON",
         Checkpoint => "checkpoint error",
+        CredentialsFile => "invalid credentials file",
+        CramMd5 => "CRAM-MD5 error",
+        Jwt => "JWT error",
+        HttpAuthenticator => "invalid HTTP authenticator configuration",
+        CredentialInjection => "credential injection failed",
     );
     "unknown result code\0"
 }
