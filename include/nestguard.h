@@ -108,6 +108,47 @@ enum nestguard_result
    * A checkpoint file could not be written or read.
    */
   NESTGUARD_RESULT_CHECKPOINT = 103,
+  /**
+   * A credentials file (or text) was refused; the message names the file
+   * and the line or JSON path.
+   */
+  NESTGUARD_RESULT_CREDENTIALS_FILE = 300,
+  /**
+   * A CRAM-MD5 message could not be decoded or the kind is unknown.
+   */
+  NESTGUARD_RESULT_CRAM_MD5 = 301,
+  /**
+   * A JWT signing key could not be loaded.
+   */
+  NESTGUARD_RESULT_JWT = 302,
+  /**
+   * The HTTP authenticator configuration is invalid.
+   */
+  NESTGUARD_RESULT_HTTP_AUTHENTICATOR = 303,
+  /**
+   * Credential injection failed (missing principal, secret or ids).
+   */
+  NESTGUARD_RESULT_CREDENTIAL_INJECTION = 304,
+  /**
+   * A cgroup operation failed (the message names the file and OS error).
+   */
+  NESTGUARD_RESULT_CGROUP = 500,
+  /**
+   * The container has no cgroup.
+   */
+  NESTGUARD_RESULT_CGROUP_NOT_FOUND = 501,
+  /**
+   * The container's cgroup already exists.
+   */
+  NESTGUARD_RESULT_CGROUP_EXISTS = 502,
+  /**
+   * No usable cgroup hierarchy or controller.
+   */
+  NESTGUARD_RESULT_CGROUP_UNAVAILABLE = 503,
+  /**
+   * Killing, freezing or removing a cgroup did not finish in time.
+   */
+  NESTGUARD_RESULT_CGROUP_TIMEOUT = 504,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -118,6 +159,11 @@ typedef uint32_t nestguard_result;
 #endif // __cplusplus
 
 /**
+ * A cgroup v1 controller we use.
+ */
+typedef struct Controller Controller;
+
+/**
  * Bytes owned by the library. Read them with `nestguard_bytes_data` and
  * `nestguard_bytes_len`, release them with `nestguard_bytes_free`.
  *
@@ -125,6 +171,44 @@ typedef uint32_t nestguard_result;
  * hood it is a `Box<Vec<u8>>`.
  */
 typedef struct nestguard_bytes nestguard_bytes;
+
+/**
+ * A CRAM-MD5 client exchange.
+ */
+typedef struct nestguard_cram_md5_client nestguard_cram_md5_client;
+
+/**
+ * A CRAM-MD5 server session for one authenticating client.
+ */
+typedef struct nestguard_cram_md5_server nestguard_cram_md5_server;
+
+/**
+ * Computes the credential environment of an executor's containers.
+ *
+ * Immutable: may be used from several threads at once.
+ */
+typedef struct nestguard_credential_injector nestguard_credential_injector;
+
+/**
+ * A loaded set of credentials (principal → secret), as from Mesos'
+ * `--credentials` or `--http_credentials`.
+ *
+ * Immutable once made: may be used from several threads at once, and by
+ * the handles made from it (they keep their own reference, so it may be
+ * freed while they live). Secrets are wiped from memory when the last user
+ * releases them.
+ */
+typedef struct nestguard_credentials nestguard_credentials;
+
+/**
+ * The HTTP authenticators of one realm (e.g. `mesos-agent-readwrite`,
+ * `mesos-agent-executor`): Basic against a credential set and/or Bearer
+ * executor tokens (JWT HS256), tried in that order like Mesos'
+ * `--http_authenticators=basic,jwt`.
+ *
+ * Immutable: may be used from several threads at once.
+ */
+typedef struct nestguard_http_authenticator nestguard_http_authenticator;
 
 #ifdef __cplusplus
 extern "C" {
@@ -170,6 +254,239 @@ nestguard_result nestguard_container_id_render(const uint8_t *id,
                                                char *buf,
                                                size_t buf_len,
                                                size_t *out_n);
+
+/**
+ * Starts a server session (the answer to an `AuthenticateMessage`) against
+ * `credentials`. `timeout_ms` bounds the session (0: Mesos' 5 s). Writes
+ * the session to `*out` (free with `nestguard_cram_md5_server_free`) and
+ * the `AuthenticationMechanismsMessage` to send in `*out_reply_kind` /
+ * `*out_reply` (free with `nestguard_bytes_free`).
+ */
+nestguard_result nestguard_cram_md5_server_new(const nestguard_credentials *credentials,
+                                               uint64_t timeout_ms,
+                                               nestguard_cram_md5_server **out,
+                                               uint32_t *out_reply_kind,
+                                               nestguard_bytes **out_reply);
+
+/**
+ * Feeds one message from the client (`kind` + serialized bytes). Writes
+ * the reply to send (kind 0 and NULL when none) and the session status.
+ * Out-of-order messages give a reply `AuthenticationErrorMessage` with
+ * Mesos' text ("Unexpected authentication 'step' received"); bytes that do
+ * not decode give `NESTGUARD_RESULT_CRAM_MD5` and leave the session as it was.
+ */
+nestguard_result nestguard_cram_md5_server_step(const nestguard_cram_md5_server *server,
+                                                uint32_t kind,
+                                                const uint8_t *message,
+                                                size_t message_len,
+                                                uint32_t *out_reply_kind,
+                                                nestguard_bytes **out_reply,
+                                                uint32_t *out_status);
+
+/**
+ * Ends the session with an error if its timeout has passed (call from a
+ * timer). Writes the reply to send, if any, and the status.
+ */
+nestguard_result nestguard_cram_md5_server_poll_timeout(const nestguard_cram_md5_server *server,
+                                                        uint32_t *out_reply_kind,
+                                                        nestguard_bytes **out_reply,
+                                                        uint32_t *out_status);
+
+/**
+ * Copies the session's outcome text, NUL-terminated, into `buf`: the
+ * authenticated principal, or the error text; empty while continuing or
+ * when refused. `*out_n` receives the size needed including the NUL.
+ */
+nestguard_result nestguard_cram_md5_server_outcome_text(const nestguard_cram_md5_server *server,
+                                                        char *buf,
+                                                        size_t buf_len,
+                                                        size_t *out_n);
+
+/**
+ * Releases a server session. NULL is a no-op.
+ */
+void nestguard_cram_md5_server_free(nestguard_cram_md5_server *server);
+
+/**
+ * Starts a client exchange for `principal` with `secret` (bytes; copied
+ * into wiped memory, the caller may clear its copy) on behalf of the
+ * libprocess `pid`. `timeout_ms` 0 means 5 s. Writes the exchange to `*out`
+ * and the first message (`AuthenticateMessage`) to `*out_reply_kind` /
+ * `*out_reply`; with an empty secret there is no message and `*out_status`
+ * is `REFUSED` (Mesos' authenticatee does the same).
+ */
+nestguard_result nestguard_cram_md5_client_new(const char *principal,
+                                               size_t principal_len,
+                                               const uint8_t *secret,
+                                               size_t secret_len,
+                                               const char *pid,
+                                               size_t pid_len,
+                                               uint64_t timeout_ms,
+                                               nestguard_cram_md5_client **out,
+                                               uint32_t *out_reply_kind,
+                                               nestguard_bytes **out_reply,
+                                               uint32_t *out_status);
+
+/**
+ * Feeds one message from the server; writes the reply to send (kind 0 and
+ * NULL when none) and the status. Bytes that do not decode give
+ * `NESTGUARD_RESULT_CRAM_MD5`.
+ */
+nestguard_result nestguard_cram_md5_client_step(const nestguard_cram_md5_client *client,
+                                                uint32_t kind,
+                                                const uint8_t *message,
+                                                size_t message_len,
+                                                uint32_t *out_reply_kind,
+                                                nestguard_bytes **out_reply,
+                                                uint32_t *out_status);
+
+/**
+ * Ends the exchange with an error if its timeout has passed.
+ */
+nestguard_result nestguard_cram_md5_client_poll_timeout(const nestguard_cram_md5_client *client,
+                                                        uint32_t *out_reply_kind,
+                                                        nestguard_bytes **out_reply,
+                                                        uint32_t *out_status);
+
+/**
+ * Copies the exchange's error text (e.g. "Authentication error: ..."),
+ * NUL-terminated, into `buf`; empty unless the status is `ERROR`.
+ */
+nestguard_result nestguard_cram_md5_client_outcome_text(const nestguard_cram_md5_client *client,
+                                                        char *buf,
+                                                        size_t buf_len,
+                                                        size_t *out_n);
+
+/**
+ * Releases a client exchange (its secret is wiped). NULL is a no-op.
+ */
+void nestguard_cram_md5_client_free(nestguard_cram_md5_client *client);
+
+/**
+ * Loads a credentials file (`path`, UTF-8, not NUL-terminated): Mesos JSON
+ * `{"credentials":[{"principal":..,"secret":..}]}` or the legacy
+ * `principal secret` lines. Duplicate principals, an empty file and a file
+ * readable or writable by group or others (unless
+ * `allow_open_permissions`) are refused with
+ * `NESTGUARD_RESULT_CREDENTIALS_FILE`; the message names the file and the
+ * line or JSON path. Free the handle with `nestguard_credentials_free`.
+ */
+nestguard_result nestguard_credentials_load(const char *path,
+                                            size_t path_len,
+                                            bool allow_open_permissions,
+                                            nestguard_credentials **out);
+
+/**
+ * Parses credentials from memory (the same formats as
+ * `nestguard_credentials_load`, e.g. a flag given inline); `origin` (may be
+ * empty) names the input in error messages.
+ */
+nestguard_result nestguard_credentials_parse(const char *text,
+                                             size_t text_len,
+                                             const char *origin,
+                                             size_t origin_len,
+                                             nestguard_credentials **out);
+
+/**
+ * Number of credentials in the set (0 for NULL).
+ */
+size_t nestguard_credentials_count(const nestguard_credentials *credentials);
+
+/**
+ * Releases a credential set. NULL is a no-op; must not be called twice.
+ */
+void nestguard_credentials_free(nestguard_credentials *credentials);
+
+/**
+ * Makes an HTTP authenticator for `realm`. `credentials` (may be NULL)
+ * enables Basic; `jwt_key_path` (may be empty: no JWT) names the signing
+ * key file (its whole content is the key, as Mesos' `--jwt_secret_key`);
+ * a key file readable or writable by group or others is refused unless
+ * `allow_open_permissions`. At least one of the two is required.
+ */
+nestguard_result nestguard_http_authenticator_new(const char *realm,
+                                                  size_t realm_len,
+                                                  const nestguard_credentials *credentials,
+                                                  const char *jwt_key_path,
+                                                  size_t jwt_key_path_len,
+                                                  bool allow_open_permissions,
+                                                  nestguard_http_authenticator **out);
+
+/**
+ * Authenticates a request by its `Authorization` header value
+ * (`has_header` false when the request has none; then `header` is
+ * ignored).
+ *
+ * On `NESTGUARD_RESULT_OK`, `*out_authenticated` says the outcome and
+ * `*out` holds:
+ * * if authenticated: a serialized `mesos.authorization.Subject` (`value` =
+ *   the Basic principal; `claims` = the token's claims as labels);
+ * * if not: the text of the `WWW-Authenticate` header of the 401 to send
+ *   (UTF-8, not NUL-terminated), e.g.
+ *   `Basic realm="mesos-agent-readwrite",Bearer realm="mesos-agent-readwrite"`.
+ *
+ * Free `*out` with `nestguard_bytes_free`.
+ */
+nestguard_result nestguard_http_authenticator_authenticate(const nestguard_http_authenticator *authenticator,
+                                                           const char *header,
+                                                           size_t header_len,
+                                                           bool has_header,
+                                                           bool *out_authenticated,
+                                                           nestguard_bytes **out);
+
+/**
+ * Releases an HTTP authenticator. NULL is a no-op.
+ */
+void nestguard_http_authenticator_free(nestguard_http_authenticator *authenticator);
+
+/**
+ * Makes an injector. `mode` is one of `NESTGUARD_INJECTION_*`; token mode
+ * needs `jwt_key_path` (non-empty), secret mode needs `credentials`
+ * (the agent's `--http_credentials`; may be NULL otherwise).
+ */
+nestguard_result nestguard_credential_injector_new(uint32_t mode,
+                                                   const char *jwt_key_path,
+                                                   size_t jwt_key_path_len,
+                                                   bool allow_open_permissions,
+                                                   const nestguard_credentials *credentials,
+                                                   nestguard_credential_injector **out);
+
+/**
+ * Hook shape (`Hook::slaveExecutorEnvironmentDecorator`): from serialized
+ * `mesos.ExecutorInfo`, `mesos.FrameworkInfo` and the executor's
+ * `mesos.ContainerID`, returns in `*out` a serialized `mesos.Environment`:
+ * the executor's `command.environment` copied, with the credential
+ * variables replacing same-named ones and appended. The bytes contain the
+ * credential in clear: do not log them.
+ */
+nestguard_result nestguard_credential_injector_decorate_executor_environment(const nestguard_credential_injector *injector,
+                                                                             const uint8_t *executor_info,
+                                                                             size_t executor_info_len,
+                                                                             const uint8_t *framework_info,
+                                                                             size_t framework_info_len,
+                                                                             const uint8_t *container_id,
+                                                                             size_t container_id_len,
+                                                                             nestguard_bytes **out);
+
+/**
+ * Isolator shape (`Isolator::prepare` of a nested container): a serialized
+ * `mesos.Environment` with only the credential variables, identical to its
+ * executor's (claims name the root container of `container_id`). Put it in
+ * `ContainerLaunchInfo.environment`. Do not log the bytes.
+ */
+nestguard_result nestguard_credential_injector_nested_environment(const nestguard_credential_injector *injector,
+                                                                  const uint8_t *executor_info,
+                                                                  size_t executor_info_len,
+                                                                  const uint8_t *framework_info,
+                                                                  size_t framework_info_len,
+                                                                  const uint8_t *container_id,
+                                                                  size_t container_id_len,
+                                                                  nestguard_bytes **out);
+
+/**
+ * Releases an injector. NULL is a no-op.
+ */
+void nestguard_credential_injector_free(nestguard_credential_injector *injector);
 
 /**
  * Copies the calling thread's last error message into `buf`.

@@ -40,6 +40,8 @@ mod ffi;
 
 pub mod bytes;
 pub mod container_id;
+pub mod cram_md5;
+pub mod credentials;
 pub mod error;
 pub mod result;
 pub mod selftest;

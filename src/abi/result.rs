@@ -33,6 +33,17 @@ pub enum nestguard_result {
     Json = 102,
     /// A checkpoint file could not be written or read.
     Checkpoint = 103,
+    /// A credentials file (or text) was refused; the message names the file
+    /// and the line or JSON path.
+    CredentialsFile = 300,
+    /// A CRAM-MD5 message could not be decoded or the kind is unknown.
+    CramMd5 = 301,
+    /// A JWT signing key could not be loaded.
+    Jwt = 302,
+    /// The HTTP authenticator configuration is invalid.
+    HttpAuthenticator = 303,
+    /// Credential injection failed (missing principal, secret or ids).
+    CredentialInjection = 304,
     /// A cgroup operation failed (the message names the file and OS error).
     Cgroup = 500,
     /// The container has no cgroup.
@@ -61,6 +72,11 @@ impl nestguard_result {
             Self::InvalidContainerId => "invalid ContainerID",
             Self::Json => "invalid JSON",
             Self::Checkpoint => "checkpoint error",
+            Self::CredentialsFile => "invalid credentials file",
+            Self::CramMd5 => "CRAM-MD5 error",
+            Self::Jwt => "JWT error",
+            Self::HttpAuthenticator => "invalid HTTP authenticator configuration",
+            Self::CredentialInjection => "credential injection failed",
             Self::Cgroup => "cgroup operation failed",
             Self::CgroupNotFound => "the container has no cgroup",
             Self::CgroupExists => "the container's cgroup already exists",

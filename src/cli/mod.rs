@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch; one file per command family.
 
+mod credentials;
 mod library;
 mod smoke;
 
@@ -30,6 +31,12 @@ pub enum Command {
         #[arg(long)]
         library: Option<PathBuf>,
     },
+    /// Check credential files.
+    #[command(subcommand)]
+    Credentials(credentials::CredentialsCommand),
+    /// Issue and verify Mesos executor tokens (JWT).
+    #[command(subcommand)]
+    Token(credentials::TokenCommand),
 }
 
 /// Routes logs to stderr; `RUST_LOG` overrides the level.
@@ -63,5 +70,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Smoke { library } => smoke::run(library),
+        Command::Credentials(cmd) => credentials::run_credentials(cmd),
+        Command::Token(cmd) => credentials::run_token(cmd),
     }
 }

@@ -1,0 +1,425 @@
+//! Mesos credential files: the `--credentials`/`--http_credentials` list, the
+//! single `--credential`, and the legacy text form of older clusters.
+//!
+//! Formats (Mesos `src/credentials/credentials.hpp`):
+//! * list: `{"credentials":[{"principal":"p","secret":"s"}, ...]}`;
+//! * single: `{"principal":"p","secret":"s"}`;
+//! * legacy text (Mesos ≤ 1.10): one `principal secret` per line. Lines are
+//!   split on `\n` with empty lines skipped, fields on runs of spaces (a tab is
+//!   not a separator and a trailing `\r` stays part of the secret, exactly as
+//!   Mesos tokenizes). Exactly two fields per line.
+//!
+//! A file whose first non-blank character is `{` or `[` is JSON (a syntax
+//! error is reported as such rather than as a confusing legacy-format error);
+//! anything else is legacy text.
+//!
+//! Stricter than Mesos on purpose: duplicate principals, unknown JSON keys,
+//! missing secrets, empty files and files readable or writable by group or
+//! others are errors (Mesos only warns about "others"); the last can be
+//! allowed with [`LoadOptions::allow_open_permissions`].
+//!
+//! The JSON is walked by hand over `serde_json::Value` rather than
+//! deserialized with serde: serde's type errors quote the offending value,
+//! which could be a secret, and we want errors located by JSON path.
+//! Secrets are moved (not copied) out of the parsed value and the file buffer
+//! is wiped, so no unwiped copy outlives loading.
+
+use std::fmt::Write as _;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use zeroize::Zeroizing;
+
+use super::secret::Secret;
+use super::store::{Credential, CredentialStore};
+
+/// Why a credentials file was refused. Texts name the file and the line or
+/// JSON path; they never contain a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be read or stat'ed.
+    #[error("failed to read credentials file '{path}': {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Group or others may read or write the file.
+    #[error(
+        "permissions on credentials file '{path}' are too open (mode {mode:04o}): it must not be \
+         readable or writable by group or others (chmod 600, or explicitly allow open permissions)"
+    )]
+    TooOpen {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The file holds no credential.
+    #[error("credentials file '{origin}' must contain at least one credential")]
+    Empty {
+        /// The file (or input name).
+        origin: String,
+    },
+    /// The file is not valid UTF-8.
+    #[error("credentials file '{origin}' is not valid UTF-8")]
+    NotUtf8 {
+        /// The file (or input name).
+        origin: String,
+    },
+    /// JSON syntax error.
+    #[error("credentials file '{origin}': invalid JSON at line {line}, column {column}: {reason}")]
+    JsonSyntax {
+        /// The file (or input name).
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The category of syntax error (never the offending text).
+        reason: String,
+    },
+    /// JSON of the wrong shape.
+    #[error("credentials file '{origin}': at {path}: expected {expected}")]
+    JsonShape {
+        /// The file (or input name).
+        origin: String,
+        /// JSON path, e.g. `$.credentials[2].secret`.
+        path: String,
+        /// What was expected there.
+        expected: String,
+    },
+    /// A legacy text line without exactly two fields.
+    #[error(
+        "credentials file '{origin}' line {line}: invalid credential format: expected \
+         `principal secret` (2 space-separated fields), found {fields} field(s)"
+    )]
+    LegacyFormat {
+        /// The file (or input name).
+        origin: String,
+        /// 1-based physical line.
+        line: usize,
+        /// Number of fields found.
+        fields: usize,
+    },
+    /// A single-credential file with several credentials.
+    #[error("credential file '{origin}' line {line}: expecting only one credential, found another")]
+    MoreThanOne {
+        /// The file (or input name).
+        origin: String,
+        /// 1-based line of the second credential.
+        line: usize,
+    },
+    /// The same principal twice.
+    #[error(
+        "credentials file '{origin}': duplicate principal '{principal}' at {at} (first at {first})"
+    )]
+    Duplicate {
+        /// The file (or input name).
+        origin: String,
+        /// The principal.
+        principal: String,
+        /// Where it repeats (line or JSON path).
+        at: String,
+        /// Where it first appeared.
+        first: String,
+    },
+}
+
+/// Options for loading credential files.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions {
+    /// Accept a file readable or writable by group or others (only warn,
+    /// as Mesos does). Off by default.
+    pub allow_open_permissions: bool,
+}
+
+/// Which syntax a file used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Mesos JSON.
+    Json,
+    /// Legacy `principal secret` lines.
+    LegacyText,
+}
+
+/// Loads a credentials list (`--credentials`, `--http_credentials`).
+pub fn load_credentials(path: &Path, options: &LoadOptions) -> Result<CredentialStore, FileError> {
+    let text = read_checked(path, options)?;
+    let origin = path.display().to_string();
+    let (list, _) = parse_credentials(&text, &origin)?;
+    tracing::info!(path = %origin, count = list.len(), "loaded credentials");
+    CredentialStore::from_credentials(list).map_err(|d| FileError::Duplicate {
+        origin,
+        principal: d.principal,
+        at: "?".into(),
+        first: "?".into(),
+    })
+}
+
+/// Loads a single credential (`--credential`).
+pub fn load_credential(path: &Path, options: &LoadOptions) -> Result<Credential, FileError> {
+    let text = read_checked(path, options)?;
+    let origin = path.display().to_string();
+    let (credential, _) = parse_credential(&text, &origin)?;
+    tracing::info!(path = %origin, principal = %credential.principal, "loaded credential");
+    Ok(credential)
+}
+
+/// Reads the file after checking its permissions; the buffer is wiped on drop.
+fn read_checked(path: &Path, options: &LoadOptions) -> Result<Zeroizing<String>, FileError> {
+    let bytes = read_secret_file(path, options)?;
+    match std::str::from_utf8(&bytes) {
+        Ok(s) => Ok(Zeroizing::new(s.to_owned())),
+        Err(_) => Err(FileError::NotUtf8 {
+            origin: path.display().to_string(),
+        }),
+    }
+}
+
+/// Reads a file holding secrets (credentials, a signing key) after refusing
+/// group/other read or write permission unless `options` allow it.
+pub fn read_secret_file(
+    path: &Path,
+    options: &LoadOptions,
+) -> Result<Zeroizing<Vec<u8>>, FileError> {
+    let read_err = |source| FileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o066 != 0 {
+        if options.allow_open_permissions {
+            tracing::warn!(
+                path = %path.display(),
+                mode = format_args!("{mode:04o}"),
+                "permissions on credentials file are too open; allowed by configuration"
+            );
+        } else {
+            return Err(FileError::TooOpen {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+    }
+    Ok(Zeroizing::new(std::fs::read(path).map_err(read_err)?))
+}
+
+fn looks_like_json(text: &str) -> bool {
+    matches!(text.trim_start().chars().next(), Some('{' | '['))
+}
+
+/// Parses the text of a credentials list; `origin` names it in errors.
+pub fn parse_credentials(text: &str, origin: &str) -> Result<(Vec<Credential>, Format), FileError> {
+    let (list, format) = if looks_like_json(text) {
+        (parse_json_list(text, origin)?, Format::Json)
+    } else {
+        (parse_legacy(text, origin)?, Format::LegacyText)
+    };
+    if list.is_empty() {
+        return Err(FileError::Empty {
+            origin: origin.into(),
+        });
+    }
+    check_duplicates(&list, origin)?;
+    Ok((list.into_iter().map(|(c, _)| c).collect(), format))
+}
+
+/// Parses the text of a single-credential file.
+pub fn parse_credential(text: &str, origin: &str) -> Result<(Credential, Format), FileError> {
+    if looks_like_json(text) {
+        let mut value = parse_json(text, origin)?;
+        let c = take_credential(&mut value, "$", origin)?;
+        return Ok((c, Format::Json));
+    }
+    let mut list = parse_legacy(text, origin)?;
+    if list.len() > 1 {
+        let line = list[1].1.trim_start_matches("line ").parse().unwrap_or(0);
+        return Err(FileError::MoreThanOne {
+            origin: origin.into(),
+            line,
+        });
+    }
+    match list.pop() {
+        Some((c, _)) => Ok((c, Format::LegacyText)),
+        None => Err(FileError::Empty {
+            origin: origin.into(),
+        }),
+    }
+}
+
+fn check_duplicates(list: &[(Credential, String)], origin: &str) -> Result<(), FileError> {
+    let mut seen = std::collections::HashMap::new();
+    for (c, at) in list {
+        if let Some(first) = seen.insert(c.principal.as_str(), at.as_str()) {
+            return Err(FileError::Duplicate {
+                origin: origin.into(),
+                principal: c.principal.clone(),
+                at: at.clone(),
+                first: first.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn parse_json(text: &str, origin: &str) -> Result<Value, FileError> {
+    serde_json::from_str::<Value>(text).map_err(|e| FileError::JsonSyntax {
+        origin: origin.into(),
+        line: e.line(),
+        column: e.column(),
+        reason: syntax_reason(&e),
+    })
+}
+
+/// A syntax error's category without any quoted input.
+fn syntax_reason(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Eof => "unexpected end of input".into(),
+        Category::Syntax => {
+            // serde_json syntax messages are fixed phrases ("expected `,` or
+            // `}`", "trailing comma", ...) followed by the position; they do
+            // not quote the input. Strip the position we already report.
+            let msg = e.to_string();
+            msg.split(" at line ")
+                .next()
+                .unwrap_or("syntax error")
+                .to_owned()
+        }
+        Category::Io | Category::Data => "invalid JSON".into(),
+    }
+}
+
+fn shape(origin: &str, path: &str, expected: &str) -> FileError {
+    FileError::JsonShape {
+        origin: origin.into(),
+        path: path.into(),
+        expected: expected.into(),
+    }
+}
+
+fn parse_json_list(text: &str, origin: &str) -> Result<Vec<(Credential, String)>, FileError> {
+    let mut value = parse_json(text, origin)?;
+    let Value::Object(map) = &mut value else {
+        return Err(shape(origin, "$", "an object {\"credentials\": [...]}"));
+    };
+    if let Some(key) = map.keys().find(|k| k.as_str() != "credentials") {
+        let path = format!("$.{key}");
+        return Err(shape(origin, &path, "no other key than \"credentials\""));
+    }
+    let Some(list) = map.get_mut("credentials") else {
+        return Err(shape(
+            origin,
+            "$.credentials",
+            "an array of credentials (key missing)",
+        ));
+    };
+    let Value::Array(items) = list else {
+        return Err(shape(origin, "$.credentials", "an array of credentials"));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter_mut().enumerate() {
+        let path = format!("$.credentials[{i}]");
+        let c = take_credential(item, &path, origin)?;
+        out.push((c, path));
+    }
+    Ok(out)
+}
+
+/// Moves a credential out of a JSON object (wiping nothing is left behind:
+/// the secret string's buffer itself becomes the `Secret`).
+fn take_credential(value: &mut Value, path: &str, origin: &str) -> Result<Credential, FileError> {
+    let Value::Object(map) = value else {
+        return Err(shape(
+            origin,
+            path,
+            "an object {\"principal\": ..., \"secret\": ...}",
+        ));
+    };
+    if let Some(key) = map
+        .keys()
+        .find(|k| !matches!(k.as_str(), "principal" | "secret"))
+    {
+        let mut p = String::new();
+        let _ = write!(p, "{path}.{key}");
+        return Err(shape(origin, &p, "only \"principal\" and \"secret\""));
+    }
+    let principal = match map.get_mut("principal") {
+        Some(Value::String(s)) if !s.is_empty() => std::mem::take(s),
+        Some(Value::String(_)) => {
+            return Err(shape(
+                origin,
+                &format!("{path}.principal"),
+                "a non-empty string",
+            ));
+        }
+        Some(_) => return Err(shape(origin, &format!("{path}.principal"), "a string")),
+        None => {
+            return Err(shape(
+                origin,
+                &format!("{path}.principal"),
+                "a string (key missing)",
+            ));
+        }
+    };
+    let secret = match map.get_mut("secret") {
+        Some(Value::String(s)) => Secret::from_string(std::mem::take(s)),
+        Some(_) => return Err(shape(origin, &format!("{path}.secret"), "a string")),
+        None => {
+            return Err(shape(
+                origin,
+                &format!("{path}.secret"),
+                "a string (key missing)",
+            ));
+        }
+    };
+    Ok(Credential { principal, secret })
+}
+
+fn parse_legacy(text: &str, origin: &str) -> Result<Vec<(Credential, String)>, FileError> {
+    let mut out = Vec::new();
+    for (index, line) in text.split('\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(' ').filter(|f| !f.is_empty()).collect();
+        if fields.len() != 2 {
+            return Err(FileError::LegacyFormat {
+                origin: origin.into(),
+                line: index + 1,
+                fields: fields.len(),
+            });
+        }
+        out.push((
+            Credential {
+                principal: fields[0].to_owned(),
+                secret: Secret::from(fields[1]),
+            },
+            format!("line {}", index + 1),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legacy_tokenization() {
+        let (list, f) = parse_credentials("\n a  b \n\nc d\n", "t").unwrap();
+        assert_eq!(f, Format::LegacyText);
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].principal, "a");
+        assert!(list[0].secret.ct_eq(b"b"));
+        let err = parse_credentials("a\tb\n", "t").unwrap_err().to_string();
+        assert!(err.contains("line 1"), "{err}");
+        let (list, _) = parse_credentials("a b\r\n", "t").unwrap();
+        assert!(list[0].secret.ct_eq(b"b\r"));
+    }
+}
