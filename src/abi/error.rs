@@ -90,6 +90,9 @@ fn describe(code: u32) -> &'static str {
         InvalidContainerId => "invalid ContainerID",
         Json => "invalid JSON",
         Checkpoint => "checkpoint error",
+        AclsInvalid => "invalid ACLs",
+        AuthorizationFailed => "the object could not be authorized",
+        InvalidAuthorizationRequest => "invalid authorization request",
     );
     "unknown result code\0"
 }

@@ -178,6 +178,19 @@ impl Authorizer {
 
     /// `authorized(request)` with what decided it.
     pub fn explain(&self, request: &Request) -> Result<Decision, EvalError> {
+        self.explain_in(&self.shared.current.load(), request)
+    }
+
+    /// Explains a request as JSON (`allowed`, `list`, `index`, ...), using
+    /// one policy snapshot for the decision and its rendering.
+    pub fn explain_json(&self, request: &Request) -> Result<serde_json::Value, EvalError> {
+        let policy = self.policy();
+        let decision = self.explain_in(&policy, request)?;
+        Ok(super::explain::to_json(&policy, &decision))
+    }
+
+    /// [`Authorizer::explain`] against a given policy snapshot.
+    pub fn explain_in(&self, policy: &Policy, request: &Request) -> Result<Decision, EvalError> {
         let action = request
             .action
             .ok_or(EvalError::InvalidRequest("the request has no action"))?;
@@ -209,7 +222,7 @@ impl Authorizer {
             }
         }
         self.approver(request.subject.as_ref(), action)
-            .decide_proto(request.object.as_ref())
+            .decide_proto_in(policy, request.object.as_ref())
     }
 }
 
@@ -316,6 +329,11 @@ fn root_of(id: &ContainerId) -> &ContainerId {
 }
 
 impl Approver {
+    /// The policy in force now (for rendering an explanation).
+    pub fn policy(&self) -> Arc<Policy> {
+        self.shared.current.load_full()
+    }
+
     /// The action.
     pub fn action(&self) -> Action {
         self.action
@@ -338,6 +356,15 @@ impl Approver {
 
     /// `approved(object)` with what decided it, over borrowed fields.
     pub fn decide(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
+        self.decide_in(&self.shared.current.load(), object)
+    }
+
+    /// [`Approver::decide`] against a given policy snapshot.
+    pub fn decide_in(
+        &self,
+        policy: &Policy,
+        object: Option<&ObjectView<'_>>,
+    ) -> Result<Decision, EvalError> {
         match &self.kind {
             ApproverKind::Reject(why) => Ok(rejected(why)),
             ApproverKind::Executor(cid) => Ok(Decision {
@@ -354,16 +381,15 @@ impl Approver {
                 basis: Basis::ImplicitResourceProvider,
             }),
             ApproverKind::Acl { route, .. } => {
-                let policy = self.shared.current.load();
                 let subject = self.subject();
                 match *route {
                     Route::Generic(list) => {
                         let o = view_entity(self.action, object)?;
-                        Ok(acl(decide_list(&policy, list, subject, o)))
+                        Ok(acl(decide_list(policy, list, subject, o)))
                     }
                     Route::Nested { parent, child } => {
                         let (p, c) = launch_objects(object);
-                        Ok(decide_launch(&policy, parent, child, subject, p, c))
+                        Ok(decide_launch(policy, parent, child, subject, p, c))
                     }
                     Route::Roles(_) => Err(EvalError::NeedsProtobuf {
                         action: self.action.as_str_name(),
@@ -376,6 +402,15 @@ impl Approver {
 
     /// `approved(object)` with what decided it, over a protobuf object.
     pub fn decide_proto(&self, object: Option<&Object>) -> Result<Decision, EvalError> {
+        self.decide_proto_in(&self.shared.current.load(), object)
+    }
+
+    /// [`Approver::decide_proto`] against a given policy snapshot.
+    pub fn decide_proto_in(
+        &self,
+        policy: &Policy,
+        object: Option<&Object>,
+    ) -> Result<Decision, EvalError> {
         match &self.kind {
             ApproverKind::Executor(cid) => Ok(Decision {
                 allowed: object
@@ -388,15 +423,14 @@ impl Approver {
                     container_id: o.container_id.as_ref().map(|c| c.value.as_bytes()),
                     ..ObjectView::default()
                 });
-                self.decide(view.as_ref())
+                self.decide_in(policy, view.as_ref())
             }
             ApproverKind::Acl { route, .. } => {
-                let policy = self.shared.current.load();
                 let subject = self.subject();
                 match *route {
                     Route::Generic(list) => {
                         let o = proto_entity(self.action, object)?;
-                        Ok(acl(decide_list(&policy, list, subject, o)))
+                        Ok(acl(decide_list(policy, list, subject, o)))
                     }
                     Route::Nested { parent, child } => {
                         let view = object.map(|o| ObjectView {
@@ -418,7 +452,7 @@ impl Approver {
                             ..ObjectView::default()
                         });
                         let (p, c) = launch_objects(view.as_ref());
-                        Ok(decide_launch(&policy, parent, child, subject, p, c))
+                        Ok(decide_launch(policy, parent, child, subject, p, c))
                     }
                     Route::Roles(list) => {
                         let objects = role_objects(self.action, object)?;
