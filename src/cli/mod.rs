@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch; one file per command family.
 
+mod acls;
 mod library;
 mod smoke;
 
@@ -30,6 +31,9 @@ pub enum Command {
         #[arg(long)]
         library: Option<PathBuf>,
     },
+    /// Check, lint and explain Mesos ACL files.
+    #[command(subcommand)]
+    Acls(acls::AclsCommand),
 }
 
 /// Routes logs to stderr; `RUST_LOG` overrides the level.
@@ -63,5 +67,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Smoke { library } => smoke::run(library),
+        Command::Acls(command) => acls::run(command),
     }
 }
