@@ -109,6 +109,20 @@ enum nestguard_result
    */
   NESTGUARD_RESULT_CHECKPOINT = 103,
   /**
+   * ACLs did not load: bad JSON, wrong shape, or Mesos' validation failed
+   * (the message names the file, JSON path and line:column).
+   */
+  NESTGUARD_RESULT_ACLS_INVALID = 200,
+  /**
+   * An object could not be authorized (Mesos' `approved()` error): treat
+   * as not authorized.
+   */
+  NESTGUARD_RESULT_AUTHORIZATION_FAILED = 201,
+  /**
+   * A malformed authorization request (no action, empty subject or object).
+   */
+  NESTGUARD_RESULT_INVALID_AUTHORIZATION_REQUEST = 202,
+  /**
    * A credentials file (or text) was refused; the message names the file
    * and the line or JSON path.
    */
@@ -164,6 +178,20 @@ typedef uint32_t nestguard_result;
 typedef struct Controller Controller;
 
 /**
+ * An approver for one (subject, action), Mesos' `ObjectApprover`. Create
+ * with `nestguard_approver_new`, release with `nestguard_approver_free`.
+ * Thread-safe; `nestguard_approver_approved` never blocks or allocates.
+ */
+typedef struct nestguard_approver nestguard_approver;
+
+/**
+ * A loaded ACL policy. Create with `nestguard_authorizer_new` or
+ * `nestguard_authorizer_new_from_file`, release with
+ * `nestguard_authorizer_free`. Thread-safe (see the module notes).
+ */
+typedef struct nestguard_authorizer nestguard_authorizer;
+
+/**
  * Bytes owned by the library. Read them with `nestguard_bytes_data` and
  * `nestguard_bytes_len`, release them with `nestguard_bytes_free`.
  *
@@ -210,9 +238,209 @@ typedef struct nestguard_credentials nestguard_credentials;
  */
 typedef struct nestguard_http_authenticator nestguard_http_authenticator;
 
+/**
+ * A borrowed UTF-8 string: `ptr` + `len` (not NUL-terminated), and whether
+ * the field is set at all. When `present` is false, `ptr` and `len` are
+ * ignored; when true, `ptr` may be NULL only with `len == 0`.
+ */
+typedef struct {
+  /**
+   * First byte.
+   */
+  const char *ptr;
+  /**
+   * Length in bytes.
+   */
+  size_t len;
+  /**
+   * Whether the field is set (`has_...()` in protobuf terms).
+   */
+  bool present;
+} nestguard_str_view;
+
+/**
+ * An authorization object as borrowed fields (no protobuf encoding), for
+ * `nestguard_approver_approved`. All strings are borrowed for the call only.
+ *
+ * Map from `ObjectApprover::Object`:
+ * * `value` ← `*object.value`
+ * * `has_executor_info` ← `executor_info != nullptr`; `executor_user` ←
+ *   `executor_info->command().user()` when `has_user()`
+ * * `has_framework_info` ← `framework_info != nullptr`; `framework_user` ←
+ *   `framework_info->user()` when `has_user()`
+ * * `has_command` ← `command_info != nullptr`; `command_user` ←
+ *   `command_info->user()` when `has_user()`
+ * * `container_id` ← `container_id->value()` (the leaf);
+ *   `root_container_id` ← the value of its root (`getRootContainerId`); when
+ *   not present, the container id is taken to be its own root.
+ *
+ * Actions whose object needs other fields (`RUN_TASK`, `VIEW_TASK`,
+ * `TEARDOWN_FRAMEWORK`, `DESTROY_VOLUME`, `UNRESERVE_RESOURCES` and the role
+ * actions) fail with `NESTGUARD_RESULT_AUTHORIZATION_FAILED` here; use
+ * `nestguard_approver_approved_object` for them.
+ */
+typedef struct {
+  /**
+   * `Object.value`.
+   */
+  nestguard_str_view value;
+  /**
+   * `executor_info.command.user`.
+   */
+  nestguard_str_view executor_user;
+  /**
+   * `framework_info.user`.
+   */
+  nestguard_str_view framework_user;
+  /**
+   * `command_info.user`.
+   */
+  nestguard_str_view command_user;
+  /**
+   * `container_id.value`.
+   */
+  nestguard_str_view container_id;
+  /**
+   * The root container's `value`.
+   */
+  nestguard_str_view root_container_id;
+  /**
+   * Whether `executor_info` is set.
+   */
+  bool has_executor_info;
+  /**
+   * Whether `framework_info` is set.
+   */
+  bool has_framework_info;
+  /**
+   * Whether `command_info` is set.
+   */
+  bool has_command;
+} nestguard_object_view;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Creates an authorizer from ACL JSON text (Mesos' `ACLs` JSON, plus
+ * `manage_nested_containers`). `strict` rejects unknown keys, unknown entity
+ * types, nulls and SOME entities without values (Mesos ignores them);
+ * `false` loads exactly as Mesos would.
+ *
+ * Errors: `NESTGUARD_RESULT_ACLS_INVALID` with a message naming
+ * `<inline>:line:column` and the JSON path, or Mesos' validation text. No
+ * authorizer is created on error (fail closed). Free `*out` with
+ * `nestguard_authorizer_free`.
+ */
+nestguard_result nestguard_authorizer_new(const char *json,
+                                          size_t json_len,
+                                          bool strict,
+                                          nestguard_authorizer **out);
+
+/**
+ * Creates an authorizer from an ACL file: a path or a `file://` URL (as
+ * Mesos' `--acls`). `nestguard_authorizer_reload` re-reads this file.
+ *
+ * Errors: `NESTGUARD_RESULT_IO` when the file cannot be read,
+ * `NESTGUARD_RESULT_ACLS_INVALID` as for `nestguard_authorizer_new`.
+ */
+nestguard_result nestguard_authorizer_new_from_file(const char *path,
+                                                    size_t path_len,
+                                                    bool strict,
+                                                    nestguard_authorizer **out);
+
+/**
+ * Re-reads the authorizer's file and swaps the new policy in atomically.
+ * On error the previous policy stays in force and the error says why.
+ * Authorizers made from JSON text re-parse the same text. Safe to call
+ * while other threads decide.
+ */
+nestguard_result nestguard_authorizer_reload(const nestguard_authorizer *auth);
+
+/**
+ * Mesos' `authorized(request)`: decodes a serialized
+ * `mesos.authorization.Request` and writes the decision to `*out_allowed`.
+ *
+ * Errors: `NESTGUARD_RESULT_PROTOBUF_DECODE`,
+ * `NESTGUARD_RESULT_INVALID_AUTHORIZATION_REQUEST` (no action, a subject
+ * with neither value nor claims, an empty object),
+ * `NESTGUARD_RESULT_AUTHORIZATION_FAILED` (Mesos' `Error`: e.g. a required
+ * object field is missing). On any error treat the request as denied.
+ */
+nestguard_result nestguard_authorizer_authorize(const nestguard_authorizer *auth,
+                                                const uint8_t *request,
+                                                size_t request_len,
+                                                bool *out_allowed);
+
+/**
+ * Explains the decision for a serialized `mesos.authorization.Request` as
+ * JSON, NUL-terminated, into `buf`: at least `{"allowed": bool, "list":
+ * string|null, "index": number|null, "decided_by": ...}`, with `parent` and
+ * `child` for launches (`index` null means no entry matched and
+ * `permissive` decided). `*out_n` receives the size needed including the
+ * NUL; when `buf_len` is smaller nothing is written and
+ * `NESTGUARD_RESULT_BUFFER_TOO_SMALL` is returned. Errors as
+ * `nestguard_authorizer_authorize`.
+ */
+nestguard_result nestguard_authorizer_explain(const nestguard_authorizer *auth,
+                                              const uint8_t *request,
+                                              size_t request_len,
+                                              char *buf,
+                                              size_t buf_len,
+                                              size_t *out_n);
+
+/**
+ * Releases an authorizer. NULL is a no-op; must not be called twice or
+ * while another thread uses the handle. Approvers made from it stay valid.
+ */
+void nestguard_authorizer_free(nestguard_authorizer *auth);
+
+/**
+ * Mesos' `getApprover(subject, action)`. `subject` is a serialized
+ * `mesos.authorization.Subject`, or NULL (with `subject_len == 0`) for an
+ * unauthenticated request. `action` is the `mesos.authorization.Action`
+ * number. Free `*out` with `nestguard_approver_free`.
+ *
+ * Errors: `NESTGUARD_RESULT_PROTOBUF_DECODE`,
+ * `NESTGUARD_RESULT_INVALID_ARGUMENT` for an unknown action number.
+ */
+nestguard_result nestguard_approver_new(const nestguard_authorizer *auth,
+                                        const uint8_t *subject,
+                                        size_t subject_len,
+                                        uint32_t action,
+                                        nestguard_approver **out);
+
+/**
+ * The fast path of Mesos' `approved(object)`: the object as borrowed string
+ * views, NULL for no object (`Option<Object>` = None). Writes the decision
+ * to `*out_allowed`. Never blocks, never allocates (except to record an
+ * error message), decodes no protobuf.
+ *
+ * Errors: `NESTGUARD_RESULT_AUTHORIZATION_FAILED` (Mesos' `Error`, or an
+ * action this path cannot serve: see `nestguard_object_view`); treat as
+ * denied.
+ */
+nestguard_result nestguard_approver_approved(const nestguard_approver *approver,
+                                             const nestguard_object_view *object,
+                                             bool *out_allowed);
+
+/**
+ * `approved(object)` for a serialized `mesos.authorization.Object`, or for
+ * no object when `object` is NULL (with `object_len == 0`). Serves every
+ * action. Errors as `nestguard_approver_approved` plus
+ * `NESTGUARD_RESULT_PROTOBUF_DECODE`.
+ */
+nestguard_result nestguard_approver_approved_object(const nestguard_approver *approver,
+                                                    const uint8_t *object,
+                                                    size_t object_len,
+                                                    bool *out_allowed);
+
+/**
+ * Releases an approver. NULL is a no-op; must not be called twice or while
+ * another thread uses the handle.
+ */
+void nestguard_approver_free(nestguard_approver *approver);
 
 /**
  * Pointer to the first byte (never NULL for a non-NULL handle, even when

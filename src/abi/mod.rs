@@ -38,6 +38,7 @@ mod panic;
 #[macro_use]
 mod ffi;
 
+pub mod authorizer;
 pub mod bytes;
 pub mod container_id;
 pub mod cram_md5;

@@ -33,6 +33,14 @@ pub enum nestguard_result {
     Json = 102,
     /// A checkpoint file could not be written or read.
     Checkpoint = 103,
+    /// ACLs did not load: bad JSON, wrong shape, or Mesos' validation failed
+    /// (the message names the file, JSON path and line:column).
+    AclsInvalid = 200,
+    /// An object could not be authorized (Mesos' `approved()` error): treat
+    /// as not authorized.
+    AuthorizationFailed = 201,
+    /// A malformed authorization request (no action, empty subject or object).
+    InvalidAuthorizationRequest = 202,
     /// A credentials file (or text) was refused; the message names the file
     /// and the line or JSON path.
     CredentialsFile = 300,
@@ -72,6 +80,9 @@ impl nestguard_result {
             Self::InvalidContainerId => "invalid ContainerID",
             Self::Json => "invalid JSON",
             Self::Checkpoint => "checkpoint error",
+            Self::AclsInvalid => "invalid ACLs",
+            Self::AuthorizationFailed => "the object could not be authorized",
+            Self::InvalidAuthorizationRequest => "invalid authorization request",
             Self::CredentialsFile => "invalid credentials file",
             Self::CramMd5 => "CRAM-MD5 error",
             Self::Jwt => "JWT error",
@@ -113,6 +124,26 @@ impl AbiError for crate::json::JsonError {
 impl AbiError for crate::checkpoint::CheckpointError {
     fn code(&self) -> nestguard_result {
         nestguard_result::Checkpoint
+    }
+}
+
+impl AbiError for crate::authz::LoadError {
+    fn code(&self) -> nestguard_result {
+        match self {
+            crate::authz::LoadError::Read { .. } => nestguard_result::Io,
+            _ => nestguard_result::AclsInvalid,
+        }
+    }
+}
+
+impl AbiError for crate::authz::EvalError {
+    fn code(&self) -> nestguard_result {
+        match self {
+            crate::authz::EvalError::InvalidRequest(_) => {
+                nestguard_result::InvalidAuthorizationRequest
+            }
+            _ => nestguard_result::AuthorizationFailed,
+        }
     }
 }
 

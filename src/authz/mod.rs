@@ -1,6 +1,28 @@
-//! Mesos-compatible ACL authorization (the local authorizer's semantics for
-//! the agent's nested-container calls and the other agent ACLs).
+//! Mesos-compatible ACL authorization: the local authorizer's semantics,
+//! compiled so a decision does not scan the ACL lists, explainable, linted
+//! and hot-reloadable.
 //!
-//! Filled in by the authz work: parse → validate → compile → evaluate, with
-//! explanations and hot reload.
+//! Stages, one file each: [`parse`] (JSON with locations, strict by default)
+//! → [`validate`] (Mesos' rules and texts) → [`compile`] (per-list indexes)
+//! → [`evaluate`] (object entities per action, first match, launches) →
+//! [`explain`] / [`lint`]; [`api`] holds the [`Authorizer`] and [`Approver`]
+//! and hot reload. [`reference`] is a plain first-match transcription of
+//! Mesos' rules, the oracle for property tests and the bench's baseline.
 #![forbid(unsafe_code)]
+
+pub mod api;
+pub mod compile;
+pub mod evaluate;
+pub mod explain;
+pub mod lint;
+pub mod lists;
+pub mod parse;
+pub mod reference;
+pub mod roles;
+pub mod validate;
+
+pub use api::{Approver, Authorizer, LoadError, Source, load};
+pub use compile::{Policy, Req};
+pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
+pub use lists::List;
+pub use parse::{Document, Entity, EntityType, Entry, ParseError, ParseMode};

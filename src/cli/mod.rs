@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch; one file per command family.
 
+mod acls;
 mod credentials;
 mod library;
 mod smoke;
@@ -31,6 +32,9 @@ pub enum Command {
         #[arg(long)]
         library: Option<PathBuf>,
     },
+    /// Check, lint and explain Mesos ACL files.
+    #[command(subcommand)]
+    Acls(acls::AclsCommand),
     /// Check credential files.
     #[command(subcommand)]
     Credentials(credentials::CredentialsCommand),
@@ -70,6 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Smoke { library } => smoke::run(library),
+        Command::Acls(command) => acls::run(command),
         Command::Credentials(cmd) => credentials::run_credentials(cmd),
         Command::Token(cmd) => credentials::run_token(cmd),
     }

@@ -1,0 +1,440 @@
+//! Mesos ACL authorization over the C ABI: an authorizer handle (Mesos'
+//! `LocalAuthorizer`), approvers (`getApprover` → `approved`), explanations
+//! and hot reload.
+//!
+//! Thread safety: `nestguard_authorizer` and `nestguard_approver` handles are
+//! immutable from the caller's point of view and may be used from any number
+//! of threads at once (including `nestguard_authorizer_reload` concurrently
+//! with decisions: a decision sees the old or the new policy, never a mix).
+//! Only `_free` must not race with other uses of the same handle. An approver
+//! keeps the policy alive on its own: it stays valid after its authorizer is
+//! freed, and follows reloads while the authorizer lives.
+
+use super::error::fail;
+use super::ffi::{copy_text, free_handle, handle_ref, into_handle, slice_from, write_out};
+use super::result::nestguard_result;
+use crate::authz::{Approver, Authorizer, ObjectView, ParseMode, Source};
+use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
+
+/// A loaded ACL policy. Create with `nestguard_authorizer_new` or
+/// `nestguard_authorizer_new_from_file`, release with
+/// `nestguard_authorizer_free`. Thread-safe (see the module notes).
+pub struct nestguard_authorizer {
+    inner: Authorizer,
+}
+
+/// An approver for one (subject, action), Mesos' `ObjectApprover`. Create
+/// with `nestguard_approver_new`, release with `nestguard_approver_free`.
+/// Thread-safe; `nestguard_approver_approved` never blocks or allocates.
+pub struct nestguard_approver {
+    inner: Approver,
+}
+
+/// A borrowed UTF-8 string: `ptr` + `len` (not NUL-terminated), and whether
+/// the field is set at all. When `present` is false, `ptr` and `len` are
+/// ignored; when true, `ptr` may be NULL only with `len == 0`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct nestguard_str_view {
+    /// First byte.
+    pub ptr: *const std::ffi::c_char,
+    /// Length in bytes.
+    pub len: usize,
+    /// Whether the field is set (`has_...()` in protobuf terms).
+    pub present: bool,
+}
+
+/// An authorization object as borrowed fields (no protobuf encoding), for
+/// `nestguard_approver_approved`. All strings are borrowed for the call only.
+///
+/// Map from `ObjectApprover::Object`:
+/// * `value` ← `*object.value`
+/// * `has_executor_info` ← `executor_info != nullptr`; `executor_user` ←
+///   `executor_info->command().user()` when `has_user()`
+/// * `has_framework_info` ← `framework_info != nullptr`; `framework_user` ←
+///   `framework_info->user()` when `has_user()`
+/// * `has_command` ← `command_info != nullptr`; `command_user` ←
+///   `command_info->user()` when `has_user()`
+/// * `container_id` ← `container_id->value()` (the leaf);
+///   `root_container_id` ← the value of its root (`getRootContainerId`); when
+///   not present, the container id is taken to be its own root.
+///
+/// Actions whose object needs other fields (`RUN_TASK`, `VIEW_TASK`,
+/// `TEARDOWN_FRAMEWORK`, `DESTROY_VOLUME`, `UNRESERVE_RESOURCES` and the role
+/// actions) fail with `NESTGUARD_RESULT_AUTHORIZATION_FAILED` here; use
+/// `nestguard_approver_approved_object` for them.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct nestguard_object_view {
+    /// `Object.value`.
+    pub value: nestguard_str_view,
+    /// `executor_info.command.user`.
+    pub executor_user: nestguard_str_view,
+    /// `framework_info.user`.
+    pub framework_user: nestguard_str_view,
+    /// `command_info.user`.
+    pub command_user: nestguard_str_view,
+    /// `container_id.value`.
+    pub container_id: nestguard_str_view,
+    /// The root container's `value`.
+    pub root_container_id: nestguard_str_view,
+    /// Whether `executor_info` is set.
+    pub has_executor_info: bool,
+    /// Whether `framework_info` is set.
+    pub has_framework_info: bool,
+    /// Whether `command_info` is set.
+    pub has_command: bool,
+}
+
+/// `Some(bytes)` for a present view; `Err(())` for NULL with a length.
+fn view(v: &nestguard_str_view) -> Result<Option<&[u8]>, ()> {
+    if !v.present {
+        return Ok(None);
+    }
+    slice_from(v.ptr.cast(), v.len).map(Some).ok_or(())
+}
+
+fn object_view(o: &nestguard_object_view) -> Result<ObjectView<'_>, ()> {
+    Ok(ObjectView {
+        value: view(&o.value)?,
+        has_executor_info: o.has_executor_info || o.executor_user.present,
+        executor_user: view(&o.executor_user)?,
+        has_framework_info: o.has_framework_info || o.framework_user.present,
+        framework_user: view(&o.framework_user)?,
+        has_command: o.has_command || o.command_user.present,
+        command_user: view(&o.command_user)?,
+        container_id: view(&o.container_id)?,
+        root_container_id: view(&o.root_container_id)?,
+    })
+}
+
+fn create(source: Source, strict: bool, out: *mut *mut nestguard_authorizer) -> nestguard_result {
+    let inner = try_abi!(Authorizer::new(source, ParseMode { strict }));
+    write_out(out, into_handle(nestguard_authorizer { inner }));
+    nestguard_result::Ok
+}
+
+/// Creates an authorizer from ACL JSON text (Mesos' `ACLs` JSON, plus
+/// `manage_nested_containers`). `strict` rejects unknown keys, unknown entity
+/// types, nulls and SOME entities without values (Mesos ignores them);
+/// `false` loads exactly as Mesos would.
+///
+/// Errors: `NESTGUARD_RESULT_ACLS_INVALID` with a message naming
+/// `<inline>:line:column` and the JSON path, or Mesos' validation text. No
+/// authorizer is created on error (fail closed). Free `*out` with
+/// `nestguard_authorizer_free`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_new(
+    json: *const std::ffi::c_char,
+    json_len: usize,
+    strict: bool,
+    out: *mut *mut nestguard_authorizer,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out, "out");
+        let text = try_str!(json, json_len, "json");
+        create(Source::Inline(text.to_owned()), strict, out)
+    }
+}
+
+/// Creates an authorizer from an ACL file: a path or a `file://` URL (as
+/// Mesos' `--acls`). `nestguard_authorizer_reload` re-reads this file.
+///
+/// Errors: `NESTGUARD_RESULT_IO` when the file cannot be read,
+/// `NESTGUARD_RESULT_ACLS_INVALID` as for `nestguard_authorizer_new`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_new_from_file(
+    path: *const std::ffi::c_char,
+    path_len: usize,
+    strict: bool,
+    out: *mut *mut nestguard_authorizer,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out, "out");
+        let path = try_str!(path, path_len, "path");
+        let source = match path.strip_prefix("file://") {
+            Some(p) => Source::File(p.into()),
+            None => Source::File(path.into()),
+        };
+        create(source, strict, out)
+    }
+}
+
+/// Re-reads the authorizer's file and swaps the new policy in atomically.
+/// On error the previous policy stays in force and the error says why.
+/// Authorizers made from JSON text re-parse the same text. Safe to call
+/// while other threads decide.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_reload(
+    auth: *const nestguard_authorizer,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(auth, "auth");
+        let Some(auth) = handle_ref(auth) else { return nestguard_result::NullParameter };
+        try_abi!(auth.inner.reload());
+        nestguard_result::Ok
+    }
+}
+
+fn decode_request(bytes: &[u8]) -> Result<Request, nestguard_result> {
+    <Request as prost::Message>::decode(bytes).map_err(|e| {
+        fail(
+            nestguard_result::ProtobufDecode,
+            format!("argument `request` does not decode as mesos.authorization.Request: {e}"),
+        )
+    })
+}
+
+/// Mesos' `authorized(request)`: decodes a serialized
+/// `mesos.authorization.Request` and writes the decision to `*out_allowed`.
+///
+/// Errors: `NESTGUARD_RESULT_PROTOBUF_DECODE`,
+/// `NESTGUARD_RESULT_INVALID_AUTHORIZATION_REQUEST` (no action, a subject
+/// with neither value nor claims, an empty object),
+/// `NESTGUARD_RESULT_AUTHORIZATION_FAILED` (Mesos' `Error`: e.g. a required
+/// object field is missing). On any error treat the request as denied.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_authorize(
+    auth: *const nestguard_authorizer,
+    request: *const u8,
+    request_len: usize,
+    out_allowed: *mut bool,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out_allowed, "out_allowed");
+        let Some(auth) = handle_ref(auth) else {
+            return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
+        };
+        let bytes = try_slice!(request, request_len, "request");
+        let request = match decode_request(bytes) { Ok(r) => r, Err(code) => return code };
+        let allowed = try_abi!(auth.inner.authorized(&request));
+        write_out(out_allowed, allowed);
+        nestguard_result::Ok
+    }
+}
+
+/// Explains the decision for a serialized `mesos.authorization.Request` as
+/// JSON, NUL-terminated, into `buf`: at least `{"allowed": bool, "list":
+/// string|null, "index": number|null, "decided_by": ...}`, with `parent` and
+/// `child` for launches (`index` null means no entry matched and
+/// `permissive` decided). `*out_n` receives the size needed including the
+/// NUL; when `buf_len` is smaller nothing is written and
+/// `NESTGUARD_RESULT_BUFFER_TOO_SMALL` is returned. Errors as
+/// `nestguard_authorizer_authorize`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_explain(
+    auth: *const nestguard_authorizer,
+    request: *const u8,
+    request_len: usize,
+    buf: *mut std::ffi::c_char,
+    buf_len: usize,
+    out_n: *mut usize,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out_n, "out_n");
+        let Some(auth) = handle_ref(auth) else {
+            return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
+        };
+        let bytes = try_slice!(request, request_len, "request");
+        let request = match decode_request(bytes) { Ok(r) => r, Err(code) => return code };
+        let json = try_abi!(auth.inner.explain_json(&request)).to_string();
+        if copy_text(&json, buf, buf_len, out_n) {
+            nestguard_result::Ok
+        } else {
+            fail(nestguard_result::BufferTooSmall, "the buffer is too small for the explanation")
+        }
+    }
+}
+
+/// Releases an authorizer. NULL is a no-op; must not be called twice or
+/// while another thread uses the handle. Approvers made from it stay valid.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_free(auth: *mut nestguard_authorizer) {
+    ffi_panic_boundary! { free_handle(auth) }
+}
+
+/// Mesos' `getApprover(subject, action)`. `subject` is a serialized
+/// `mesos.authorization.Subject`, or NULL (with `subject_len == 0`) for an
+/// unauthenticated request. `action` is the `mesos.authorization.Action`
+/// number. Free `*out` with `nestguard_approver_free`.
+///
+/// Errors: `NESTGUARD_RESULT_PROTOBUF_DECODE`,
+/// `NESTGUARD_RESULT_INVALID_ARGUMENT` for an unknown action number.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_approver_new(
+    auth: *const nestguard_authorizer,
+    subject: *const u8,
+    subject_len: usize,
+    action: u32,
+    out: *mut *mut nestguard_approver,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out, "out");
+        let Some(auth) = handle_ref(auth) else {
+            return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
+        };
+        let subject = if subject.is_null() {
+            if subject_len != 0 {
+                return fail(nestguard_result::NullParameter, "argument `subject` is NULL with a non-zero length");
+            }
+            None
+        } else {
+            Some(try_decode!(Subject, subject, subject_len, "subject"))
+        };
+        let Some(action) = i32::try_from(action).ok().and_then(|a| Action::try_from(a).ok()) else {
+            return fail(nestguard_result::InvalidArgument, format!("action {action} is not a mesos.authorization.Action number"));
+        };
+        let inner = auth.inner.approver(subject.as_ref(), action);
+        write_out(out, into_handle(nestguard_approver { inner }));
+        nestguard_result::Ok
+    }
+}
+
+/// The fast path of Mesos' `approved(object)`: the object as borrowed string
+/// views, NULL for no object (`Option<Object>` = None). Writes the decision
+/// to `*out_allowed`. Never blocks, never allocates (except to record an
+/// error message), decodes no protobuf.
+///
+/// Errors: `NESTGUARD_RESULT_AUTHORIZATION_FAILED` (Mesos' `Error`, or an
+/// action this path cannot serve: see `nestguard_object_view`); treat as
+/// denied.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_approver_approved(
+    approver: *const nestguard_approver,
+    object: *const nestguard_object_view,
+    out_allowed: *mut bool,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out_allowed, "out_allowed");
+        let Some(approver) = handle_ref(approver) else {
+            return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
+        };
+        let view = match handle_ref(object).map(object_view) {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            Some(Err(())) => {
+                return fail(nestguard_result::NullParameter, "a present string view in `object` is NULL with a non-zero length");
+            }
+        };
+        let allowed = try_abi!(approver.inner.approved(view.as_ref()));
+        write_out(out_allowed, allowed);
+        nestguard_result::Ok
+    }
+}
+
+/// `approved(object)` for a serialized `mesos.authorization.Object`, or for
+/// no object when `object` is NULL (with `object_len == 0`). Serves every
+/// action. Errors as `nestguard_approver_approved` plus
+/// `NESTGUARD_RESULT_PROTOBUF_DECODE`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_approver_approved_object(
+    approver: *const nestguard_approver,
+    object: *const u8,
+    object_len: usize,
+    out_allowed: *mut bool,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out_allowed, "out_allowed");
+        let Some(approver) = handle_ref(approver) else {
+            return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
+        };
+        let object = if object.is_null() {
+            if object_len != 0 {
+                return fail(nestguard_result::NullParameter, "argument `object` is NULL with a non-zero length");
+            }
+            None
+        } else {
+            Some(try_decode!(Object, object, object_len, "object"))
+        };
+        let decision = try_abi!(approver.inner.decide_proto(object.as_ref()));
+        write_out(out_allowed, decision.allowed);
+        nestguard_result::Ok
+    }
+}
+
+/// Releases an approver. NULL is a no-op; must not be called twice or while
+/// another thread uses the handle.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_approver_free(approver: *mut nestguard_approver) {
+    ffi_panic_boundary! { free_handle(approver) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sv(s: Option<&str>) -> nestguard_str_view {
+        match s {
+            Some(s) => nestguard_str_view {
+                ptr: s.as_ptr().cast(),
+                len: s.len(),
+                present: true,
+            },
+            None => nestguard_str_view {
+                ptr: std::ptr::null(),
+                len: 0,
+                present: false,
+            },
+        }
+    }
+
+    #[test]
+    fn fast_path_launch_and_errors() {
+        let json = r#"{"permissive": false,
+          "launch_nested_containers_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+          "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"values": ["bar"]}}]}"#;
+        let mut auth = std::ptr::null_mut();
+        assert_eq!(
+            nestguard_authorizer_new(json.as_ptr().cast(), json.len(), true, &mut auth),
+            nestguard_result::Ok
+        );
+        let subject = prost::Message::encode_to_vec(&Subject {
+            value: Some("ops".into()),
+            claims: None,
+        });
+        let mut approver = std::ptr::null_mut();
+        assert_eq!(
+            nestguard_approver_new(
+                auth,
+                subject.as_ptr().cast(),
+                subject.len(),
+                Action::LaunchNestedContainer as u32,
+                &mut approver
+            ),
+            nestguard_result::Ok
+        );
+        nestguard_authorizer_free(auth);
+        let mut object = nestguard_object_view {
+            value: sv(None),
+            executor_user: sv(Some("root")),
+            framework_user: sv(None),
+            command_user: sv(Some("bar")),
+            container_id: sv(Some("c2")),
+            root_container_id: sv(Some("c1")),
+            has_executor_info: true,
+            has_framework_info: false,
+            has_command: true,
+        };
+        let mut allowed = false;
+        assert_eq!(
+            nestguard_approver_approved(approver, &object, &mut allowed),
+            nestguard_result::Ok
+        );
+        assert!(allowed);
+        object.command_user = sv(Some("root"));
+        assert_eq!(
+            nestguard_approver_approved(approver, &object, &mut allowed),
+            nestguard_result::Ok
+        );
+        assert!(!allowed);
+        nestguard_approver_free(approver);
+
+        let bad = r#"{"kill_nested_containers": [{"principals": {"type": "any"}, "users": {"type": "ANY"}}]}"#;
+        let mut auth = std::ptr::null_mut();
+        assert_eq!(
+            nestguard_authorizer_new(bad.as_ptr().cast(), bad.len(), true, &mut auth),
+            nestguard_result::AclsInvalid
+        );
+        assert!(auth.is_null());
+    }
+}

@@ -1,0 +1,508 @@
+//! The public entry points: [`Authorizer`] (Mesos' `authorized(request)` and
+//! `getApprover(subject, action)`) and [`Approver`] (`approved(object)`).
+//!
+//! The policy lives in an `ArcSwap`: every decision loads the current policy
+//! lock-free (no global lock, no allocation), and a reload swaps in a new one
+//! atomically, so a caller sees the old or the new policy, never a mix.
+//! Approvers hold the authorizer's shared state, not a policy snapshot, so
+//! long-lived approvers (Mesos caches them) follow reloads.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use super::compile::{Policy, Req};
+use super::evaluate::{
+    Basis, Decision, EvalError, ListOutcome, ObjectView, decide_launch, decide_list,
+    framework_user, launch_objects, proto_entity, view_entity,
+};
+use super::lists::{List, Route, route};
+use super::parse::{ParseError, ParseMode, parse};
+use super::roles::{decide_role, role_objects};
+use super::validate::{ValidateError, validate};
+use crate::proto::mesos::ContainerId;
+use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
+
+/// Where ACLs come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// JSON text.
+    Inline(String),
+    /// A file, re-read on reload.
+    File(PathBuf),
+}
+
+impl Source {
+    /// Interprets a value the way Mesos' `--acls` flag does: `file://PATH`
+    /// or a path names a file, text starting with `{` is JSON.
+    pub fn from_flag(value: &str) -> Source {
+        if let Some(path) = value.strip_prefix("file://") {
+            Source::File(PathBuf::from(path))
+        } else if value.trim_start().starts_with('{') {
+            Source::Inline(value.to_owned())
+        } else {
+            Source::File(PathBuf::from(value))
+        }
+    }
+
+    fn origin(&self) -> String {
+        match self {
+            Source::Inline(_) => "<inline>".to_owned(),
+            Source::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// Why ACLs did not load. A failed load never yields an authorizer (fail
+/// closed) and a failed reload keeps the previous policy.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{path}: cannot read ACLs: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The JSON is malformed or does not fit `mesos.ACLs`.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// Mesos' validation rejects the ACLs.
+    #[error(transparent)]
+    Invalid(#[from] ValidateError),
+}
+
+/// Loads, validates and compiles ACLs.
+pub fn load(source: &Source, mode: ParseMode) -> Result<Policy, LoadError> {
+    let origin = source.origin();
+    let text;
+    let json = match source {
+        Source::Inline(t) => t.as_str(),
+        Source::File(path) => {
+            text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+                path: origin.clone(),
+                source,
+            })?;
+            text.as_str()
+        }
+    };
+    let doc = parse(json, &origin, mode)?;
+    validate(&doc, &origin)?;
+    Ok(Policy::compile(doc, origin))
+}
+
+#[derive(Debug)]
+struct Shared {
+    current: ArcSwap<Policy>,
+    source: Source,
+    mode: ParseMode,
+    reloading: Mutex<()>,
+}
+
+/// A Mesos-compatible local authorizer over a hot-reloadable ACL policy.
+///
+/// `Send + Sync`: any number of threads may decide concurrently.
+#[derive(Debug, Clone)]
+pub struct Authorizer {
+    shared: Arc<Shared>,
+}
+
+impl Authorizer {
+    /// Loads ACLs from a source (strict unless `mode.strict` is false).
+    pub fn new(source: Source, mode: ParseMode) -> Result<Self, LoadError> {
+        let policy = load(&source, mode)?;
+        tracing::info!(origin = %policy.origin, strict = mode.strict, "ACLs loaded");
+        Ok(Authorizer {
+            shared: Arc::new(Shared {
+                current: ArcSwap::from_pointee(policy),
+                source,
+                mode,
+                reloading: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// From JSON text.
+    pub fn from_json(text: &str, strict: bool) -> Result<Self, LoadError> {
+        Self::new(Source::Inline(text.to_owned()), ParseMode { strict })
+    }
+
+    /// From a file.
+    pub fn from_path(path: &Path, strict: bool) -> Result<Self, LoadError> {
+        Self::new(Source::File(path.to_path_buf()), ParseMode { strict })
+    }
+
+    /// The policy in force now.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.shared.current.load_full()
+    }
+
+    /// Re-reads the source and swaps the new policy in atomically. On any
+    /// error the old policy stays in force and the error says why.
+    pub fn reload(&self) -> Result<(), LoadError> {
+        // Serializes reloads only; decisions never take this lock.
+        let _one_at_a_time = self
+            .shared
+            .reloading
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match load(&self.shared.source, self.shared.mode) {
+            Ok(policy) => {
+                tracing::info!(origin = %policy.origin, "ACLs reloaded");
+                self.shared.current.store(Arc::new(policy));
+                Ok(())
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "ACL reload failed; keeping the previous policy");
+                Err(err)
+            }
+        }
+    }
+
+    /// Mesos' `getApprover(subject, action)`.
+    pub fn approver(&self, subject: Option<&Subject>, action: Action) -> Approver {
+        Approver {
+            shared: Arc::clone(&self.shared),
+            action,
+            kind: ApproverKind::for_subject(subject, action),
+        }
+    }
+
+    /// Mesos' `authorized(request)`.
+    pub fn authorized(&self, request: &Request) -> Result<bool, EvalError> {
+        self.explain(request).map(|d| d.allowed)
+    }
+
+    /// `authorized(request)` with what decided it.
+    pub fn explain(&self, request: &Request) -> Result<Decision, EvalError> {
+        self.explain_in(&self.shared.current.load(), request)
+    }
+
+    /// Explains a request as JSON (`allowed`, `list`, `index`, ...), using
+    /// one policy snapshot for the decision and its rendering.
+    pub fn explain_json(&self, request: &Request) -> Result<serde_json::Value, EvalError> {
+        let policy = self.policy();
+        let decision = self.explain_in(&policy, request)?;
+        Ok(super::explain::to_json(&policy, &decision))
+    }
+
+    /// [`Authorizer::explain`] against a given policy snapshot.
+    pub fn explain_in(&self, policy: &Policy, request: &Request) -> Result<Decision, EvalError> {
+        let action = request
+            .action
+            .ok_or(EvalError::InvalidRequest("the request has no action"))?;
+        let action = Action::try_from(action).map_err(|_| {
+            EvalError::InvalidRequest("the request's action number is not a known Action")
+        })?;
+        if let Some(s) = &request.subject
+            && s.value.is_none()
+            && s.claims.is_none()
+        {
+            return Err(EvalError::InvalidRequest(
+                "the subject has neither a value nor claims",
+            ));
+        }
+        if let Some(o) = &request.object {
+            let any = o.value.is_some()
+                || o.framework_info.is_some()
+                || o.task.is_some()
+                || o.task_info.is_some()
+                || o.executor_info.is_some()
+                || has_quota_info(o)
+                || o.weight_info.is_some()
+                || o.container_id.is_some()
+                || o.resource.is_some();
+            if !any {
+                return Err(EvalError::InvalidRequest(
+                    "the object is set but has none of the fields Mesos accepts",
+                ));
+            }
+        }
+        self.approver(request.subject.as_ref(), action)
+            .decide_proto_in(policy, request.object.as_ref())
+    }
+}
+
+#[derive(Debug)]
+enum ApproverKind {
+    Reject(&'static str),
+    Executor(Box<[u8]>),
+    ResourceProvider(Box<[u8]>),
+    Acl {
+        route: Route,
+        principal: Option<Box<[u8]>>,
+    },
+}
+
+const EXECUTOR_ACTIONS: &[Action] = &[
+    Action::LaunchNestedContainer,
+    Action::WaitNestedContainer,
+    Action::KillNestedContainer,
+    Action::LaunchNestedContainerSession,
+    Action::RemoveNestedContainer,
+    Action::AttachContainerOutput,
+];
+
+const RESOURCE_PROVIDER_ACTIONS: &[Action] = &[
+    Action::LaunchStandaloneContainer,
+    Action::WaitStandaloneContainer,
+    Action::KillStandaloneContainer,
+    Action::RemoveStandaloneContainer,
+    Action::ViewStandaloneContainer,
+];
+
+impl ApproverKind {
+    fn for_subject(subject: Option<&Subject>, action: Action) -> Self {
+        if let Some(s) = subject
+            && s.value.is_none()
+        {
+            if let Some(claims) = &s.claims {
+                if EXECUTOR_ACTIONS.contains(&action) {
+                    // The first `cid` claim with a value.
+                    return match claims
+                        .labels
+                        .iter()
+                        .find(|l| l.key == "cid" && l.value.is_some())
+                    {
+                        Some(l) => ApproverKind::Executor(Box::from(l.value().as_bytes())),
+                        None => ApproverKind::Reject("the subject's claims have no `cid`"),
+                    };
+                }
+                if RESOURCE_PROVIDER_ACTIONS.contains(&action) {
+                    // The last `cid_prefix` claim with a value.
+                    return match claims
+                        .labels
+                        .iter()
+                        .rev()
+                        .find(|l| l.key == "cid_prefix" && l.value.is_some())
+                    {
+                        Some(l) => ApproverKind::ResourceProvider(Box::from(l.value().as_bytes())),
+                        None => ApproverKind::Reject("the subject's claims have no `cid_prefix`"),
+                    };
+                }
+            }
+            return ApproverKind::Reject(
+                "a subject without a principal value is only accepted for the implicit executor and resource provider actions",
+            );
+        }
+        match route(action) {
+            Route::Reject => ApproverKind::Reject("the action is UNKNOWN"),
+            route => ApproverKind::Acl {
+                route,
+                principal: subject
+                    .and_then(|s| s.value.as_deref())
+                    .map(|v| Box::from(v.as_bytes())),
+            },
+        }
+    }
+}
+
+/// Mesos' `ObjectApprover` for one (subject, action).
+///
+/// `Send + Sync`; `approved` never blocks and never allocates. It follows
+/// reloads of the authorizer it came from, and keeps that authorizer's policy
+/// alive on its own.
+#[derive(Debug)]
+pub struct Approver {
+    shared: Arc<Shared>,
+    action: Action,
+    kind: ApproverKind,
+}
+
+#[expect(
+    deprecated,
+    reason = "Mesos still accepts objects carrying only quota_info"
+)]
+fn has_quota_info(o: &Object) -> bool {
+    o.quota_info.is_some()
+}
+
+fn root_of(id: &ContainerId) -> &ContainerId {
+    let mut id = id;
+    while let Some(parent) = id.parent.as_deref() {
+        id = parent;
+    }
+    id
+}
+
+impl Approver {
+    /// The policy in force now (for rendering an explanation).
+    pub fn policy(&self) -> Arc<Policy> {
+        self.shared.current.load_full()
+    }
+
+    /// The action.
+    pub fn action(&self) -> Action {
+        self.action
+    }
+
+    /// `approved(object)` over borrowed fields (`None` = no object).
+    #[inline]
+    pub fn approved(&self, object: Option<&ObjectView<'_>>) -> Result<bool, EvalError> {
+        self.decide(object).map(|d| d.allowed)
+    }
+
+    fn subject(&self) -> Req<'_> {
+        match &self.kind {
+            ApproverKind::Acl {
+                principal: Some(p), ..
+            } => Req::Some(p),
+            _ => Req::Any,
+        }
+    }
+
+    /// `approved(object)` with what decided it, over borrowed fields.
+    pub fn decide(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
+        self.decide_in(&self.shared.current.load(), object)
+    }
+
+    /// [`Approver::decide`] against a given policy snapshot.
+    pub fn decide_in(
+        &self,
+        policy: &Policy,
+        object: Option<&ObjectView<'_>>,
+    ) -> Result<Decision, EvalError> {
+        match &self.kind {
+            ApproverKind::Reject(why) => Ok(rejected(why)),
+            ApproverKind::Executor(cid) => Ok(Decision {
+                allowed: object.is_some_and(|o| {
+                    o.container_id.is_some()
+                        && o.root_container_id.or(o.container_id) == Some(&cid[..])
+                }),
+                basis: Basis::ImplicitExecutor,
+            }),
+            ApproverKind::ResourceProvider(prefix) => Ok(Decision {
+                allowed: object
+                    .and_then(|o| o.container_id)
+                    .is_some_and(|c| c.starts_with(prefix)),
+                basis: Basis::ImplicitResourceProvider,
+            }),
+            ApproverKind::Acl { route, .. } => {
+                let subject = self.subject();
+                match *route {
+                    Route::Generic(list) => {
+                        let o = view_entity(self.action, object)?;
+                        Ok(acl(decide_list(policy, list, subject, o)))
+                    }
+                    Route::Nested { parent, child } => {
+                        let (p, c) = launch_objects(object);
+                        Ok(decide_launch(policy, parent, child, subject, p, c))
+                    }
+                    Route::Roles(_) => Err(EvalError::NeedsProtobuf {
+                        action: self.action.as_str_name(),
+                    }),
+                    Route::Reject => Ok(rejected("the action is UNKNOWN")),
+                }
+            }
+        }
+    }
+
+    /// `approved(object)` with what decided it, over a protobuf object.
+    pub fn decide_proto(&self, object: Option<&Object>) -> Result<Decision, EvalError> {
+        self.decide_proto_in(&self.shared.current.load(), object)
+    }
+
+    /// [`Approver::decide_proto`] against a given policy snapshot.
+    pub fn decide_proto_in(
+        &self,
+        policy: &Policy,
+        object: Option<&Object>,
+    ) -> Result<Decision, EvalError> {
+        match &self.kind {
+            ApproverKind::Executor(cid) => Ok(Decision {
+                allowed: object
+                    .and_then(|o| o.container_id.as_ref())
+                    .is_some_and(|c| root_of(c).value.as_bytes() == &cid[..]),
+                basis: Basis::ImplicitExecutor,
+            }),
+            ApproverKind::Reject(_) | ApproverKind::ResourceProvider(_) => {
+                let view = object.map(|o| ObjectView {
+                    container_id: o.container_id.as_ref().map(|c| c.value.as_bytes()),
+                    ..ObjectView::default()
+                });
+                self.decide_in(policy, view.as_ref())
+            }
+            ApproverKind::Acl { route, .. } => {
+                let subject = self.subject();
+                match *route {
+                    Route::Generic(list) => {
+                        let o = proto_entity(self.action, object)?;
+                        Ok(acl(decide_list(policy, list, subject, o)))
+                    }
+                    Route::Nested { parent, child } => {
+                        let view = object.map(|o| ObjectView {
+                            has_executor_info: o.executor_info.is_some(),
+                            executor_user: o
+                                .executor_info
+                                .as_ref()
+                                .and_then(|e| e.command.as_ref())
+                                .and_then(|c| c.user.as_deref())
+                                .map(str::as_bytes),
+                            has_framework_info: o.framework_info.is_some(),
+                            framework_user: o.framework_info.as_ref().and_then(framework_user),
+                            has_command: o.command_info.is_some(),
+                            command_user: o
+                                .command_info
+                                .as_ref()
+                                .and_then(|c| c.user.as_deref())
+                                .map(str::as_bytes),
+                            ..ObjectView::default()
+                        });
+                        let (p, c) = launch_objects(view.as_ref());
+                        Ok(decide_launch(policy, parent, child, subject, p, c))
+                    }
+                    Route::Roles(list) => {
+                        let objects = role_objects(self.action, object)?;
+                        let mut last = None;
+                        for o in &objects {
+                            let outcome = decide_role(
+                                policy.doc.list(list),
+                                list,
+                                policy.permissive(),
+                                subject,
+                                *o,
+                            );
+                            if !outcome.allowed {
+                                return Ok(acl(outcome));
+                            }
+                            last = Some(outcome);
+                        }
+                        Ok(match last {
+                            Some(o) => acl(o),
+                            // A multi-role framework with no roles: permissive decides.
+                            None => acl(ListOutcome {
+                                list,
+                                entry: None,
+                                allowed: policy.permissive(),
+                            }),
+                        })
+                    }
+                    Route::Reject => Ok(rejected("the action is UNKNOWN")),
+                }
+            }
+        }
+    }
+}
+
+fn acl(outcome: ListOutcome) -> Decision {
+    Decision {
+        allowed: outcome.allowed,
+        basis: Basis::Acl(outcome),
+    }
+}
+
+fn rejected(why: &'static str) -> Decision {
+    Decision {
+        allowed: false,
+        basis: Basis::Rejected(why),
+    }
+}
+
+/// The list a `Basis::Acl` or a launch half refers to, for callers that
+/// only need names.
+pub fn list_name(list: List) -> &'static str {
+    list.spec().json
+}

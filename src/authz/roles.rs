@@ -1,0 +1,152 @@
+//! Role actions (reserve, create volume, quotas, weights, register framework,
+//! ...): Mesos' hierarchical role approver, where a value `a/%` covers every
+//! role nested under `a/`.
+//!
+//! These actions are master-side and rare on an agent, so this evaluates by
+//! scanning the list (not indexed); it follows Mesos' split of an entry into
+//! one recursive entry per `x/%` value followed by one entry with the rest.
+
+use super::compile::{EntryMeta, Req};
+use super::evaluate::{EvalError, ListOutcome};
+use super::lists::List;
+use super::parse::{Entity, EntityType};
+use crate::proto::mesos::authorization::{Action, Object};
+use crate::proto::mesos::framework_info::capability::Type as CapabilityType;
+
+fn matches(req: Req<'_>, acl: &Entity, values: &[&str]) -> bool {
+    match (req, acl.kind) {
+        (_, EntityType::None) => true,
+        (_, EntityType::Any) => true,
+        (Req::Any, EntityType::Some) => false,
+        (Req::Some(v), EntityType::Some) => values.iter().any(|a| a.as_bytes() == v),
+    }
+}
+
+/// First match over a role list for one role object.
+pub fn decide_role(
+    entries: &[super::parse::Entry],
+    list: List,
+    permissive: bool,
+    subject: Req<'_>,
+    object: Req<'_>,
+) -> ListOutcome {
+    for (i, e) in entries.iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        let meta = |allows| EntryMeta {
+            origin: list,
+            index,
+            allows,
+        };
+        let principal_values: Vec<&str> = e.principals.values.iter().map(String::as_str).collect();
+        let subject_matches = matches(subject, &e.principals, &principal_values);
+        let subject_allows = subject_matches && e.principals.kind != EntityType::None;
+        // Mesos' split: one generic ACL per recursive value, then the rest.
+        let split: Vec<(bool, Vec<&str>)> = if e.object.kind == EntityType::Some {
+            let mut parts: Vec<(bool, Vec<&str>)> = e
+                .object
+                .values
+                .iter()
+                .filter(|v| v.ends_with("/%"))
+                .map(|v| (true, vec![v.as_str()]))
+                .collect();
+            let rest: Vec<&str> = e
+                .object
+                .values
+                .iter()
+                .filter(|v| !v.ends_with("/%"))
+                .map(String::as_str)
+                .collect();
+            if !rest.is_empty() {
+                parts.push((false, rest));
+            }
+            parts
+        } else {
+            vec![(false, Vec::new())]
+        };
+        for (recursive, values) in split {
+            let part = Entity {
+                kind: e.object.kind,
+                values: Vec::new(),
+            };
+            if !recursive || values.len() != 1 {
+                if subject_matches && matches(object, &part, &values) {
+                    let allowed = subject_allows && e.object.kind != EntityType::None;
+                    return ListOutcome {
+                        list,
+                        entry: Some(meta(allowed)),
+                        allowed,
+                    };
+                }
+            } else if let (Req::Some(role), Some(parent)) = (object, values.first()) {
+                let prefix = parent.trim_end_matches('%');
+                if role.starts_with(prefix.as_bytes()) && subject_matches {
+                    return ListOutcome {
+                        list,
+                        entry: Some(meta(subject_allows)),
+                        allowed: subject_allows,
+                    };
+                }
+            }
+        }
+    }
+    ListOutcome {
+        list,
+        entry: None,
+        allowed: permissive,
+    }
+}
+
+/// The role objects of a role action (several for `REGISTER_FRAMEWORK`).
+pub fn role_objects<'a>(action: Action, o: Option<&'a Object>) -> Result<Vec<Req<'a>>, EvalError> {
+    let Some(o) = o else {
+        return Ok(vec![Req::Any]);
+    };
+    let s = |v: &'a str| Req::Some(v.as_bytes());
+    let missing = |field| EvalError::MissingField {
+        action: action.as_str_name(),
+        field,
+    };
+    use Action as A;
+    Ok(match action {
+        A::RegisterFramework => {
+            if let Some(f) = &o.framework_info {
+                let multi = f
+                    .capabilities
+                    .iter()
+                    .any(|c| c.r#type() == CapabilityType::MultiRole);
+                if multi {
+                    f.roles.iter().map(|r| s(r)).collect()
+                } else {
+                    vec![s(f.role())]
+                }
+            } else if let Some(v) = &o.value {
+                vec![s(v)]
+            } else {
+                vec![Req::Any]
+            }
+        }
+        A::UpdateWeight => vec![match (&o.weight_info, &o.value) {
+            (Some(w), _) => s(w.role()),
+            (None, Some(v)) => s(v),
+            (None, None) => Req::Any,
+        }],
+        A::ViewRole | A::UpdateQuotaWithConfig => {
+            vec![s(o.value.as_deref().ok_or_else(|| missing("value"))?)]
+        }
+        A::GetQuota => vec![o.value.as_deref().map_or(Req::Any, s)],
+        #[expect(deprecated, reason = "Mesos still routes the deprecated action")]
+        A::UpdateQuota => vec![s(o
+            .quota_info
+            .as_ref()
+            .ok_or_else(|| missing("quota_info"))?
+            .role())],
+        _ => vec![match (&o.resource, &o.value) {
+            (Some(r), _) => s(match r.reservations.last() {
+                Some(res) => res.role(),
+                None => r.role(),
+            }),
+            (None, Some(v)) => s(v),
+            (None, None) => Req::Any,
+        }],
+    })
+}

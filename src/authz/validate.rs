@@ -1,0 +1,100 @@
+//! Mesos' `LocalAuthorizer::validate` rules, with Mesos' error texts.
+//!
+//! Lists whose object can only be `ANY` or `NONE` reject `SOME`, and
+//! `get_endpoints` paths must be authorizable endpoints. Lists are checked in
+//! Mesos' order, so the same file yields the same first error as in Mesos;
+//! the error additionally names the entry's JSON path and position.
+
+use super::lists::{AUTHORIZABLE_ENDPOINTS, List, ObjectRule, VALIDATION_ORDER};
+use super::parse::{Document, EntityType, Location};
+
+/// A rule of Mesos' validation that the ACLs break.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}:{location}: {path}: {mesos}")]
+pub struct ValidateError {
+    /// File name or `<inline>`.
+    pub origin: String,
+    /// Where the offending entry starts.
+    pub location: Location,
+    /// JSON path of the offending entity.
+    pub path: String,
+    /// Mesos' own error text, e.g. "ACL.LaunchStandaloneContainer type must
+    /// be either NONE or ANY".
+    pub mesos: String,
+}
+
+/// Checks the document against Mesos' rules; the first violation is returned.
+pub fn validate(doc: &Document, origin: &str) -> Result<(), ValidateError> {
+    for &list in VALIDATION_ORDER {
+        let spec = list.spec();
+        for (i, entry) in doc.list(list).iter().enumerate() {
+            if entry.object.kind != EntityType::Some {
+                continue;
+            }
+            let path = format!("{}[{i}].{}", spec.json, spec.object);
+            let fail = |mesos: String| ValidateError {
+                origin: origin.to_owned(),
+                location: entry.location,
+                path: path.clone(),
+                mesos,
+            };
+            match spec.rule {
+                ObjectRule::AnyOrNone => {
+                    return Err(fail(format!(
+                        "ACL.{} type must be either NONE or ANY",
+                        spec.message
+                    )));
+                }
+                ObjectRule::Endpoints => {
+                    if let Some(p) = entry
+                        .object
+                        .values
+                        .iter()
+                        .find(|p| !AUTHORIZABLE_ENDPOINTS.contains(&p.as_str()))
+                    {
+                        return Err(fail(format!("Path: '{p}' is not an authorizable path")));
+                    }
+                }
+                ObjectRule::Free | ObjectRule::Roles => {}
+            }
+        }
+    }
+    debug_assert!(
+        VALIDATION_ORDER
+            .iter()
+            .all(|l| *l != List::ManageNestedContainers)
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authz::parse::{ParseMode, parse};
+
+    #[test]
+    fn mesos_texts() {
+        let doc = parse(
+            r#"{"launch_standalone_containers": [{"principals": {"type": "ANY"}, "users": {"values": ["a"]}}]}"#,
+            "<inline>",
+            ParseMode::default(),
+        )
+        .unwrap();
+        let err = validate(&doc, "<inline>").unwrap_err();
+        assert_eq!(
+            err.mesos,
+            "ACL.LaunchStandaloneContainer type must be either NONE or ANY"
+        );
+        assert_eq!(err.path, "launch_standalone_containers[0].users");
+        let doc = parse(
+            r#"{"get_endpoints": [{"principals": {"type": "ANY"}, "paths": {"values": ["/flags"]}}]}"#,
+            "<inline>",
+            ParseMode::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            validate(&doc, "<inline>").unwrap_err().mesos,
+            "Path: '/flags' is not an authorizable path"
+        );
+    }
+}
