@@ -222,7 +222,7 @@ fn http(texts: &mut Texts, store: &Arc<CredentialStore>) -> Vec<String> {
         format!("Bearer {token}x"),
         format!("Bearer {a}.{b}.{wrong}"),
         format!("Bearer {a}"),
-        format!("{a}"),
+        a.to_string(),
     ] {
         texts.debug(&auth.authenticate(Some(&header), jwt::now_secs()));
     }
