@@ -95,11 +95,7 @@ pub extern "C" fn nestguard_credentials_parse(
         let text = try_str!(text, text_len, "text");
         let origin = try_str!(origin, origin_len, "origin");
         let origin = if origin.is_empty() { "<inline>" } else { origin };
-        let (list, _) = try_abi!(file::parse_credentials(text, origin));
-        let store = match CredentialStore::from_credentials(list) {
-            Ok(s) => s,
-            Err(e) => return fail(nestguard_result::CredentialsFile, format!("{origin}: {e}")),
-        };
+        let store = try_abi!(file::parse_store(text, origin));
         write_out(out, into_handle(nestguard_credentials { store: Arc::new(store) }));
         nestguard_result::Ok
     }
