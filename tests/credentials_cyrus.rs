@@ -173,7 +173,7 @@ impl Drop for Peer {
 }
 
 /// Temp dir with a sasldb holding USER's SECRET and the sample server config.
-fn sasl_dir() -> tempfile::TempDir {
+fn sasl_dir(secret: &str) -> tempfile::TempDir {
     require("saslpasswd2");
     let dir = tempfile::Builder::new()
         .prefix("nestguard-sasl-")
@@ -193,7 +193,7 @@ fn sasl_dir() -> tempfile::TempDir {
         .stdin
         .take()
         .unwrap()
-        .write_all(SECRET.as_bytes())
+        .write_all(secret.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -229,8 +229,8 @@ fn cyrus_server(dir: &tempfile::TempDir) -> Peer {
 
 /// Our authenticatee against the Cyrus server; returns (our outcome,
 /// server exit success, server stdout transcript, server stderr).
-fn our_client_vs_cyrus(secret: &str) -> (ClientOutcome, bool, Peer) {
-    let dir = sasl_dir();
+fn our_client_vs_cyrus(stored: &str, secret: &str) -> (ClientOutcome, bool, Peer) {
+    let dir = sasl_dir(stored);
     let mut server = cyrus_server(&dir);
     let now = Instant::now();
     let credential = Credential::new(USER, Secret::from(secret));
@@ -287,7 +287,7 @@ fn our_client_vs_cyrus(secret: &str) -> (ClientOutcome, bool, Peer) {
 
 #[test]
 fn our_client_authenticates_against_cyrus_server() {
-    let (outcome, exit_ok, mut server) = our_client_vs_cyrus(SECRET);
+    let (outcome, exit_ok, mut server) = our_client_vs_cyrus(SECRET, SECRET);
     assert_eq!(
         outcome,
         ClientOutcome::Authenticated,
@@ -308,7 +308,7 @@ fn our_client_authenticates_against_cyrus_server() {
 
 #[test]
 fn our_client_with_wrong_secret_is_refused_by_cyrus_server() {
-    let (outcome, exit_ok, server) = our_client_vs_cyrus(WRONG);
+    let (outcome, exit_ok, server) = our_client_vs_cyrus(SECRET, WRONG);
     assert_eq!(outcome, ClientOutcome::Refused);
     assert!(!exit_ok, "Cyrus server accepted a wrong secret");
     let stderr = server.stderr();
@@ -401,4 +401,20 @@ fn cyrus_client_with_wrong_secret_is_refused_by_our_server() {
     // CRAM-MD5 gives the client no verdict of its own: the refusal above is
     // the check. The process is reaped by the guard.
     let _ = client.finish();
+}
+
+/// Secrets longer than the HMAC block (64 bytes) are hashed first (RFC 2104);
+/// Cyrus must agree.
+#[test]
+fn long_secret_interoperates_with_cyrus_server() {
+    let long = "nestguard-long-secret-".repeat(5);
+    assert!(long.len() > 64);
+    let (outcome, ok, server) = our_client_vs_cyrus(&long, &long);
+    assert_eq!(
+        outcome,
+        ClientOutcome::Authenticated,
+        "stderr: {}",
+        server.stderr()
+    );
+    assert!(ok);
 }

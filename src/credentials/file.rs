@@ -197,7 +197,10 @@ pub fn read_secret_file(
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
+    // Permissions are checked on the opened file, not the path, so the file
+    // read is the file checked.
+    let mut file = std::fs::File::open(path).map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o066 != 0 {
         if options.allow_open_permissions {
@@ -213,7 +216,11 @@ pub fn read_secret_file(
             });
         }
     }
-    Ok(Zeroizing::new(std::fs::read(path).map_err(read_err)?))
+    let mut bytes = Zeroizing::new(Vec::with_capacity(
+        usize::try_from(meta.len()).unwrap_or(0).saturating_add(1),
+    ));
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(read_err)?;
+    Ok(bytes)
 }
 
 /// Where a credential was found in its file.
