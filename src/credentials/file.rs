@@ -14,7 +14,7 @@
 //! anything else is legacy text.
 //!
 //! Stricter than Mesos on purpose: duplicate principals, unknown JSON keys,
-//! missing secrets, empty files and files readable or writable by group or
+//! missing or empty secrets, empty files and files readable or writable by group or
 //! others are errors (Mesos only warns about "others"); the last can be
 //! allowed with [`LoadOptions::allow_open_permissions`].
 //!
@@ -408,6 +408,14 @@ fn take_credential(value: &mut Value, path: &str, origin: &str) -> Result<Creden
         }
     };
     let secret = match map.get_mut("secret") {
+        // An empty secret would let an empty password in (HTTP Basic).
+        Some(Value::String(s)) if s.is_empty() => {
+            return Err(shape(
+                origin,
+                &format!("{path}.secret"),
+                "a non-empty string",
+            ));
+        }
         Some(Value::String(s)) => Secret::from_string(std::mem::take(s)),
         Some(_) => return Err(shape(origin, &format!("{path}.secret"), "a string")),
         None => {
