@@ -243,7 +243,8 @@ fn basic(store: &CredentialStore, authorization: Option<&str>) -> Result<Princip
     };
     let user = std::str::from_utf8(user).map_err(|_| ())?;
     let secret = store.secret(user).ok_or(())?;
-    if secret.len() == pass.len() && secret.ct_eq(pass) {
+    // An empty stored secret never authenticates.
+    if !secret.is_empty() && secret.len() == pass.len() && secret.ct_eq(pass) {
         Ok(Principal {
             value: Some(user.to_owned()),
             claims: BTreeMap::new(),
