@@ -21,7 +21,7 @@ fn last_error() -> String {
     let mut buf = vec![0u8; 4096];
     let mut n = 0usize;
     assert_eq!(
-        nestguard_error_message(buf.as_mut_ptr(), buf.len(), &mut n),
+        nestguard_error_message(buf.as_mut_ptr().cast(), buf.len(), &mut n),
         nestguard_result::Ok
     );
     String::from_utf8_lossy(&buf[..n - 1]).into_owned()
@@ -41,9 +41,9 @@ fn parse(text: &str) -> Result<*mut nestguard_credentials, nestguard_result> {
     let mut out = null_mut();
     let origin = "inline-test";
     match nestguard_credentials_parse(
-        text.as_ptr(),
+        text.as_ptr().cast(),
         text.len(),
-        origin.as_ptr(),
+        origin.as_ptr().cast(),
         origin.len(),
         &mut out,
     ) {
@@ -78,13 +78,13 @@ fn credentials_parse_load_and_errors() {
     let p = path.to_str().unwrap();
     let mut out = null_mut();
     assert_eq!(
-        nestguard_credentials_load(p.as_ptr(), p.len(), false, &mut out),
+        nestguard_credentials_load(p.as_ptr().cast(), p.len(), false, &mut out),
         nestguard_result::CredentialsFile
     );
     assert!(out.is_null(), "out-parameters are written only on success");
     assert!(last_error().contains("too open"));
     assert_eq!(
-        nestguard_credentials_load(p.as_ptr(), p.len(), true, &mut out),
+        nestguard_credentials_load(p.as_ptr().cast(), p.len(), true, &mut out),
         nestguard_result::Ok
     );
     nestguard_credentials_free(out);
@@ -94,7 +94,7 @@ fn credentials_parse_load_and_errors() {
         nestguard_result::NullParameter
     );
     assert_eq!(
-        nestguard_credentials_load(p.as_ptr(), p.len(), false, null_mut()),
+        nestguard_credentials_load(p.as_ptr().cast(), p.len(), false, null_mut()),
         nestguard_result::NullParameter
     );
 }
@@ -129,11 +129,11 @@ fn cram_exchange(secret: &str) -> (nestguard_auth_status, nestguard_auth_status,
     );
     assert_eq!(
         nestguard_cram_md5_client_new(
-            principal.as_ptr(),
+            principal.as_ptr().cast(),
             principal.len(),
-            secret.as_ptr(),
+            secret.as_ptr().cast(),
             secret.len(),
-            pid.as_ptr(),
+            pid.as_ptr().cast(),
             pid.len(),
             0,
             &mut client,
@@ -159,7 +159,7 @@ fn cram_exchange(secret: &str) -> (nestguard_auth_status, nestguard_auth_status,
             nestguard_cram_md5_client_step(
                 client,
                 m.kind,
-                m.bytes.as_ptr(),
+                m.bytes.as_ptr().cast(),
                 m.bytes.len(),
                 &mut kind,
                 &mut bytes,
@@ -172,7 +172,7 @@ fn cram_exchange(secret: &str) -> (nestguard_auth_status, nestguard_auth_status,
                 nestguard_cram_md5_server_step(
                     server,
                     r.kind,
-                    r.bytes.as_ptr(),
+                    r.bytes.as_ptr().cast(),
                     r.bytes.len(),
                     &mut kind,
                     &mut bytes,
@@ -186,7 +186,7 @@ fn cram_exchange(secret: &str) -> (nestguard_auth_status, nestguard_auth_status,
     let mut buf = [0u8; 256];
     let mut n = 0;
     assert_eq!(
-        nestguard_cram_md5_server_outcome_text(server, buf.as_mut_ptr(), buf.len(), &mut n),
+        nestguard_cram_md5_server_outcome_text(server, buf.as_mut_ptr().cast(), buf.len(), &mut n),
         nestguard_result::Ok
     );
     let text = String::from_utf8_lossy(&buf[..n - 1]).into_owned();
@@ -233,7 +233,7 @@ fn cram_md5_bad_input() {
         nestguard_cram_md5_server_step(
             server,
             4,
-            junk.as_ptr(),
+            junk.as_ptr().cast(),
             junk.len(),
             &mut kind,
             &mut bytes,
@@ -250,7 +250,7 @@ fn cram_md5_bad_input() {
         nestguard_cram_md5_server_step(
             server,
             4,
-            step.as_ptr(),
+            step.as_ptr().cast(),
             step.len(),
             &mut kind,
             &mut bytes,
@@ -305,10 +305,10 @@ fn http_authenticate_through_the_abi() {
     let mut auth = null_mut();
     assert_eq!(
         nestguard_http_authenticator_new(
-            realm.as_ptr(),
+            realm.as_ptr().cast(),
             realm.len(),
             creds,
-            key.as_ptr(),
+            key.as_ptr().cast(),
             key.len(),
             false,
             &mut auth
@@ -326,7 +326,7 @@ fn http_authenticate_through_the_abi() {
     assert_eq!(
         nestguard_http_authenticator_authenticate(
             auth,
-            header.as_ptr(),
+            header.as_ptr().cast(),
             header.len(),
             true,
             &mut ok,
@@ -351,7 +351,7 @@ fn http_authenticate_through_the_abi() {
     assert_eq!(
         nestguard_http_authenticator_authenticate(
             auth,
-            header.as_ptr(),
+            header.as_ptr().cast(),
             header.len(),
             true,
             &mut ok,
@@ -378,7 +378,7 @@ fn http_authenticate_through_the_abi() {
     let mut none = null_mut();
     assert_eq!(
         nestguard_http_authenticator_new(
-            realm.as_ptr(),
+            realm.as_ptr().cast(),
             realm.len(),
             null(),
             null(),
@@ -418,7 +418,7 @@ fn injection_through_the_abi() {
     assert_eq!(
         nestguard_credential_injector_new(
             nestguard_injection_mode::Auto as u32,
-            key.as_ptr(),
+            key.as_ptr().cast(),
             key.len(),
             false,
             null(),
@@ -432,11 +432,11 @@ fn injection_through_the_abi() {
     assert_eq!(
         nestguard_credential_injector_nested_environment(
             inj,
-            executor.as_ptr(),
+            executor.as_ptr().cast(),
             executor.len(),
-            framework.as_ptr(),
+            framework.as_ptr().cast(),
             framework.len(),
-            nested.as_ptr(),
+            nested.as_ptr().cast(),
             nested.len(),
             &mut out
         ),
@@ -448,11 +448,11 @@ fn injection_through_the_abi() {
     assert_eq!(
         nestguard_credential_injector_decorate_executor_environment(
             inj,
-            executor.as_ptr(),
+            executor.as_ptr().cast(),
             executor.len(),
-            framework.as_ptr(),
+            framework.as_ptr().cast(),
             framework.len(),
-            nested.as_ptr(),
+            nested.as_ptr().cast(),
             nested.len(),
             &mut out
         ),
@@ -467,11 +467,11 @@ fn injection_through_the_abi() {
     assert_eq!(
         nestguard_credential_injector_nested_environment(
             inj,
-            executor.as_ptr(),
+            executor.as_ptr().cast(),
             executor.len(),
-            framework.as_ptr(),
+            framework.as_ptr().cast(),
             framework.len(),
-            bad.as_ptr(),
+            bad.as_ptr().cast(),
             bad.len(),
             &mut out
         ),
@@ -496,11 +496,11 @@ fn injection_through_the_abi() {
     assert_eq!(
         nestguard_credential_injector_nested_environment(
             inj,
-            executor.as_ptr(),
+            executor.as_ptr().cast(),
             executor.len(),
-            framework.as_ptr(),
+            framework.as_ptr().cast(),
             framework.len(),
-            nested.as_ptr(),
+            nested.as_ptr().cast(),
             nested.len(),
             &mut out
         ),

@@ -281,7 +281,7 @@ fn abi(texts: &mut Texts) {
     );
     let mut out = std::ptr::null_mut();
     let rc = nestguard::abi::credentials::nestguard_credentials_parse(
-        text.as_ptr(),
+        text.as_ptr().cast(),
         text.len(),
         std::ptr::null(),
         0,
@@ -290,7 +290,8 @@ fn abi(texts: &mut Texts) {
     assert_ne!(rc, nestguard::abi::result::nestguard_result::Ok);
     let mut buf = vec![0u8; 4096];
     let mut n = 0;
-    let _ = nestguard::abi::error::nestguard_error_message(buf.as_mut_ptr(), buf.len(), &mut n);
+    let _ =
+        nestguard::abi::error::nestguard_error_message(buf.as_mut_ptr().cast(), buf.len(), &mut n);
     texts
         .0
         .push(String::from_utf8_lossy(&buf[..n.saturating_sub(1)]).into_owned());

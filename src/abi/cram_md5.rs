@@ -242,7 +242,7 @@ pub extern "C" fn nestguard_cram_md5_server_poll_timeout(
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_cram_md5_server_outcome_text(
     server: *const nestguard_cram_md5_server,
-    buf: *mut u8,
+    buf: *mut std::ffi::c_char,
     buf_len: usize,
     out_n: *mut usize,
 ) -> nestguard_result {
@@ -282,11 +282,11 @@ pub extern "C" fn nestguard_cram_md5_server_free(server: *mut nestguard_cram_md5
 /// is `REFUSED` (Mesos' authenticatee does the same).
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_cram_md5_client_new(
-    principal: *const u8,
+    principal: *const std::ffi::c_char,
     principal_len: usize,
     secret: *const u8,
     secret_len: usize,
-    pid: *const u8,
+    pid: *const std::ffi::c_char,
     pid_len: usize,
     timeout_ms: u64,
     out: *mut *mut nestguard_cram_md5_client,
@@ -381,7 +381,7 @@ pub extern "C" fn nestguard_cram_md5_client_poll_timeout(
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_cram_md5_client_outcome_text(
     client: *const nestguard_cram_md5_client,
-    buf: *mut u8,
+    buf: *mut std::ffi::c_char,
     buf_len: usize,
     out_n: *mut usize,
 ) -> nestguard_result {

@@ -64,7 +64,7 @@ pub struct nestguard_credentials {
 /// line or JSON path. Free the handle with `nestguard_credentials_free`.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_credentials_load(
-    path: *const u8,
+    path: *const std::ffi::c_char,
     path_len: usize,
     allow_open_permissions: bool,
     out: *mut *mut nestguard_credentials,
@@ -84,9 +84,9 @@ pub extern "C" fn nestguard_credentials_load(
 /// empty) names the input in error messages.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_credentials_parse(
-    text: *const u8,
+    text: *const std::ffi::c_char,
     text_len: usize,
-    origin: *const u8,
+    origin: *const std::ffi::c_char,
     origin_len: usize,
     out: *mut *mut nestguard_credentials,
 ) -> nestguard_result {
@@ -147,10 +147,10 @@ pub struct nestguard_http_authenticator {
 /// `allow_open_permissions`. At least one of the two is required.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_http_authenticator_new(
-    realm: *const u8,
+    realm: *const std::ffi::c_char,
     realm_len: usize,
     credentials: *const nestguard_credentials,
-    jwt_key_path: *const u8,
+    jwt_key_path: *const std::ffi::c_char,
     jwt_key_path_len: usize,
     allow_open_permissions: bool,
     out: *mut *mut nestguard_http_authenticator,
@@ -183,7 +183,7 @@ pub extern "C" fn nestguard_http_authenticator_new(
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_http_authenticator_authenticate(
     authenticator: *const nestguard_http_authenticator,
-    header: *const u8,
+    header: *const std::ffi::c_char,
     header_len: usize,
     has_header: bool,
     out_authenticated: *mut bool,
@@ -253,7 +253,7 @@ const MODE_SECRET: u32 = nestguard_injection_mode::Secret as u32;
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_credential_injector_new(
     mode: u32,
-    jwt_key_path: *const u8,
+    jwt_key_path: *const std::ffi::c_char,
     jwt_key_path_len: usize,
     allow_open_permissions: bool,
     credentials: *const nestguard_credentials,

@@ -44,6 +44,16 @@ pub enum nestguard_result {
     HttpAuthenticator = 303,
     /// Credential injection failed (missing principal, secret or ids).
     CredentialInjection = 304,
+    /// A cgroup operation failed (the message names the file and OS error).
+    Cgroup = 500,
+    /// The container has no cgroup.
+    CgroupNotFound = 501,
+    /// The container's cgroup already exists.
+    CgroupExists = 502,
+    /// No usable cgroup hierarchy or controller.
+    CgroupUnavailable = 503,
+    /// Killing, freezing or removing a cgroup did not finish in time.
+    CgroupTimeout = 504,
 }
 
 impl nestguard_result {
@@ -67,6 +77,11 @@ impl nestguard_result {
             Self::Jwt => "JWT error",
             Self::HttpAuthenticator => "invalid HTTP authenticator configuration",
             Self::CredentialInjection => "credential injection failed",
+            Self::Cgroup => "cgroup operation failed",
+            Self::CgroupNotFound => "the container has no cgroup",
+            Self::CgroupExists => "the container's cgroup already exists",
+            Self::CgroupUnavailable => "no usable cgroup hierarchy or controller",
+            Self::CgroupTimeout => "a cgroup operation timed out",
         }
     }
 }
