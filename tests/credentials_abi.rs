@@ -104,24 +104,29 @@ struct Msg {
     bytes: Vec<u8>,
 }
 
-fn reply(kind: u32, bytes: *mut nestguard_bytes) -> Option<Msg> {
-    if kind == 0 {
+fn reply(kind: nestguard_cram_md5_message_kind, bytes: *mut nestguard_bytes) -> Option<Msg> {
+    if kind == nestguard_cram_md5_message_kind::None {
         assert!(bytes.is_null());
         None
     } else {
         Some(Msg {
-            kind,
+            kind: kind as u32,
             bytes: take(bytes),
         })
     }
 }
 
 /// A full exchange through the ABI; returns (server status, client status, server text).
-fn cram_exchange(secret: &str) -> (u32, u32, String) {
+fn cram_exchange(secret: &str) -> (nestguard_auth_status, nestguard_auth_status, String) {
     let creds = parse(CREDS).unwrap();
     let principal = "agent";
     let pid = "slave(1)@127.0.0.1:5051";
-    let (mut client, mut kind, mut bytes, mut cstatus) = (null_mut(), 0u32, null_mut(), 0u32);
+    let (mut client, mut kind, mut bytes, mut cstatus) = (
+        null_mut(),
+        nestguard_cram_md5_message_kind::None,
+        null_mut(),
+        nestguard_auth_status::Continue,
+    );
     assert_eq!(
         nestguard_cram_md5_client_new(
             principal.as_ptr().cast(),
@@ -148,7 +153,7 @@ fn cram_exchange(secret: &str) -> (u32, u32, String) {
     );
     nestguard_credentials_free(creds); // the session keeps its own reference
     let mut to_client = reply(kind, bytes);
-    let mut sstatus = 0u32;
+    let mut sstatus = nestguard_auth_status::Continue;
     while let Some(m) = to_client.take() {
         assert_eq!(
             nestguard_cram_md5_client_step(
@@ -192,8 +197,8 @@ fn cram_exchange(secret: &str) -> (u32, u32, String) {
 
 #[test]
 fn cram_md5_through_the_abi() {
-    let ok = nestguard_auth_status::Authenticated as u32;
-    let refused = nestguard_auth_status::Refused as u32;
+    let ok = nestguard_auth_status::Authenticated;
+    let refused = nestguard_auth_status::Refused;
     assert_eq!(
         cram_exchange("abi-secret-agent"),
         (ok, ok, "agent".to_owned())
@@ -207,7 +212,12 @@ fn cram_md5_through_the_abi() {
 #[test]
 fn cram_md5_bad_input() {
     let creds = parse(CREDS).unwrap();
-    let (mut server, mut kind, mut bytes, mut status) = (null_mut(), 0u32, null_mut(), 0u32);
+    let (mut server, mut kind, mut bytes, mut status) = (
+        null_mut(),
+        nestguard_cram_md5_message_kind::None,
+        null_mut(),
+        nestguard_auth_status::Continue,
+    );
     assert_eq!(
         nestguard_cram_md5_server_new(creds, 0, &mut server, &mut kind, &mut bytes),
         nestguard_result::Ok
@@ -248,7 +258,13 @@ fn cram_md5_bad_input() {
         ),
         nestguard_result::Ok
     );
-    assert_eq!((kind, status), (7, nestguard_auth_status::Error as u32));
+    assert_eq!(
+        (kind, status),
+        (
+            nestguard_cram_md5_message_kind::Error,
+            nestguard_auth_status::Error
+        )
+    );
     let err = nestguard::proto::mesos::internal::AuthenticationErrorMessage::decode(
         take(bytes).as_slice(),
     )
@@ -261,7 +277,7 @@ fn cram_md5_bad_input() {
         nestguard_cram_md5_server_poll_timeout(server, &mut kind, &mut bytes, &mut status),
         nestguard_result::Ok
     );
-    assert_eq!(kind, 0);
+    assert_eq!(kind, nestguard_cram_md5_message_kind::None);
     assert_eq!(
         nestguard_cram_md5_server_step(null(), 4, null(), 0, &mut kind, &mut bytes, &mut status),
         nestguard_result::NullParameter
@@ -398,17 +414,20 @@ fn injection_through_the_abi() {
         .encode_to_vec();
 
     let mut inj = null_mut();
+    let mut mode = nestguard_injection_mode::Auto;
     assert_eq!(
         nestguard_credential_injector_new(
-            NESTGUARD_INJECTION_AUTO,
+            nestguard_injection_mode::Auto as u32,
             key.as_ptr().cast(),
             key.len(),
             false,
             null(),
-            &mut inj
+            &mut inj,
+            &mut mode
         ),
         nestguard_result::Ok
     );
+    assert_eq!(mode, nestguard_injection_mode::Token);
     let mut out = null_mut();
     assert_eq!(
         nestguard_credential_injector_nested_environment(
@@ -463,12 +482,13 @@ fn injection_through_the_abi() {
     let creds = parse(CREDS).unwrap();
     assert_eq!(
         nestguard_credential_injector_new(
-            NESTGUARD_INJECTION_SECRET,
+            nestguard_injection_mode::Secret as u32,
             null(),
             0,
             false,
             creds,
-            &mut inj
+            &mut inj,
+            &mut mode
         ),
         nestguard_result::Ok
     );
@@ -490,17 +510,18 @@ fn injection_through_the_abi() {
     nestguard_credential_injector_free(inj);
     assert_eq!(
         nestguard_credential_injector_new(
-            NESTGUARD_INJECTION_TOKEN,
+            nestguard_injection_mode::Token as u32,
             null(),
             0,
             false,
             null(),
-            &mut inj
+            &mut inj,
+            &mut mode
         ),
         nestguard_result::InvalidArgument
     );
     assert_eq!(
-        nestguard_credential_injector_new(9, null(), 0, false, null(), &mut inj),
+        nestguard_credential_injector_new(9, null(), 0, false, null(), &mut inj, &mut mode),
         nestguard_result::InvalidArgument
     );
 }

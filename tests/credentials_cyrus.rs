@@ -60,6 +60,7 @@ struct Peer {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<std::sync::Mutex<String>>,
+    stderr_done: Arc<std::sync::atomic::AtomicBool>,
     transcript: Vec<String>,
 }
 
@@ -92,17 +93,20 @@ impl Peer {
             }
         });
         let stderr = Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = stderr.clone();
+        let stderr_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (sink, done) = (stderr.clone(), stderr_done.clone());
         std::thread::spawn(move || {
             let mut s = String::new();
             let _ = stderr_pipe.read_to_string(&mut s);
             sink.lock().unwrap().push_str(&s);
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         Peer {
             stdin: child.stdin.take(),
             child,
             lines: rx,
             stderr,
+            stderr_done,
             transcript: Vec::new(),
         }
     }
@@ -139,11 +143,31 @@ impl Peer {
         stdin.flush().unwrap();
     }
 
+    /// Waits until a line containing `needle` is printed (true) or the
+    /// process closes its output (false); no fixed sleeps, so a loaded
+    /// machine cannot turn a slow success into a failure.
     fn saw(&mut self, needle: &str) -> bool {
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(200)) {
-            self.transcript.push(line);
+        if self.transcript.iter().any(|l| l.contains(needle)) {
+            return true;
         }
-        self.transcript.iter().any(|l| l.contains(needle))
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(needle);
+                    self.transcript.push(line);
+                    if found {
+                        return true;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return false,
+                Err(e) => panic!(
+                    "neither {needle:?} nor an exit within {WAIT:?}: {e}; transcript {:?}",
+                    self.transcript
+                ),
+            }
+        }
     }
 
     /// Closes stdin and waits for the exit status.
@@ -159,8 +183,16 @@ impl Peer {
         }
     }
 
-    fn stderr(&self) -> String {
-        std::thread::sleep(Duration::from_millis(50));
+    /// The stderr collected so far; once the process has exited, all of it.
+    fn stderr(&mut self) -> String {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            let deadline = Instant::now() + WAIT;
+            while !self.stderr_done.load(std::sync::atomic::Ordering::SeqCst)
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
         self.stderr.lock().unwrap().clone()
     }
 }
@@ -173,7 +205,7 @@ impl Drop for Peer {
 }
 
 /// Temp dir with a sasldb holding USER's SECRET and the sample server config.
-fn sasl_dir() -> tempfile::TempDir {
+fn sasl_dir(secret: &str) -> tempfile::TempDir {
     require("saslpasswd2");
     let dir = tempfile::Builder::new()
         .prefix("nestguard-sasl-")
@@ -193,7 +225,7 @@ fn sasl_dir() -> tempfile::TempDir {
         .stdin
         .take()
         .unwrap()
-        .write_all(SECRET.as_bytes())
+        .write_all(secret.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -229,8 +261,8 @@ fn cyrus_server(dir: &tempfile::TempDir) -> Peer {
 
 /// Our authenticatee against the Cyrus server; returns (our outcome,
 /// server exit success, server stdout transcript, server stderr).
-fn our_client_vs_cyrus(secret: &str) -> (ClientOutcome, bool, Peer) {
-    let dir = sasl_dir();
+fn our_client_vs_cyrus(stored: &str, secret: &str) -> (ClientOutcome, bool, Peer) {
+    let dir = sasl_dir(stored);
     let mut server = cyrus_server(&dir);
     let now = Instant::now();
     let credential = Credential::new(USER, Secret::from(secret));
@@ -287,7 +319,7 @@ fn our_client_vs_cyrus(secret: &str) -> (ClientOutcome, bool, Peer) {
 
 #[test]
 fn our_client_authenticates_against_cyrus_server() {
-    let (outcome, exit_ok, mut server) = our_client_vs_cyrus(SECRET);
+    let (outcome, exit_ok, mut server) = our_client_vs_cyrus(SECRET, SECRET);
     assert_eq!(
         outcome,
         ClientOutcome::Authenticated,
@@ -308,7 +340,7 @@ fn our_client_authenticates_against_cyrus_server() {
 
 #[test]
 fn our_client_with_wrong_secret_is_refused_by_cyrus_server() {
-    let (outcome, exit_ok, server) = our_client_vs_cyrus(WRONG);
+    let (outcome, exit_ok, mut server) = our_client_vs_cyrus(SECRET, WRONG);
     assert_eq!(outcome, ClientOutcome::Refused);
     assert!(!exit_ok, "Cyrus server accepted a wrong secret");
     let stderr = server.stderr();
@@ -401,4 +433,20 @@ fn cyrus_client_with_wrong_secret_is_refused_by_our_server() {
     // CRAM-MD5 gives the client no verdict of its own: the refusal above is
     // the check. The process is reaped by the guard.
     let _ = client.finish();
+}
+
+/// Secrets longer than the HMAC block (64 bytes) are hashed first (RFC 2104);
+/// Cyrus must agree.
+#[test]
+fn long_secret_interoperates_with_cyrus_server() {
+    let long = "nestguard-long-secret-".repeat(5);
+    assert!(long.len() > 64);
+    let (outcome, ok, mut server) = our_client_vs_cyrus(&long, &long);
+    assert_eq!(
+        outcome,
+        ClientOutcome::Authenticated,
+        "stderr: {}",
+        server.stderr()
+    );
+    assert!(ok);
 }

@@ -174,6 +174,10 @@ fn json_shape_errors_name_the_path_without_values() {
             "$.credentials[0].principal",
         ),
         (r#"["fixture-secret-w"]"#, "$"),
+        (
+            r#"{"credentials": [{"principal": "a", "secret": ""}]}"#,
+            "$.credentials[0].secret",
+        ),
     ] {
         let err = file::parse_credentials(text, "inline")
             .unwrap_err()
@@ -181,6 +185,16 @@ fn json_shape_errors_name_the_path_without_values() {
         assert!(err.contains(&format!("at {path}:")), "{text} -> {err}");
         assert!(!err.contains("fixture-secret"), "{err}");
     }
+}
+
+#[test]
+fn empty_secret_is_refused() {
+    let err = file::parse_credential(r#"{"principal": "a", "secret": ""}"#, "inline").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("at $.secret: expected a non-empty string"),
+        "{err}"
+    );
 }
 
 #[test]

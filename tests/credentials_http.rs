@@ -192,7 +192,14 @@ fn bearer_results_and_401_texts() {
         other => panic!("{other:?}"),
     }
     let r = "Bearer realm=\"mesos-agent-executor\"";
-    let cases: [(Option<String>, String); 5] = [
+    let cases: [(Option<String>, String); 6] = [
+        // Not a known scheme name: not echoed (it could be a password).
+        (
+            Some("hunter2 x".into()),
+            format!(
+                "{r}, error=\"invalid_token\", error_description=\"Scheme '<unknown>' unsupported\""
+            ),
+        ),
         (None, r.to_owned()),
         (
             Some("Bearer".into()),

@@ -2,14 +2,10 @@
 //! (authenticatee) state machines, fed and answered with serialized
 //! `mesos.internal.Authentication*Message` bytes.
 //!
-//! Message kinds (`kind` arguments and `*out_reply_kind`): 0 = no message,
-//! 1 `AuthenticateMessage`, 2 `AuthenticationMechanismsMessage`,
-//! 3 `AuthenticationStartMessage`, 4 `AuthenticationStepMessage`,
-//! 5 `AuthenticationCompletedMessage`, 6 `AuthenticationFailedMessage`,
-//! 7 `AuthenticationErrorMessage` (libprocess sends them under their full
-//! type name, e.g. `mesos.internal.AuthenticationStepMessage`).
-//!
-//! Status (`*out_status`): see [`nestguard_auth_status`].
+//! Message kinds (`kind` arguments and `*out_reply_kind`) are
+//! [`nestguard_cram_md5_message_kind`] values (libprocess sends the messages
+//! under their full type name, e.g. `mesos.internal.AuthenticationStepMessage`).
+//! The session status (`*out_status`) is a [`nestguard_auth_status`].
 //!
 //! Session handles lock internally, so a handle may be used from several
 //! threads, but the messages of one session must be fed in arrival order.
@@ -49,6 +45,44 @@ pub enum nestguard_auth_status {
     Error = 3,
 }
 
+/// Which `mesos.internal` message a byte buffer holds. Inputs take the
+/// number as a `uint32_t` (an unknown number is an error, not undefined
+/// behaviour); outputs are written as this type.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum nestguard_cram_md5_message_kind {
+    /// No message (nothing to send).
+    None = 0,
+    /// `mesos.internal.AuthenticateMessage`.
+    Authenticate = 1,
+    /// `mesos.internal.AuthenticationMechanismsMessage`.
+    Mechanisms = 2,
+    /// `mesos.internal.AuthenticationStartMessage`.
+    Start = 3,
+    /// `mesos.internal.AuthenticationStepMessage`.
+    Step = 4,
+    /// `mesos.internal.AuthenticationCompletedMessage`.
+    Completed = 5,
+    /// `mesos.internal.AuthenticationFailedMessage`.
+    Failed = 6,
+    /// `mesos.internal.AuthenticationErrorMessage`.
+    Error = 7,
+}
+
+impl From<MessageKind> for nestguard_cram_md5_message_kind {
+    fn from(k: MessageKind) -> Self {
+        match k {
+            MessageKind::Authenticate => Self::Authenticate,
+            MessageKind::Mechanisms => Self::Mechanisms,
+            MessageKind::Start => Self::Start,
+            MessageKind::Step => Self::Step,
+            MessageKind::Completed => Self::Completed,
+            MessageKind::Failed => Self::Failed,
+            MessageKind::Error => Self::Error,
+        }
+    }
+}
+
 /// A CRAM-MD5 server session for one authenticating client.
 pub struct nestguard_cram_md5_server {
     inner: Mutex<Authenticator>,
@@ -68,14 +102,18 @@ fn timeout(ms: u64) -> Duration {
 }
 
 /// Writes an optional reply to the two out-parameters.
-fn write_reply(reply: Option<Message>, out_kind: *mut u32, out_reply: *mut *mut nestguard_bytes) {
+fn write_reply(
+    reply: Option<Message>,
+    out_kind: *mut nestguard_cram_md5_message_kind,
+    out_reply: *mut *mut nestguard_bytes,
+) {
     match reply {
         Some(m) => {
-            write_out(out_kind, m.kind() as u32);
+            write_out(out_kind, m.kind().into());
             write_out(out_reply, nestguard_bytes::into_raw(m.encode()));
         }
         None => {
-            write_out(out_kind, 0);
+            write_out(out_kind, nestguard_cram_md5_message_kind::None);
             write_out(out_reply, std::ptr::null_mut());
         }
     }
@@ -113,7 +151,7 @@ pub extern "C" fn nestguard_cram_md5_server_new(
     credentials: *const nestguard_credentials,
     timeout_ms: u64,
     out: *mut *mut nestguard_cram_md5_server,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
 ) -> nestguard_result {
     ffi_panic_boundary! {
@@ -135,12 +173,12 @@ pub extern "C" fn nestguard_cram_md5_server_new(
 fn finish_server(
     step: ServerStep,
     server: &Authenticator,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut u32,
+    out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
     write_reply(step.reply, out_reply_kind, out_reply);
-    write_out(out_status, server_status(server.outcome()) as u32);
+    write_out(out_status, server_status(server.outcome()));
     nestguard_result::Ok
 }
 
@@ -155,9 +193,9 @@ pub extern "C" fn nestguard_cram_md5_server_step(
     kind: u32,
     message: *const u8,
     message_len: usize,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut u32,
+    out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(server, "server");
@@ -180,9 +218,9 @@ pub extern "C" fn nestguard_cram_md5_server_step(
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_cram_md5_server_poll_timeout(
     server: *const nestguard_cram_md5_server,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut u32,
+    out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(server, "server");
@@ -252,9 +290,9 @@ pub extern "C" fn nestguard_cram_md5_client_new(
     pid_len: usize,
     timeout_ms: u64,
     out: *mut *mut nestguard_cram_md5_client,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut u32,
+    out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out, "out");
@@ -270,7 +308,7 @@ pub extern "C" fn nestguard_cram_md5_client_new(
         let status = client_status(client.outcome());
         write_out(out, into_handle(nestguard_cram_md5_client { inner: Mutex::new(client) }));
         write_reply(step.reply, out_reply_kind, out_reply);
-        write_out(out_status, status as u32);
+        write_out(out_status, status);
         nestguard_result::Ok
     }
 }
@@ -278,12 +316,12 @@ pub extern "C" fn nestguard_cram_md5_client_new(
 fn finish_client(
     step: ClientStep,
     client: &Authenticatee,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut u32,
+    out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
     write_reply(step.reply, out_reply_kind, out_reply);
-    write_out(out_status, client_status(client.outcome()) as u32);
+    write_out(out_status, client_status(client.outcome()));
     nestguard_result::Ok
 }
 
@@ -296,9 +334,9 @@ pub extern "C" fn nestguard_cram_md5_client_step(
     kind: u32,
     message: *const u8,
     message_len: usize,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut u32,
+    out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(client, "client");
@@ -320,9 +358,9 @@ pub extern "C" fn nestguard_cram_md5_client_step(
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_cram_md5_client_poll_timeout(
     client: *const nestguard_cram_md5_client,
-    out_reply_kind: *mut u32,
+    out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut u32,
+    out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(client, "client");

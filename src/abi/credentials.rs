@@ -95,11 +95,7 @@ pub extern "C" fn nestguard_credentials_parse(
         let text = try_str!(text, text_len, "text");
         let origin = try_str!(origin, origin_len, "origin");
         let origin = if origin.is_empty() { "<inline>" } else { origin };
-        let (list, _) = try_abi!(file::parse_credentials(text, origin));
-        let store = match CredentialStore::from_credentials(list) {
-            Ok(s) => s,
-            Err(e) => return fail(nestguard_result::CredentialsFile, format!("{origin}: {e}")),
-        };
+        let store = try_abi!(file::parse_store(text, origin));
         write_out(out, into_handle(nestguard_credentials { store: Arc::new(store) }));
         nestguard_result::Ok
     }
@@ -232,16 +228,28 @@ pub struct nestguard_credential_injector {
     inner: Injector,
 }
 
-/// Injection mode: token when a key is given, else secret.
-pub const NESTGUARD_INJECTION_AUTO: u32 = 0;
-/// Injection mode: executor JWT in `MESOS_EXECUTOR_AUTHENTICATION_TOKEN`.
-pub const NESTGUARD_INJECTION_TOKEN: u32 = 1;
-/// Injection mode: `MESOS_PRINCIPAL` + `MESOS_SECRET` from the credentials.
-pub const NESTGUARD_INJECTION_SECRET: u32 = 2;
+/// How an injector passes credentials. Inputs take the number as a
+/// `uint32_t` (an unknown number is an error); outputs are this type.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum nestguard_injection_mode {
+    /// Input only: token mode when a key is given, else secret mode.
+    Auto = 0,
+    /// An executor JWT in `MESOS_EXECUTOR_AUTHENTICATION_TOKEN`.
+    Token = 1,
+    /// `MESOS_PRINCIPAL` + `MESOS_SECRET` from the credentials.
+    Secret = 2,
+}
 
-/// Makes an injector. `mode` is one of `NESTGUARD_INJECTION_*`; token mode
-/// needs `jwt_key_path` (non-empty), secret mode needs `credentials`
-/// (the agent's `--http_credentials`; may be NULL otherwise).
+const MODE_AUTO: u32 = nestguard_injection_mode::Auto as u32;
+const MODE_TOKEN: u32 = nestguard_injection_mode::Token as u32;
+const MODE_SECRET: u32 = nestguard_injection_mode::Secret as u32;
+
+/// Makes an injector. `mode` is a `nestguard_injection_mode` number; token
+/// mode needs `jwt_key_path` (non-empty), secret mode needs `credentials`
+/// (the agent's `--http_credentials`; may be NULL otherwise). `AUTO` picks
+/// token mode when a key is given, else secret mode; `*out_mode` (may be
+/// NULL) receives the mode in effect.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_credential_injector_new(
     mode: u32,
@@ -250,6 +258,7 @@ pub extern "C" fn nestguard_credential_injector_new(
     allow_open_permissions: bool,
     credentials: *const nestguard_credentials,
     out: *mut *mut nestguard_credential_injector,
+    out_mode: *mut nestguard_injection_mode,
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out, "out");
@@ -257,19 +266,26 @@ pub extern "C" fn nestguard_credential_injector_new(
         let key = try_abi!(optional_key(key_path, allow_open_permissions));
         let store = handle_ref(credentials).map(|c| c.store.clone());
         let inner = match (mode, key, store) {
-            (NESTGUARD_INJECTION_AUTO, key, store) => try_abi!(Injector::from_config(key, store)),
-            (NESTGUARD_INJECTION_TOKEN, Some(key), _) => Injector::new(Mode::Token(key)),
-            (NESTGUARD_INJECTION_SECRET, _, Some(store)) => Injector::new(Mode::Secret(store)),
-            (NESTGUARD_INJECTION_TOKEN, None, _) => {
+            (MODE_AUTO, key, store) => try_abi!(Injector::from_config(key, store)),
+            (MODE_TOKEN, Some(key), _) => Injector::new(Mode::Token(key)),
+            (MODE_SECRET, _, Some(store)) => Injector::new(Mode::Secret(store)),
+            (MODE_TOKEN, None, _) => {
                 return fail(nestguard_result::InvalidArgument, "token injection mode needs `jwt_key_path`");
             }
-            (NESTGUARD_INJECTION_SECRET, _, None) => {
+            (MODE_SECRET, _, None) => {
                 return fail(nestguard_result::InvalidArgument, "secret injection mode needs `credentials`");
             }
             (other, _, _) => {
                 return fail(nestguard_result::InvalidArgument, format!("unknown injection mode {other}"));
             }
         };
+        if !out_mode.is_null() {
+            let mode = match inner.mode() {
+                Mode::Token(_) => nestguard_injection_mode::Token,
+                Mode::Secret(_) => nestguard_injection_mode::Secret,
+            };
+            write_out(out_mode, mode);
+        }
         write_out(out, into_handle(nestguard_credential_injector { inner }));
         nestguard_result::Ok
     }

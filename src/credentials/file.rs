@@ -14,7 +14,7 @@
 //! anything else is legacy text.
 //!
 //! Stricter than Mesos on purpose: duplicate principals, unknown JSON keys,
-//! missing secrets, empty files and files readable or writable by group or
+//! missing or empty secrets, empty files and files readable or writable by group or
 //! others are errors (Mesos only warns about "others"); the last can be
 //! allowed with [`LoadOptions::allow_open_permissions`].
 //!
@@ -150,13 +150,20 @@ pub enum Format {
 pub fn load_credentials(path: &Path, options: &LoadOptions) -> Result<CredentialStore, FileError> {
     let text = read_checked(path, options)?;
     let origin = path.display().to_string();
-    let (list, _) = parse_credentials(&text, &origin)?;
-    tracing::info!(path = %origin, count = list.len(), "loaded credentials");
+    let store = parse_store(&text, &origin)?;
+    tracing::info!(path = %origin, count = store.len(), "loaded credentials");
+    Ok(store)
+}
+
+/// Parses a credentials list straight into a store.
+pub fn parse_store(text: &str, origin: &str) -> Result<CredentialStore, FileError> {
+    let (list, _) = parse_credentials(text, origin)?;
+    // Duplicates were reported with their locations by `parse_credentials`.
     CredentialStore::from_credentials(list).map_err(|d| FileError::Duplicate {
-        origin,
+        origin: origin.into(),
         principal: d.principal,
-        at: "?".into(),
-        first: "?".into(),
+        at: "a later entry".into(),
+        first: "an earlier entry".into(),
     })
 }
 
@@ -190,7 +197,10 @@ pub fn read_secret_file(
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
+    // Permissions are checked on the opened file, not the path, so the file
+    // read is the file checked.
+    let mut file = std::fs::File::open(path).map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o066 != 0 {
         if options.allow_open_permissions {
@@ -206,7 +216,38 @@ pub fn read_secret_file(
             });
         }
     }
-    Ok(Zeroizing::new(std::fs::read(path).map_err(read_err)?))
+    let mut bytes = Zeroizing::new(Vec::with_capacity(
+        usize::try_from(meta.len()).unwrap_or(0).saturating_add(1),
+    ));
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(read_err)?;
+    Ok(bytes)
+}
+
+/// Where a credential was found in its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Location {
+    /// 1-based line (legacy text).
+    Line(usize),
+    /// JSON path.
+    Path(String),
+}
+
+impl Location {
+    fn line(&self) -> Option<usize> {
+        match self {
+            Location::Line(n) => Some(*n),
+            Location::Path(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Line(n) => write!(f, "line {n}"),
+            Location::Path(p) => f.write_str(p),
+        }
+    }
 }
 
 fn looks_like_json(text: &str) -> bool {
@@ -238,10 +279,9 @@ pub fn parse_credential(text: &str, origin: &str) -> Result<(Credential, Format)
     }
     let mut list = parse_legacy(text, origin)?;
     if list.len() > 1 {
-        let line = list[1].1.trim_start_matches("line ").parse().unwrap_or(0);
         return Err(FileError::MoreThanOne {
             origin: origin.into(),
-            line,
+            line: list[1].1.line().unwrap_or(0),
         });
     }
     match list.pop() {
@@ -252,15 +292,15 @@ pub fn parse_credential(text: &str, origin: &str) -> Result<(Credential, Format)
     }
 }
 
-fn check_duplicates(list: &[(Credential, String)], origin: &str) -> Result<(), FileError> {
+fn check_duplicates(list: &[(Credential, Location)], origin: &str) -> Result<(), FileError> {
     let mut seen = std::collections::HashMap::new();
     for (c, at) in list {
-        if let Some(first) = seen.insert(c.principal.as_str(), at.as_str()) {
+        if let Some(first) = seen.insert(c.principal.as_str(), at) {
             return Err(FileError::Duplicate {
                 origin: origin.into(),
                 principal: c.principal.clone(),
-                at: at.clone(),
-                first: first.to_owned(),
+                at: at.to_string(),
+                first: first.to_string(),
             });
         }
     }
@@ -303,7 +343,7 @@ fn shape(origin: &str, path: &str, expected: &str) -> FileError {
     }
 }
 
-fn parse_json_list(text: &str, origin: &str) -> Result<Vec<(Credential, String)>, FileError> {
+fn parse_json_list(text: &str, origin: &str) -> Result<Vec<(Credential, Location)>, FileError> {
     let mut value = parse_json(text, origin)?;
     let Value::Object(map) = &mut value else {
         return Err(shape(origin, "$", "an object {\"credentials\": [...]}"));
@@ -326,7 +366,7 @@ fn parse_json_list(text: &str, origin: &str) -> Result<Vec<(Credential, String)>
     for (i, item) in items.iter_mut().enumerate() {
         let path = format!("$.credentials[{i}]");
         let c = take_credential(item, &path, origin)?;
-        out.push((c, path));
+        out.push((c, Location::Path(path)));
     }
     Ok(out)
 }
@@ -368,6 +408,14 @@ fn take_credential(value: &mut Value, path: &str, origin: &str) -> Result<Creden
         }
     };
     let secret = match map.get_mut("secret") {
+        // An empty secret would let an empty password in (HTTP Basic).
+        Some(Value::String(s)) if s.is_empty() => {
+            return Err(shape(
+                origin,
+                &format!("{path}.secret"),
+                "a non-empty string",
+            ));
+        }
         Some(Value::String(s)) => Secret::from_string(std::mem::take(s)),
         Some(_) => return Err(shape(origin, &format!("{path}.secret"), "a string")),
         None => {
@@ -381,7 +429,7 @@ fn take_credential(value: &mut Value, path: &str, origin: &str) -> Result<Creden
     Ok(Credential { principal, secret })
 }
 
-fn parse_legacy(text: &str, origin: &str) -> Result<Vec<(Credential, String)>, FileError> {
+fn parse_legacy(text: &str, origin: &str) -> Result<Vec<(Credential, Location)>, FileError> {
     let mut out = Vec::new();
     for (index, line) in text.split('\n').enumerate() {
         if line.is_empty() {
@@ -400,7 +448,7 @@ fn parse_legacy(text: &str, origin: &str) -> Result<Vec<(Credential, String)>, F
                 principal: fields[0].to_owned(),
                 secret: Secret::from(fields[1]),
             },
-            format!("line {}", index + 1),
+            Location::Line(index + 1),
         ));
     }
     Ok(out)

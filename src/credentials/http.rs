@@ -167,7 +167,7 @@ impl HttpAuthenticator {
         if scheme != "Bearer" {
             return Err(invalid(&format!(
                 "Scheme '{}' unsupported",
-                sanitize(scheme)
+                reflected_scheme(scheme)
             )));
         }
         let claims = jwt::verify(token, key, now).map_err(|e| {
@@ -182,6 +182,32 @@ impl HttpAuthenticator {
             claims,
         })
     }
+}
+
+/// HTTP authentication scheme names that are echoed back in a 401.
+const KNOWN_SCHEMES: [&str; 12] = [
+    "Basic",
+    "Bearer",
+    "Digest",
+    "HOBA",
+    "Mutual",
+    "Negotiate",
+    "NTLM",
+    "OAuth",
+    "SCRAM-SHA-1",
+    "SCRAM-SHA-256",
+    "Token",
+    "vapid",
+];
+
+/// Mesos echoes the first word of the header as the unsupported scheme; when
+/// a client puts a password first, that would echo it (into logs, proxies).
+/// Only well-known scheme names are echoed; anything else becomes `<unknown>`.
+fn reflected_scheme(scheme: &str) -> &str {
+    KNOWN_SCHEMES
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(scheme))
+        .map_or("<unknown>", |_| scheme)
 }
 
 /// Keeps a header value well-formed: no quotes, backslashes or control
@@ -217,7 +243,8 @@ fn basic(store: &CredentialStore, authorization: Option<&str>) -> Result<Princip
     };
     let user = std::str::from_utf8(user).map_err(|_| ())?;
     let secret = store.secret(user).ok_or(())?;
-    if secret.len() == pass.len() && secret.ct_eq(pass) {
+    // An empty stored secret never authenticates.
+    if !secret.is_empty() && secret.len() == pass.len() && secret.ct_eq(pass) {
         Ok(Principal {
             value: Some(user.to_owned()),
             claims: BTreeMap::new(),

@@ -181,14 +181,12 @@ fn decode_object(part: &str) -> Result<serde_json::Map<String, Value>, String> {
     }
 }
 
-/// Verifies an HS256 token as libprocess' `JWT::parse(token, secret)` does
-/// and returns its claims (string values as they are, others as compact JSON).
-pub fn verify(token: &str, key: &Secret, now: i64) -> Result<BTreeMap<String, String>, JwtError> {
-    let parts: Vec<&str> = token.split('.').collect();
-    let [header, payload, signature] = parts[..] else {
-        return Err(JwtError::Components(parts.len()));
-    };
+/// base64url of [`HEADER`].
+const ENCODED_HEADER: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
 
+/// libprocess' header checks, in its order: typ, alg present and a string,
+/// alg known, no crit, alg is HS256.
+fn check_header(header: &str) -> Result<(), JwtError> {
     let header_json = decode_object(header).map_err(JwtError::Header)?;
     if header_json.get("typ").is_some_and(|t| !t.is_string()) {
         return Err(JwtError::TypNotString);
@@ -206,6 +204,22 @@ pub fn verify(token: &str, key: &Secret, now: i64) -> Result<BTreeMap<String, St
     }
     if alg != "HS256" {
         return Err(JwtError::AlgMismatch(alg.to_owned()));
+    }
+
+    Ok(())
+}
+
+/// Verifies an HS256 token as libprocess' `JWT::parse(token, secret)` does
+/// and returns its claims (string values as they are, others as compact JSON).
+pub fn verify(token: &str, key: &Secret, now: i64) -> Result<BTreeMap<String, String>, JwtError> {
+    let parts: Vec<&str> = token.split('.').collect();
+    let [header, payload, signature] = parts[..] else {
+        return Err(JwtError::Components(parts.len()));
+    };
+
+    // Fast path: the exact header Mesos (and we) write needs no parsing.
+    if header != ENCODED_HEADER {
+        check_header(header)?;
     }
 
     let claims = decode_object(payload).map_err(JwtError::Payload)?;
@@ -271,6 +285,11 @@ mod tests {
         assert!(!t.contains('='));
         assert_eq!(verify(&t, &key, 0).unwrap(), claims());
         assert_eq!(verify(&t, &Secret::from("x"), 0), Err(JwtError::Signature));
+    }
+
+    #[test]
+    fn encoded_header_constant() {
+        assert_eq!(URL_SAFE_LENIENT.encode(HEADER), ENCODED_HEADER);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Mesos credential files, CRAM-MD5, HTTP authentication and the injection of
 //! an executor's credentials into its containers.
 //!
-//! * [`file`] reads credential files (Mesos JSON and the legacy text form)
+//! * [`file`](mod@file) reads credential files (Mesos JSON and the legacy text form)
 //!   into a [`CredentialStore`];
 //! * [`cram_md5`] runs the agent ↔ master CRAM-MD5 exchange;
 //! * [`jwt`] issues and verifies Mesos' executor tokens (HS256);

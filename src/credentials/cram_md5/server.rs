@@ -240,9 +240,10 @@ fn verify(store: &CredentialStore, challenge: &[u8], response: &[u8]) -> Result<
             "digest is not 32 hex digits",
         )));
     }
+    // An empty stored secret is treated as no credential at all.
     let (secret, known) = match store.secret(principal) {
-        Some(s) => (s, true),
-        None => (&*DECOY, false),
+        Some(s) if !s.is_empty() => (s, true),
+        _ => (&*DECOY, false),
     };
     let expected = hex_digest(secret, challenge);
     let equal: bool = expected[..].ct_eq(digest).into();
