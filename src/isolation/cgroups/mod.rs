@@ -721,12 +721,7 @@ impl ContainerProcesses for Cgroups {
 
     fn destroy(&self, id: &ContainerId) -> Result<()> {
         self.kill_all(id)?;
-        let mut dirs = self.container_dirs(id)?;
-        // Freezer last: while it exists, the container is still findable.
-        dirs.reverse();
-        for dir in dirs {
-            kill::remove_subtree(&dir, self.config.destroy_timeout)?;
-        }
+        kill::remove_subtrees(&self.container_dirs(id)?, self.config.destroy_timeout)?;
         tracing::info!(container = %to_dotted(id), "destroyed cgroups");
         Ok(())
     }
