@@ -151,3 +151,31 @@ fn nested_create_limits_share_and_destroy_leave_nothing() {
     t.cg.destroy_all().unwrap();
     assert!(t.leftovers().is_empty(), "{:?}", t.leftovers());
 }
+
+#[test]
+fn the_test_guard_cleans_up_after_a_failing_test() {
+    if !require_root() {
+        return;
+    }
+    let mut leftovers = Vec::new();
+    let mut pids = Vec::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut t = TestCgroups::host("guard");
+        t.cg.create(&id("exec"), &CreateOptions::default()).unwrap();
+        t.cg.create(&id("exec.task"), &CreateOptions::default())
+            .unwrap();
+        let child = t.spawn(&id("exec.task"), "sleep 60 & exec sleep 60");
+        std::thread::sleep(Duration::from_millis(100));
+        pids = t.cg.subtree_pids(&id("exec")).unwrap();
+        pids.push(t.pid(child));
+        leftovers = t.leftovers();
+        panic!("simulated test failure");
+    }));
+    assert!(outcome.is_err());
+    assert!(!leftovers.is_empty());
+    assert!(leftovers.iter().all(|p| !p.exists()), "{leftovers:?}");
+    assert!(
+        pids.iter().all(|p| cgroups_support::is_dead(*p)),
+        "{pids:?}"
+    );
+}

@@ -32,6 +32,22 @@
 //! What we need is small: writes to control files, plus four syscalls
 //! (statfs, eventfd, inotify, poll) that `rustix` wraps safely.
 //!
+//! # How the launcher and the isolator use it
+//!
+//! * isolator `prepare`: [`Cgroups::create`] with the container's limits and
+//!   `share_cgroups` (parents before children).
+//! * launcher, before the command runs: the helper writes `0` into each of
+//!   [`Cgroups::procs_files`] (or the host calls
+//!   [`ContainerProcesses::add_pid`] while the helper waits on its pipe).
+//! * isolator `watch`: [`Cgroups::watch_oom`], poll its fd, then
+//!   [`OomWatcher::check`]; `update`: [`Cgroups::update`]; `usage`:
+//!   [`Cgroups::usage`].
+//! * launcher `destroy`: [`ContainerProcesses::kill_all`] (children's
+//!   processes included), then isolator `cleanup`:
+//!   [`ContainerProcesses::destroy`] (idempotent).
+//! * agent restart: [`Cgroups::scan`] lists containers with cgroups, and
+//!   [`Cgroups::recover`] kills and removes those the agent does not know.
+//!
 //! # Concurrency
 //!
 //! [`Cgroups`] holds no mutable state: everything is derived from the file
