@@ -57,6 +57,7 @@ fn nested_create_limits_share_and_destroy_leave_nothing() {
                 cpu_request: Some(0.5),
                 cpu_limit: Some(1.5),
                 memory_bytes: Some(64 << 20),
+                memory_soft_bytes: Some(40 << 20),
                 pids_max: Some(50),
             },
         },

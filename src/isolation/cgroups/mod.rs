@@ -434,7 +434,10 @@ impl Cgroups {
                         Controller::Cpu,
                         limits.cpu_request.is_some() || limits.cpu_limit.is_some(),
                     ),
-                    (Controller::Memory, limits.memory_bytes.is_some()),
+                    (
+                        Controller::Memory,
+                        limits.memory_bytes.is_some() || limits.memory_soft_bytes.is_some(),
+                    ),
                     (Controller::Pids, limits.pids_max.is_some()),
                 ];
                 for (controller, needed) in needed {
@@ -461,7 +464,7 @@ impl Cgroups {
                 if limits.cpu_request.is_some() || limits.cpu_limit.is_some() {
                     wanted.push("cpu");
                 }
-                if limits.memory_bytes.is_some() {
+                if limits.memory_bytes.is_some() || limits.memory_soft_bytes.is_some() {
                     wanted.push("memory");
                 }
                 if limits.pids_max.is_some() {

@@ -28,6 +28,7 @@ fn v1_nesting_mirrors_mesos_layout_in_each_controller() {
     cg.create(&id("exec"), &CreateOptions::default()).unwrap();
     let limits = Limits {
         memory_bytes: Some(64 << 20),
+        memory_soft_bytes: None,
         pids_max: Some(10),
         cpu_request: Some(0.5),
         cpu_limit: Some(0.5),
