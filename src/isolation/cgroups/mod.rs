@@ -58,7 +58,7 @@ mod error;
 mod fsops;
 mod kill;
 mod layout;
-mod limits;
+pub mod limits;
 mod oom;
 mod stats;
 
