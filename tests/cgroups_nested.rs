@@ -180,3 +180,28 @@ fn the_test_guard_cleans_up_after_a_failing_test() {
         "{pids:?}"
     );
 }
+
+#[test]
+fn concurrent_creates_of_one_container_leave_exactly_one_cgroup() {
+    if !require_root() {
+        return;
+    }
+    let t = TestCgroups::host("race");
+    let target = id("racer");
+    let outcomes: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| t.cg.create(&target, &CreateOptions::default())))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ok = outcomes.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(ok, 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .all(|e| matches!(e, CgroupError::AlreadyExists { .. }))
+    );
+    assert!(t.cg.exists(&target).unwrap());
+    t.cg.destroy(&target).unwrap();
+}

@@ -342,7 +342,7 @@ impl Cgroups {
         }
         let result = match &self.backend {
             Backend::V1(mounts) => self.create_v1(mounts, id, &rel, share),
-            Backend::V2(mount) => self.create_v2(mount, &rel, share),
+            Backend::V2(mount) => self.create_v2(mount, id, &rel, share),
         }
         .and_then(|()| {
             if options.limits.is_empty() {
@@ -352,6 +352,11 @@ impl Cgroups {
             }
         });
         if let Err(e) = result {
+            if matches!(e, CgroupError::AlreadyExists { .. }) {
+                // A concurrent create won the race: its cgroup is not ours
+                // to remove.
+                return Err(e);
+            }
             // Leave nothing half-made behind.
             if let Err(cleanup) = self.destroy(id) {
                 tracing::warn!(container = %to_dotted(id), error = %cleanup, "cleanup after failed create");
@@ -397,12 +402,17 @@ impl Cgroups {
         Ok(())
     }
 
-    fn create_v2(&self, mount: &Path, rel: &Path, share: bool) -> Result<()> {
+    fn create_v2(&self, mount: &Path, id: &ContainerId, rel: &Path, share: bool) -> Result<()> {
         let dir = mount.join(rel);
         if let Some(parent) = dir.parent() {
             create_dirs(mount, parent)?;
         }
-        fsops::mkdir(&dir)?;
+        if !fsops::mkdir(&dir)? {
+            return Err(CgroupError::AlreadyExists {
+                id: to_dotted(id),
+                path: dir,
+            });
+        }
         if !share {
             // Enable what the host offers so nested containers can be limited.
             let available = self.v2_available(mount)?;
