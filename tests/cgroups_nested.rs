@@ -128,11 +128,15 @@ fn nested_create_limits_share_and_destroy_leave_nothing() {
     );
     assert_eq!(t.cg.subtree_pids(&exec).unwrap(), vec![pid]);
     assert!(t.cg.pids(&exec).unwrap().is_empty());
-    let usage = t.cg.usage(&task).unwrap();
+    // Processes are the container's own; memory is the cgroup it shares.
+    let usage = t.cg.usage(&debug).unwrap();
     assert_eq!(usage.processes, Some(1));
     assert_eq!(usage.threads, Some(1));
     assert_eq!(usage.mem_limit_bytes, Some(128 << 20));
     assert!(usage.mem_total_bytes.unwrap() > 0);
+    let usage = t.cg.usage(&task).unwrap();
+    assert_eq!(usage.processes, Some(0));
+    assert_eq!(usage.mem_limit_bytes, Some(128 << 20));
 
     // Errors name the container and path.
     let err = t.cg.create(&task, &CreateOptions::default()).unwrap_err();

@@ -13,7 +13,9 @@
 //!   how a container's processes are found and killed), and `cpu`,
 //!   `cpuacct`, `memory`, `pids` unless the container shares its parent's
 //!   cgroups (`LinuxInfo.share_cgroups`). Its processes then sit in the
-//!   nearest ancestor's directory in those controllers.
+//!   nearest ancestor's directory in those controllers. Only the freezer is
+//!   required; a missing other controller disables its limits (an update
+//!   that needs it fails naming it) and its statistics.
 //! * **v2**: the container directory holds limits and children only; its
 //!   processes live in `<container>/leaf` (the no-internal-process rule).
 //!   Controllers are enabled in `cgroup.subtree_control` from the mount root
@@ -205,13 +207,18 @@ impl Cgroups {
         let mut mounts = Vec::new();
         for controller in Controller::ALL {
             let path = config.mount_root.join(controller.name());
-            if !path.is_dir() {
+            if path.is_dir() {
+                mounts.push((controller, path));
+            } else if controller == Controller::Freezer {
+                // Without the freezer, processes cannot be found or killed.
                 return Err(CgroupError::ControllerNotMounted {
                     controller: controller.name(),
                     path,
                 });
+            } else {
+                // Usable without it; limits that need it fail clearly.
+                tracing::warn!(controller = controller.name(), path = %path.display(), "cgroup v1 controller not mounted");
             }
-            mounts.push((controller, path));
         }
         Ok(Self {
             config,
@@ -264,12 +271,26 @@ impl Cgroups {
         })
     }
 
-    fn v1_dir(mounts: &[(Controller, PathBuf)], c: Controller, rel: &Path) -> PathBuf {
-        mounts
-            .iter()
-            .find(|(k, _)| *k == c)
-            .map(|(_, m)| m.join(rel))
-            .unwrap_or_else(|| rel.to_path_buf())
+    /// The directory of a v1 controller for a relative path (for an
+    /// unmounted controller, where it would be: it never exists).
+    fn v1_dir(&self, mounts: &[(Controller, PathBuf)], c: Controller, rel: &Path) -> PathBuf {
+        Self::v1_mount(mounts, c)
+            .unwrap_or_else(|| self.config.mount_root.join(c.name()))
+            .join(rel)
+    }
+
+    fn v1_mount(mounts: &[(Controller, PathBuf)], c: Controller) -> Option<PathBuf> {
+        mounts.iter().find(|(k, _)| *k == c).map(|(_, m)| m.clone())
+    }
+
+    fn require_mounted(&self, mounts: &[(Controller, PathBuf)], c: Controller) -> Result<()> {
+        match Self::v1_mount(mounts, c) {
+            Some(_) => Ok(()),
+            None => Err(CgroupError::ControllerNotMounted {
+                controller: c.name(),
+                path: self.config.mount_root.join(c.name()),
+            }),
+        }
     }
 
     /// The directory of a v1 controller that holds the container's
@@ -280,16 +301,17 @@ impl Cgroups {
         c: Controller,
         id: &ContainerId,
     ) -> Result<PathBuf> {
+        self.require_mounted(mounts, c)?;
         let ancestors = layout::ancestor_paths(&self.config.cgroups_root, id)?;
         for rel in ancestors.iter().rev() {
-            let dir = Self::v1_dir(mounts, c, rel);
+            let dir = self.v1_dir(mounts, c, rel);
             if dir.is_dir() {
                 return Ok(dir);
             }
         }
         Err(CgroupError::NotFound {
             id: to_dotted(id),
-            path: Self::v1_dir(mounts, c, &self.rel(id)?),
+            path: self.v1_dir(mounts, c, &self.rel(id)?),
         })
     }
 
@@ -297,7 +319,7 @@ impl Cgroups {
     pub fn exists(&self, id: &ContainerId) -> Result<bool> {
         let rel = self.rel(id)?;
         Ok(match &self.backend {
-            Backend::V1(mounts) => Self::v1_dir(mounts, Controller::Freezer, &rel).is_dir(),
+            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &rel).is_dir(),
             Backend::V2(mount) => mount.join(&rel).is_dir(),
         })
     }
@@ -438,7 +460,7 @@ impl Cgroups {
         let rel = self.rel(id)?;
         match &self.backend {
             Backend::V1(mounts) => {
-                let dir = |c| Self::v1_dir(mounts, c, &rel);
+                let dir = |c| self.v1_dir(mounts, c, &rel);
                 let needed = [
                     (
                         Controller::Cpu,
@@ -451,6 +473,9 @@ impl Cgroups {
                     (Controller::Pids, limits.pids_max.is_some()),
                 ];
                 for (controller, needed) in needed {
+                    if needed {
+                        self.require_mounted(mounts, controller)?;
+                    }
                     if needed && !dir(controller).is_dir() {
                         return Err(CgroupError::NotFound {
                             id: to_dotted(id),
@@ -497,7 +522,7 @@ impl Cgroups {
         match &self.backend {
             Backend::V1(mounts) => {
                 let rel = self.rel(id)?;
-                let freezer = Self::v1_dir(mounts, Controller::Freezer, &rel);
+                let freezer = self.v1_dir(mounts, Controller::Freezer, &rel);
                 if !freezer.is_dir() {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
@@ -505,8 +530,8 @@ impl Cgroups {
                     });
                 }
                 let mut dirs = Vec::new();
-                for controller in Controller::ALL {
-                    dirs.push(self.v1_effective_dir(mounts, controller, id)?);
+                for (controller, _) in mounts {
+                    dirs.push(self.v1_effective_dir(mounts, *controller, id)?);
                 }
                 Ok(unique(dirs.into_iter())
                     .into_iter()
@@ -530,7 +555,7 @@ impl Cgroups {
     /// containers). On v1 this is the freezer cgroup.
     pub fn pids(&self, id: &ContainerId) -> Result<Vec<u32>> {
         let dir = match &self.backend {
-            Backend::V1(mounts) => Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?).join(LEAF),
         };
         if !dir.is_dir() {
@@ -544,7 +569,7 @@ impl Cgroups {
 
     fn process_root(&self, id: &ContainerId) -> Result<PathBuf> {
         Ok(match &self.backend {
-            Backend::V1(mounts) => Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?),
         })
     }
@@ -562,26 +587,28 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
                     });
                 }
-                stats::v1_cpuacct(
-                    &self.v1_effective_dir(mounts, Controller::Cpuacct, id)?,
-                    &mut out,
-                )?;
-                stats::v1_cpu(
-                    &self.v1_effective_dir(mounts, Controller::Cpu, id)?,
-                    &mut out,
-                )?;
-                stats::v1_memory(
-                    &self.v1_effective_dir(mounts, Controller::Memory, id)?,
-                    &mut out,
-                )?;
-                stats::processes(
-                    &self.v1_effective_dir(mounts, Controller::Cpuacct, id)?,
-                    "tasks",
-                    &mut out,
-                )?;
+                // Statistics of each mounted controller; a sharing container
+                // reports the cgroup it shares.
+                let mounted = |c| Self::v1_mount(mounts, c).is_some();
+                if mounted(Controller::Cpuacct) {
+                    let dir = self.v1_effective_dir(mounts, Controller::Cpuacct, id)?;
+                    stats::v1_cpuacct(&dir, &mut out)?;
+                }
+                if mounted(Controller::Cpu) {
+                    let dir = self.v1_effective_dir(mounts, Controller::Cpu, id)?;
+                    stats::v1_cpu(&dir, &mut out)?;
+                }
+                if mounted(Controller::Memory) {
+                    let dir = self.v1_effective_dir(mounts, Controller::Memory, id)?;
+                    stats::v1_memory(&dir, &mut out)?;
+                }
+                // Processes from the container's own freezer cgroup, which
+                // every container has, sharing or not.
+                let freezer = self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?);
+                stats::processes(&freezer, "tasks", &mut out)?;
             }
             Backend::V2(mount) => {
                 let dir = mount.join(self.rel(id)?);
@@ -607,7 +634,7 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
                     });
                 }
                 OomWatcher::v1(&self.v1_effective_dir(mounts, Controller::Memory, id)?)
@@ -688,7 +715,7 @@ impl Cgroups {
         let root = &self.config.cgroups_root;
         match &self.backend {
             Backend::V1(mounts) => {
-                let freezer = Self::v1_dir(mounts, Controller::Freezer, root);
+                let freezer = self.v1_dir(mounts, Controller::Freezer, root);
                 let others = unique(
                     mounts
                         .iter()
@@ -736,7 +763,7 @@ impl ContainerProcesses for Cgroups {
         match &self.backend {
             Backend::V1(mounts) => {
                 let rel = self.rel(id)?;
-                let freezer = Self::v1_dir(mounts, Controller::Freezer, &rel);
+                let freezer = self.v1_dir(mounts, Controller::Freezer, &rel);
                 let others: Vec<PathBuf> = mounts
                     .iter()
                     .filter(|(c, _)| *c != Controller::Freezer)
