@@ -94,3 +94,32 @@ fn oom_kills_the_limited_container_and_spares_its_sibling() {
             .all(|e| !e.unwrap().path().is_dir())
     }));
 }
+
+#[test]
+fn a_watch_ends_when_its_cgroup_is_destroyed() {
+    if !require_root() {
+        return;
+    }
+    let t = TestCgroups::host("oomgone");
+    let c = id("short");
+    t.cg.create(
+        &c,
+        &CreateOptions {
+            share_cgroups: false,
+            limits: Limits {
+                memory_bytes: Some(64 << 20),
+                ..Limits::default()
+            },
+        },
+    )
+    .unwrap();
+    let mut watch = t.cg.watch_oom(&c).unwrap();
+    t.cg.destroy(&c).unwrap();
+    let start = std::time::Instant::now();
+    assert!(watch.wait(Some(Duration::from_secs(30))).unwrap().is_none());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}

@@ -679,7 +679,7 @@ impl Cgroups {
 
     /// After a restart: kills and removes the cgroups of every container not
     /// in `known` (with everything nested in them), keeps the rest. Returns
-    /// the containers removed.
+    /// the top-most container of each removed subtree.
     pub fn recover(&self, known: &[ContainerId]) -> Result<Vec<ContainerId>> {
         let known: HashSet<String> = known.iter().map(to_dotted).collect();
         let mut removed: Vec<ContainerId> = Vec::new();

@@ -161,14 +161,17 @@ impl OomWatcher {
     }
 
     /// Blocks until an OOM kill is reported or `timeout` passes (`None`:
-    /// forever). `Ok(None)` on timeout.
+    /// forever). `Ok(None)` on timeout, after a kill was already reported,
+    /// or once the cgroup is removed.
     pub fn wait(&mut self, timeout: Option<Duration>) -> Result<Option<ContainerLimitation>> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             if let Some(limitation) = self.check()? {
                 return Ok(Some(limitation));
             }
-            if self.fired {
+            if self.fired || !self.memory_dir.exists() {
+                // Reported already, or the cgroup was removed: no OOM can
+                // come any more.
                 return Ok(None);
             }
             let remaining = match deadline {
