@@ -173,6 +173,121 @@ typedef uint32_t nestguard_result;
 #endif // __cplusplus
 
 /**
+ * Which `mesos.internal` message a byte buffer holds. Inputs take the
+ * number as a `uint32_t` (an unknown number is an error, not undefined
+ * behaviour); outputs are written as this type.
+ */
+enum nestguard_cram_md5_message_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * No message (nothing to send).
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_NONE = 0,
+  /**
+   * `mesos.internal.AuthenticateMessage`.
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_AUTHENTICATE = 1,
+  /**
+   * `mesos.internal.AuthenticationMechanismsMessage`.
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_MECHANISMS = 2,
+  /**
+   * `mesos.internal.AuthenticationStartMessage`.
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_START = 3,
+  /**
+   * `mesos.internal.AuthenticationStepMessage`.
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_STEP = 4,
+  /**
+   * `mesos.internal.AuthenticationCompletedMessage`.
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_COMPLETED = 5,
+  /**
+   * `mesos.internal.AuthenticationFailedMessage`.
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_FAILED = 6,
+  /**
+   * `mesos.internal.AuthenticationErrorMessage`.
+   */
+  NESTGUARD_CRAM_MD5_MESSAGE_KIND_ERROR = 7,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum nestguard_cram_md5_message_kind nestguard_cram_md5_message_kind;
+#else
+typedef uint32_t nestguard_cram_md5_message_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Where an authentication session stands after a call.
+ */
+enum nestguard_auth_status
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * More messages are expected.
+   */
+  NESTGUARD_AUTH_STATUS_CONTINUE = 0,
+  /**
+   * Authenticated (server: the principal is available).
+   */
+  NESTGUARD_AUTH_STATUS_AUTHENTICATED = 1,
+  /**
+   * Refused: unknown principal or wrong secret (Mesos: `None` / `false`).
+   */
+  NESTGUARD_AUTH_STATUS_REFUSED = 2,
+  /**
+   * Protocol error or timeout (Mesos: a failed future); the text is
+   * available from the `_outcome_text` function.
+   */
+  NESTGUARD_AUTH_STATUS_ERROR = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum nestguard_auth_status nestguard_auth_status;
+#else
+typedef uint32_t nestguard_auth_status;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * How an injector passes credentials. Inputs take the number as a
+ * `uint32_t` (an unknown number is an error); outputs are this type.
+ */
+enum nestguard_injection_mode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Input only: token mode when a key is given, else secret mode.
+   */
+  NESTGUARD_INJECTION_MODE_AUTO = 0,
+  /**
+   * An executor JWT in `MESOS_EXECUTOR_AUTHENTICATION_TOKEN`.
+   */
+  NESTGUARD_INJECTION_MODE_TOKEN = 1,
+  /**
+   * `MESOS_PRINCIPAL` + `MESOS_SECRET` from the credentials.
+   */
+  NESTGUARD_INJECTION_MODE_SECRET = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum nestguard_injection_mode nestguard_injection_mode;
+#else
+typedef uint32_t nestguard_injection_mode;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A cgroup v1 controller we use.
  */
 typedef struct Controller Controller;
@@ -493,7 +608,7 @@ nestguard_result nestguard_container_id_render(const uint8_t *id,
 nestguard_result nestguard_cram_md5_server_new(const nestguard_credentials *credentials,
                                                uint64_t timeout_ms,
                                                nestguard_cram_md5_server **out,
-                                               uint32_t *out_reply_kind,
+                                               nestguard_cram_md5_message_kind *out_reply_kind,
                                                nestguard_bytes **out_reply);
 
 /**
@@ -507,18 +622,18 @@ nestguard_result nestguard_cram_md5_server_step(const nestguard_cram_md5_server 
                                                 uint32_t kind,
                                                 const uint8_t *message,
                                                 size_t message_len,
-                                                uint32_t *out_reply_kind,
+                                                nestguard_cram_md5_message_kind *out_reply_kind,
                                                 nestguard_bytes **out_reply,
-                                                uint32_t *out_status);
+                                                nestguard_auth_status *out_status);
 
 /**
  * Ends the session with an error if its timeout has passed (call from a
  * timer). Writes the reply to send, if any, and the status.
  */
 nestguard_result nestguard_cram_md5_server_poll_timeout(const nestguard_cram_md5_server *server,
-                                                        uint32_t *out_reply_kind,
+                                                        nestguard_cram_md5_message_kind *out_reply_kind,
                                                         nestguard_bytes **out_reply,
-                                                        uint32_t *out_status);
+                                                        nestguard_auth_status *out_status);
 
 /**
  * Copies the session's outcome text, NUL-terminated, into `buf`: the
@@ -551,9 +666,9 @@ nestguard_result nestguard_cram_md5_client_new(const char *principal,
                                                size_t pid_len,
                                                uint64_t timeout_ms,
                                                nestguard_cram_md5_client **out,
-                                               uint32_t *out_reply_kind,
+                                               nestguard_cram_md5_message_kind *out_reply_kind,
                                                nestguard_bytes **out_reply,
-                                               uint32_t *out_status);
+                                               nestguard_auth_status *out_status);
 
 /**
  * Feeds one message from the server; writes the reply to send (kind 0 and
@@ -564,17 +679,17 @@ nestguard_result nestguard_cram_md5_client_step(const nestguard_cram_md5_client 
                                                 uint32_t kind,
                                                 const uint8_t *message,
                                                 size_t message_len,
-                                                uint32_t *out_reply_kind,
+                                                nestguard_cram_md5_message_kind *out_reply_kind,
                                                 nestguard_bytes **out_reply,
-                                                uint32_t *out_status);
+                                                nestguard_auth_status *out_status);
 
 /**
  * Ends the exchange with an error if its timeout has passed.
  */
 nestguard_result nestguard_cram_md5_client_poll_timeout(const nestguard_cram_md5_client *client,
-                                                        uint32_t *out_reply_kind,
+                                                        nestguard_cram_md5_message_kind *out_reply_kind,
                                                         nestguard_bytes **out_reply,
-                                                        uint32_t *out_status);
+                                                        nestguard_auth_status *out_status);
 
 /**
  * Copies the exchange's error text (e.g. "Authentication error: ..."),
@@ -668,16 +783,19 @@ nestguard_result nestguard_http_authenticator_authenticate(const nestguard_http_
 void nestguard_http_authenticator_free(nestguard_http_authenticator *authenticator);
 
 /**
- * Makes an injector. `mode` is one of `NESTGUARD_INJECTION_*`; token mode
- * needs `jwt_key_path` (non-empty), secret mode needs `credentials`
- * (the agent's `--http_credentials`; may be NULL otherwise).
+ * Makes an injector. `mode` is a `nestguard_injection_mode` number; token
+ * mode needs `jwt_key_path` (non-empty), secret mode needs `credentials`
+ * (the agent's `--http_credentials`; may be NULL otherwise). `AUTO` picks
+ * token mode when a key is given, else secret mode; `*out_mode` (may be
+ * NULL) receives the mode in effect.
  */
 nestguard_result nestguard_credential_injector_new(uint32_t mode,
                                                    const char *jwt_key_path,
                                                    size_t jwt_key_path_len,
                                                    bool allow_open_permissions,
                                                    const nestguard_credentials *credentials,
-                                                   nestguard_credential_injector **out);
+                                                   nestguard_credential_injector **out,
+                                                   nestguard_injection_mode *out_mode);
 
 /**
  * Hook shape (`Hook::slaveExecutorEnvironmentDecorator`): from serialized

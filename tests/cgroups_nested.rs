@@ -57,6 +57,7 @@ fn nested_create_limits_share_and_destroy_leave_nothing() {
                 cpu_request: Some(0.5),
                 cpu_limit: Some(1.5),
                 memory_bytes: Some(64 << 20),
+                memory_soft_bytes: Some(40 << 20),
                 pids_max: Some(50),
             },
         },
@@ -127,11 +128,15 @@ fn nested_create_limits_share_and_destroy_leave_nothing() {
     );
     assert_eq!(t.cg.subtree_pids(&exec).unwrap(), vec![pid]);
     assert!(t.cg.pids(&exec).unwrap().is_empty());
-    let usage = t.cg.usage(&task).unwrap();
+    // Processes are the container's own; memory is the cgroup it shares.
+    let usage = t.cg.usage(&debug).unwrap();
     assert_eq!(usage.processes, Some(1));
     assert_eq!(usage.threads, Some(1));
     assert_eq!(usage.mem_limit_bytes, Some(128 << 20));
     assert!(usage.mem_total_bytes.unwrap() > 0);
+    let usage = t.cg.usage(&task).unwrap();
+    assert_eq!(usage.processes, Some(0));
+    assert_eq!(usage.mem_limit_bytes, Some(128 << 20));
 
     // Errors name the container and path.
     let err = t.cg.create(&task, &CreateOptions::default()).unwrap_err();
@@ -150,4 +155,57 @@ fn nested_create_limits_share_and_destroy_leave_nothing() {
     assert!(t.cg.scan().unwrap().is_empty());
     t.cg.destroy_all().unwrap();
     assert!(t.leftovers().is_empty(), "{:?}", t.leftovers());
+}
+
+#[test]
+fn the_test_guard_cleans_up_after_a_failing_test() {
+    if !require_root() {
+        return;
+    }
+    let mut leftovers = Vec::new();
+    let mut pids = Vec::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut t = TestCgroups::host("guard");
+        t.cg.create(&id("exec"), &CreateOptions::default()).unwrap();
+        t.cg.create(&id("exec.task"), &CreateOptions::default())
+            .unwrap();
+        let child = t.spawn(&id("exec.task"), "sleep 60 & exec sleep 60");
+        std::thread::sleep(Duration::from_millis(100));
+        pids = t.cg.subtree_pids(&id("exec")).unwrap();
+        pids.push(t.pid(child));
+        leftovers = t.leftovers();
+        panic!("simulated test failure");
+    }));
+    assert!(outcome.is_err());
+    assert!(!leftovers.is_empty());
+    assert!(leftovers.iter().all(|p| !p.exists()), "{leftovers:?}");
+    assert!(
+        pids.iter().all(|p| cgroups_support::is_dead(*p)),
+        "{pids:?}"
+    );
+}
+
+#[test]
+fn concurrent_creates_of_one_container_leave_exactly_one_cgroup() {
+    if !require_root() {
+        return;
+    }
+    let t = TestCgroups::host("race");
+    let target = id("racer");
+    let outcomes: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| t.cg.create(&target, &CreateOptions::default())))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ok = outcomes.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(ok, 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .all(|e| matches!(e, CgroupError::AlreadyExists { .. }))
+    );
+    assert!(t.cg.exists(&target).unwrap());
+    t.cg.destroy(&target).unwrap();
 }

@@ -31,6 +31,7 @@ fn oom_kills_the_limited_container_and_spares_its_sibling() {
 
     let mut hog_watch = t.cg.watch_oom(&hog).unwrap();
     let mut sibling_watch = t.cg.watch_oom(&sibling).unwrap();
+    let mut pod_watch = t.cg.watch_oom(&pod).unwrap();
     let calm = t.spawn(&sibling, "exec sleep 120");
     // `tail` keeps the whole line in memory: 64 MB of zeros has no newline.
     let greedy = t.spawn(&hog, "head -c 67108864 /dev/zero | tail > /dev/null");
@@ -81,6 +82,8 @@ fn oom_kills_the_limited_container_and_spares_its_sibling() {
     );
     assert_eq!(t.cg.pids(&sibling).unwrap(), vec![t.pid(calm)]);
     assert!(sibling_watch.check().unwrap().is_none());
+    // The parent is not blamed for its child's own limit.
+    assert!(pod_watch.check().unwrap().is_none());
 
     let usage = t.cg.usage(&hog).unwrap();
     assert_eq!(usage.mem_limit_bytes, Some(32 << 20));
@@ -90,4 +93,33 @@ fn oom_kills_the_limited_container_and_spares_its_sibling() {
             .unwrap()
             .all(|e| !e.unwrap().path().is_dir())
     }));
+}
+
+#[test]
+fn a_watch_ends_when_its_cgroup_is_destroyed() {
+    if !require_root() {
+        return;
+    }
+    let t = TestCgroups::host("oomgone");
+    let c = id("short");
+    t.cg.create(
+        &c,
+        &CreateOptions {
+            share_cgroups: false,
+            limits: Limits {
+                memory_bytes: Some(64 << 20),
+                ..Limits::default()
+            },
+        },
+    )
+    .unwrap();
+    let mut watch = t.cg.watch_oom(&c).unwrap();
+    t.cg.destroy(&c).unwrap();
+    let start = std::time::Instant::now();
+    assert!(watch.wait(Some(Duration::from_secs(30))).unwrap().is_none());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
 }

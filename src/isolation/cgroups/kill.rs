@@ -52,7 +52,7 @@ fn all_empty(dirs: &[PathBuf]) -> Result<bool> {
 /// (a process moved in after the freeze, or one that escaped it).
 fn wait_empty(dirs: &[PathBuf], top: &Path, timeout: Duration) -> Result<()> {
     let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(1);
+    let mut pause = Duration::from_micros(200);
     loop {
         if all_empty(dirs)? {
             return Ok(());
@@ -75,12 +75,36 @@ fn sleep_step(pause: &mut Duration) {
     *pause = (*pause * 2).min(Duration::from_millis(20));
 }
 
+/// Removes several subtrees (one per v1 hierarchy) concurrently: each rmdir
+/// of a cgroup waits on kernel bookkeeping, and the hierarchies are
+/// independent of each other.
+pub(crate) fn remove_subtrees(dirs: &[PathBuf], timeout: Duration) -> Result<()> {
+    thread::scope(|scope| {
+        let handles: Vec<_> = dirs
+            .iter()
+            .map(|dir| scope.spawn(move || remove_subtree(dir, timeout)))
+            .collect();
+        let mut result = Ok(());
+        for handle in handles {
+            let outcome = handle.join().unwrap_or_else(|_| {
+                Err(CgroupError::Invalid(
+                    "a cgroup removal thread panicked".to_owned(),
+                ))
+            });
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
+    })
+}
+
 /// Freezes a v1 freezer cgroup (and so its descendants); false if it did not
 /// reach FROZEN in time (a task stuck in the kernel).
 fn freeze_v1(dir: &Path) -> Result<bool> {
     let state = dir.join("freezer.state");
     let deadline = Instant::now() + FREEZE_TIMEOUT;
-    let mut pause = Duration::from_millis(1);
+    let mut pause = Duration::from_micros(100);
     loop {
         // Re-writing FROZEN retries the tasks that were busy last time.
         fsops::write(&state, "FROZEN")?;
@@ -94,12 +118,15 @@ fn freeze_v1(dir: &Path) -> Result<bool> {
     }
 }
 
-/// Kills every process in a v1 freezer subtree, and in the other
-/// controllers' subtrees (a pid is normally in all of them; this catches
-/// one added to some controllers only). Returns once all are empty.
+/// Kills every process in a v1 freezer subtree and returns once it is
+/// empty. `add_pid` joins the freezer first, so every process we placed is
+/// there; only when the freezer cgroup is gone (a destroy cut short) are the
+/// other controllers' subtrees searched for survivors instead, without a
+/// freeze.
 pub(crate) fn kill_v1(freezer_dir: &Path, others: &[PathBuf], timeout: Duration) -> Result<()> {
     let mut dirs = fsops::subtree_bottom_up(freezer_dir)?;
-    if !dirs.is_empty() {
+    // Nothing to freeze when no process is left: nothing can fork either.
+    if !dirs.is_empty() && !all_empty(&dirs)? {
         let frozen = freeze_v1(freezer_dir)?;
         if !frozen {
             tracing::warn!(cgroup = %freezer_dir.display(), "freeze did not complete; killing without it");
@@ -108,8 +135,10 @@ pub(crate) fn kill_v1(freezer_dir: &Path, others: &[PathBuf], timeout: Duration)
         fsops::write(&freezer_dir.join("freezer.state"), "THAWED")?;
         tracing::debug!(cgroup = %freezer_dir.display(), signalled = sent, frozen, "killed cgroup tasks");
     }
-    for other in others {
-        dirs.extend(fsops::subtree_bottom_up(other)?);
+    if dirs.is_empty() {
+        for other in others {
+            dirs.extend(fsops::subtree_bottom_up(other)?);
+        }
     }
     wait_empty(&dirs, freezer_dir, timeout)
 }

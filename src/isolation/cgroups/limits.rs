@@ -38,6 +38,10 @@ pub struct Limits {
     /// 0), raised to [`MIN_MEMORY`] as Mesos does. Swap is capped too, so
     /// the OOM killer really acts instead of the container swapping.
     pub memory_bytes: Option<u64>,
+    /// Soft memory limit in bytes, Mesos' memory *request*: reclaim starts
+    /// above it under host pressure (v1 `memory.soft_limit_in_bytes`, v2
+    /// `memory.low`), raised to [`MIN_MEMORY`] as Mesos does.
+    pub memory_soft_bytes: Option<u64>,
     /// Maximum number of tasks (processes and threads): `pids.max`.
     pub pids_max: Option<u64>,
 }
@@ -62,9 +66,9 @@ impl Limits {
                 )));
             }
         }
-        if self.memory_bytes == Some(0) {
+        if self.memory_bytes == Some(0) || self.memory_soft_bytes == Some(0) {
             return Err(CgroupError::Invalid(
-                "memory_bytes must be positive".to_owned(),
+                "memory_bytes and memory_soft_bytes must be positive".to_owned(),
             ));
         }
         if self.pids_max == Some(0) {
@@ -133,6 +137,10 @@ pub(crate) fn apply_v1_cpu(dir: &Path, limits: &Limits) -> Result<()> {
 /// `limit_in_bytes <= memsw.limit_in_bytes` at every moment, so a raise
 /// writes memsw first and a cut writes it last.
 pub(crate) fn apply_v1_memory(dir: &Path, limits: &Limits) -> Result<()> {
+    if let Some(soft) = limits.memory_soft_bytes {
+        let soft = Limits::effective_memory(soft).to_string();
+        fsops::write(&dir.join("memory.soft_limit_in_bytes"), &soft)?;
+    }
     let Some(bytes) = limits.memory_bytes else {
         return Ok(());
     };
@@ -187,6 +195,10 @@ pub(crate) fn apply_v2_cpu(dir: &Path, limits: &Limits) -> Result<()> {
 /// Writes the memory limit into a v2 cgroup, and forbids swap where the
 /// kernel has swap accounting.
 pub(crate) fn apply_v2_memory(dir: &Path, limits: &Limits) -> Result<()> {
+    if let Some(soft) = limits.memory_soft_bytes {
+        let soft = Limits::effective_memory(soft).to_string();
+        fsops::write(&dir.join("memory.low"), &soft)?;
+    }
     if let Some(bytes) = limits.memory_bytes {
         let bytes = Limits::effective_memory(bytes);
         fsops::write(&dir.join("memory.max"), &bytes.to_string())?;
@@ -248,6 +260,7 @@ mod tests {
             cpu_request: Some(2.0),
             cpu_limit: Some(0.5),
             memory_bytes: Some(64 << 20),
+            memory_soft_bytes: Some(48 << 20),
             pids_max: Some(7),
         };
         apply_v1_cpu(d, &limits).unwrap();
@@ -261,6 +274,10 @@ mod tests {
             read(d, "memory.memsw.limit_in_bytes"),
             (64u64 << 20).to_string()
         );
+        assert_eq!(
+            read(d, "memory.soft_limit_in_bytes"),
+            (48u64 << 20).to_string()
+        );
         assert_eq!(read(d, "pids.max"), "7");
     }
 
@@ -273,6 +290,7 @@ mod tests {
             cpu_request: Some(1.0),
             cpu_limit: Some(1.5),
             memory_bytes: Some(1 << 20),
+            memory_soft_bytes: Some(1),
             pids_max: Some(3),
         };
         apply_v2_cpu(d, &limits).unwrap();
@@ -282,6 +300,7 @@ mod tests {
         assert_eq!(read(d, "cpu.max"), "150000 100000");
         assert_eq!(read(d, "memory.max"), MIN_MEMORY.to_string());
         assert_eq!(read(d, "memory.swap.max"), "0");
+        assert_eq!(read(d, "memory.low"), MIN_MEMORY.to_string());
         assert_eq!(read(d, "pids.max"), "3");
     }
 }

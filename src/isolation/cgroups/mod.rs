@@ -13,7 +13,9 @@
 //!   how a container's processes are found and killed), and `cpu`,
 //!   `cpuacct`, `memory`, `pids` unless the container shares its parent's
 //!   cgroups (`LinuxInfo.share_cgroups`). Its processes then sit in the
-//!   nearest ancestor's directory in those controllers.
+//!   nearest ancestor's directory in those controllers. Only the freezer is
+//!   required; a missing other controller disables its limits (an update
+//!   that needs it fails naming it) and its statistics.
 //! * **v2**: the container directory holds limits and children only; its
 //!   processes live in `<container>/leaf` (the no-internal-process rule).
 //!   Controllers are enabled in `cgroup.subtree_control` from the mount root
@@ -32,6 +34,22 @@
 //! What we need is small: writes to control files, plus four syscalls
 //! (statfs, eventfd, inotify, poll) that `rustix` wraps safely.
 //!
+//! # How the launcher and the isolator use it
+//!
+//! * isolator `prepare`: [`Cgroups::create`] with the container's limits and
+//!   `share_cgroups` (parents before children).
+//! * launcher, before the command runs: the helper writes `0` into each of
+//!   [`Cgroups::procs_files`] (or the host calls
+//!   [`ContainerProcesses::add_pid`] while the helper waits on its pipe).
+//! * isolator `watch`: [`Cgroups::watch_oom`], poll its fd, then
+//!   [`OomWatcher::check`]; `update`: [`Cgroups::update`]; `usage`:
+//!   [`Cgroups::usage`].
+//! * launcher `destroy`: [`ContainerProcesses::kill_all`] (children's
+//!   processes included), then isolator `cleanup`:
+//!   [`ContainerProcesses::destroy`] (idempotent).
+//! * agent restart: [`Cgroups::scan`] lists containers with cgroups, and
+//!   [`Cgroups::recover`] kills and removes those the agent does not know.
+//!
 //! # Concurrency
 //!
 //! [`Cgroups`] holds no mutable state: everything is derived from the file
@@ -42,7 +60,7 @@ mod error;
 mod fsops;
 mod kill;
 mod layout;
-mod limits;
+pub mod limits;
 mod oom;
 mod stats;
 
@@ -189,13 +207,18 @@ impl Cgroups {
         let mut mounts = Vec::new();
         for controller in Controller::ALL {
             let path = config.mount_root.join(controller.name());
-            if !path.is_dir() {
+            if path.is_dir() {
+                mounts.push((controller, path));
+            } else if controller == Controller::Freezer {
+                // Without the freezer, processes cannot be found or killed.
                 return Err(CgroupError::ControllerNotMounted {
                     controller: controller.name(),
                     path,
                 });
+            } else {
+                // Usable without it; limits that need it fail clearly.
+                tracing::warn!(controller = controller.name(), path = %path.display(), "cgroup v1 controller not mounted");
             }
-            mounts.push((controller, path));
         }
         Ok(Self {
             config,
@@ -248,12 +271,26 @@ impl Cgroups {
         })
     }
 
-    fn v1_dir(mounts: &[(Controller, PathBuf)], c: Controller, rel: &Path) -> PathBuf {
-        mounts
-            .iter()
-            .find(|(k, _)| *k == c)
-            .map(|(_, m)| m.join(rel))
-            .unwrap_or_else(|| rel.to_path_buf())
+    /// The directory of a v1 controller for a relative path (for an
+    /// unmounted controller, where it would be: it never exists).
+    fn v1_dir(&self, mounts: &[(Controller, PathBuf)], c: Controller, rel: &Path) -> PathBuf {
+        Self::v1_mount(mounts, c)
+            .unwrap_or_else(|| self.config.mount_root.join(c.name()))
+            .join(rel)
+    }
+
+    fn v1_mount(mounts: &[(Controller, PathBuf)], c: Controller) -> Option<PathBuf> {
+        mounts.iter().find(|(k, _)| *k == c).map(|(_, m)| m.clone())
+    }
+
+    fn require_mounted(&self, mounts: &[(Controller, PathBuf)], c: Controller) -> Result<()> {
+        match Self::v1_mount(mounts, c) {
+            Some(_) => Ok(()),
+            None => Err(CgroupError::ControllerNotMounted {
+                controller: c.name(),
+                path: self.config.mount_root.join(c.name()),
+            }),
+        }
     }
 
     /// The directory of a v1 controller that holds the container's
@@ -264,16 +301,17 @@ impl Cgroups {
         c: Controller,
         id: &ContainerId,
     ) -> Result<PathBuf> {
+        self.require_mounted(mounts, c)?;
         let ancestors = layout::ancestor_paths(&self.config.cgroups_root, id)?;
         for rel in ancestors.iter().rev() {
-            let dir = Self::v1_dir(mounts, c, rel);
+            let dir = self.v1_dir(mounts, c, rel);
             if dir.is_dir() {
                 return Ok(dir);
             }
         }
         Err(CgroupError::NotFound {
             id: to_dotted(id),
-            path: Self::v1_dir(mounts, c, &self.rel(id)?),
+            path: self.v1_dir(mounts, c, &self.rel(id)?),
         })
     }
 
@@ -281,7 +319,7 @@ impl Cgroups {
     pub fn exists(&self, id: &ContainerId) -> Result<bool> {
         let rel = self.rel(id)?;
         Ok(match &self.backend {
-            Backend::V1(mounts) => Self::v1_dir(mounts, Controller::Freezer, &rel).is_dir(),
+            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &rel).is_dir(),
             Backend::V2(mount) => mount.join(&rel).is_dir(),
         })
     }
@@ -326,7 +364,7 @@ impl Cgroups {
         }
         let result = match &self.backend {
             Backend::V1(mounts) => self.create_v1(mounts, id, &rel, share),
-            Backend::V2(mount) => self.create_v2(mount, &rel, share),
+            Backend::V2(mount) => self.create_v2(mount, id, &rel, share),
         }
         .and_then(|()| {
             if options.limits.is_empty() {
@@ -336,6 +374,11 @@ impl Cgroups {
             }
         });
         if let Err(e) = result {
+            if matches!(e, CgroupError::AlreadyExists { .. }) {
+                // A concurrent create won the race: its cgroup is not ours
+                // to remove.
+                return Err(e);
+            }
             // Leave nothing half-made behind.
             if let Err(cleanup) = self.destroy(id) {
                 tracing::warn!(container = %to_dotted(id), error = %cleanup, "cleanup after failed create");
@@ -381,12 +424,17 @@ impl Cgroups {
         Ok(())
     }
 
-    fn create_v2(&self, mount: &Path, rel: &Path, share: bool) -> Result<()> {
+    fn create_v2(&self, mount: &Path, id: &ContainerId, rel: &Path, share: bool) -> Result<()> {
         let dir = mount.join(rel);
         if let Some(parent) = dir.parent() {
             create_dirs(mount, parent)?;
         }
-        fsops::mkdir(&dir)?;
+        if !fsops::mkdir(&dir)? {
+            return Err(CgroupError::AlreadyExists {
+                id: to_dotted(id),
+                path: dir,
+            });
+        }
         if !share {
             // Enable what the host offers so nested containers can be limited.
             let available = self.v2_available(mount)?;
@@ -412,16 +460,22 @@ impl Cgroups {
         let rel = self.rel(id)?;
         match &self.backend {
             Backend::V1(mounts) => {
-                let dir = |c| Self::v1_dir(mounts, c, &rel);
+                let dir = |c| self.v1_dir(mounts, c, &rel);
                 let needed = [
                     (
                         Controller::Cpu,
                         limits.cpu_request.is_some() || limits.cpu_limit.is_some(),
                     ),
-                    (Controller::Memory, limits.memory_bytes.is_some()),
+                    (
+                        Controller::Memory,
+                        limits.memory_bytes.is_some() || limits.memory_soft_bytes.is_some(),
+                    ),
                     (Controller::Pids, limits.pids_max.is_some()),
                 ];
                 for (controller, needed) in needed {
+                    if needed {
+                        self.require_mounted(mounts, controller)?;
+                    }
                     if needed && !dir(controller).is_dir() {
                         return Err(CgroupError::NotFound {
                             id: to_dotted(id),
@@ -445,7 +499,7 @@ impl Cgroups {
                 if limits.cpu_request.is_some() || limits.cpu_limit.is_some() {
                     wanted.push("cpu");
                 }
-                if limits.memory_bytes.is_some() {
+                if limits.memory_bytes.is_some() || limits.memory_soft_bytes.is_some() {
                     wanted.push("memory");
                 }
                 if limits.pids_max.is_some() {
@@ -468,7 +522,7 @@ impl Cgroups {
         match &self.backend {
             Backend::V1(mounts) => {
                 let rel = self.rel(id)?;
-                let freezer = Self::v1_dir(mounts, Controller::Freezer, &rel);
+                let freezer = self.v1_dir(mounts, Controller::Freezer, &rel);
                 if !freezer.is_dir() {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
@@ -476,8 +530,8 @@ impl Cgroups {
                     });
                 }
                 let mut dirs = Vec::new();
-                for controller in Controller::ALL {
-                    dirs.push(self.v1_effective_dir(mounts, controller, id)?);
+                for (controller, _) in mounts {
+                    dirs.push(self.v1_effective_dir(mounts, *controller, id)?);
                 }
                 Ok(unique(dirs.into_iter())
                     .into_iter()
@@ -501,7 +555,7 @@ impl Cgroups {
     /// containers). On v1 this is the freezer cgroup.
     pub fn pids(&self, id: &ContainerId) -> Result<Vec<u32>> {
         let dir = match &self.backend {
-            Backend::V1(mounts) => Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?).join(LEAF),
         };
         if !dir.is_dir() {
@@ -515,7 +569,7 @@ impl Cgroups {
 
     fn process_root(&self, id: &ContainerId) -> Result<PathBuf> {
         Ok(match &self.backend {
-            Backend::V1(mounts) => Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?),
         })
     }
@@ -533,26 +587,28 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
                     });
                 }
-                stats::v1_cpuacct(
-                    &self.v1_effective_dir(mounts, Controller::Cpuacct, id)?,
-                    &mut out,
-                )?;
-                stats::v1_cpu(
-                    &self.v1_effective_dir(mounts, Controller::Cpu, id)?,
-                    &mut out,
-                )?;
-                stats::v1_memory(
-                    &self.v1_effective_dir(mounts, Controller::Memory, id)?,
-                    &mut out,
-                )?;
-                stats::processes(
-                    &self.v1_effective_dir(mounts, Controller::Cpuacct, id)?,
-                    "tasks",
-                    &mut out,
-                )?;
+                // Statistics of each mounted controller; a sharing container
+                // reports the cgroup it shares.
+                let mounted = |c| Self::v1_mount(mounts, c).is_some();
+                if mounted(Controller::Cpuacct) {
+                    let dir = self.v1_effective_dir(mounts, Controller::Cpuacct, id)?;
+                    stats::v1_cpuacct(&dir, &mut out)?;
+                }
+                if mounted(Controller::Cpu) {
+                    let dir = self.v1_effective_dir(mounts, Controller::Cpu, id)?;
+                    stats::v1_cpu(&dir, &mut out)?;
+                }
+                if mounted(Controller::Memory) {
+                    let dir = self.v1_effective_dir(mounts, Controller::Memory, id)?;
+                    stats::v1_memory(&dir, &mut out)?;
+                }
+                // Processes from the container's own freezer cgroup, which
+                // every container has, sharing or not.
+                let freezer = self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?);
+                stats::processes(&freezer, "tasks", &mut out)?;
             }
             Backend::V2(mount) => {
                 let dir = mount.join(self.rel(id)?);
@@ -578,7 +634,7 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: Self::v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
                     });
                 }
                 OomWatcher::v1(&self.v1_effective_dir(mounts, Controller::Memory, id)?)
@@ -623,7 +679,7 @@ impl Cgroups {
 
     /// After a restart: kills and removes the cgroups of every container not
     /// in `known` (with everything nested in them), keeps the rest. Returns
-    /// the containers removed.
+    /// the top-most container of each removed subtree.
     pub fn recover(&self, known: &[ContainerId]) -> Result<Vec<ContainerId>> {
         let known: HashSet<String> = known.iter().map(to_dotted).collect();
         let mut removed: Vec<ContainerId> = Vec::new();
@@ -659,7 +715,7 @@ impl Cgroups {
         let root = &self.config.cgroups_root;
         match &self.backend {
             Backend::V1(mounts) => {
-                let freezer = Self::v1_dir(mounts, Controller::Freezer, root);
+                let freezer = self.v1_dir(mounts, Controller::Freezer, root);
                 let others = unique(
                     mounts
                         .iter()
@@ -707,7 +763,7 @@ impl ContainerProcesses for Cgroups {
         match &self.backend {
             Backend::V1(mounts) => {
                 let rel = self.rel(id)?;
-                let freezer = Self::v1_dir(mounts, Controller::Freezer, &rel);
+                let freezer = self.v1_dir(mounts, Controller::Freezer, &rel);
                 let others: Vec<PathBuf> = mounts
                     .iter()
                     .filter(|(c, _)| *c != Controller::Freezer)
@@ -721,12 +777,7 @@ impl ContainerProcesses for Cgroups {
 
     fn destroy(&self, id: &ContainerId) -> Result<()> {
         self.kill_all(id)?;
-        let mut dirs = self.container_dirs(id)?;
-        // Freezer last: while it exists, the container is still findable.
-        dirs.reverse();
-        for dir in dirs {
-            kill::remove_subtree(&dir, self.config.destroy_timeout)?;
-        }
+        kill::remove_subtrees(&self.container_dirs(id)?, self.config.destroy_timeout)?;
         tracing::info!(container = %to_dotted(id), "destroyed cgroups");
         Ok(())
     }

@@ -4,9 +4,11 @@
 //! v1 registers an eventfd on `memory.oom_control` through
 //! `cgroup.event_control`; the kernel also signals it when the cgroup is
 //! removed, so every wake-up is confirmed against the `oom_kill` counter.
-//! v2 has no such registration: `memory.events` changes raise inotify
-//! `IN_MODIFY`, and its `oom_kill` counter is compared with the value seen
-//! when the watch started.
+//! v2 has no such registration: `memory.events.local` (or `memory.events`)
+//! changes raise inotify `IN_MODIFY`, and its `oom_kill` counter is
+//! compared with the value seen when the watch started. On v1 the counter
+//! and the eventfd only concern the cgroup's own limit, so an OOM in a
+//! nested container with its own limit is not reported for its parent.
 
 use std::fs::File;
 use std::io::ErrorKind;
@@ -59,14 +61,26 @@ impl std::fmt::Debug for OomWatcher {
     }
 }
 
+/// The v2 events file: `memory.events.local` (5.2+) counts only OOMs of
+/// this cgroup's own limit, where `memory.events` also counts those of
+/// nested containers — which must not be blamed on the parent.
+fn v2_events_file(memory_dir: &Path) -> PathBuf {
+    let local = memory_dir.join("memory.events.local");
+    if local.exists() {
+        local
+    } else {
+        memory_dir.join("memory.events")
+    }
+}
+
 /// The OOM-kill counter of a memory cgroup, if the kernel reports one.
 fn oom_kills(memory_dir: &Path, v2: bool) -> Result<Option<u64>> {
-    let (file, key) = if v2 {
-        ("memory.events", "oom_kill")
+    let path = if v2 {
+        v2_events_file(memory_dir)
     } else {
-        ("memory.oom_control", "oom_kill")
+        memory_dir.join("memory.oom_control")
     };
-    let path = memory_dir.join(file);
+    let key = "oom_kill";
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV) => {
@@ -102,7 +116,7 @@ impl OomWatcher {
 
     /// Starts watching a v2 cgroup directory (its `memory.events`).
     pub(crate) fn v2(memory_dir: &Path) -> Result<Self> {
-        let events = memory_dir.join("memory.events");
+        let events = v2_events_file(memory_dir);
         let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
             .map_err(|e| CgroupError::sys("create inotify for", &events, e))?;
         inotify::add_watch(&fd, &events, inotify::WatchFlags::MODIFY)
@@ -147,14 +161,17 @@ impl OomWatcher {
     }
 
     /// Blocks until an OOM kill is reported or `timeout` passes (`None`:
-    /// forever). `Ok(None)` on timeout.
+    /// forever). `Ok(None)` on timeout, after a kill was already reported,
+    /// or once the cgroup is removed.
     pub fn wait(&mut self, timeout: Option<Duration>) -> Result<Option<ContainerLimitation>> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             if let Some(limitation) = self.check()? {
                 return Ok(Some(limitation));
             }
-            if self.fired {
+            if self.fired || !self.memory_dir.exists() {
+                // Reported already, or the cgroup was removed: no OOM can
+                // come any more.
                 return Ok(None);
             }
             let remaining = match deadline {

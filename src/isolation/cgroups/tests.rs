@@ -28,6 +28,7 @@ fn v1_nesting_mirrors_mesos_layout_in_each_controller() {
     cg.create(&id("exec"), &CreateOptions::default()).unwrap();
     let limits = Limits {
         memory_bytes: Some(64 << 20),
+        memory_soft_bytes: None,
         pids_max: Some(10),
         cpu_request: Some(0.5),
         cpu_limit: Some(0.5),
@@ -143,9 +144,8 @@ fn unknown_containers_are_reported_as_not_found() {
 }
 
 #[test]
-fn a_missing_controller_is_named() {
+fn the_freezer_is_required_and_other_controllers_are_optional() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("freezer")).unwrap();
     let err = Cgroups::v1_with_root(CgroupsConfig {
         mount_root: dir.path().to_owned(),
         ..CgroupsConfig::default()
@@ -153,7 +153,35 @@ fn a_missing_controller_is_named() {
     .unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("cgroup v1 controller 'cpu' is not mounted at"),
+            .starts_with("cgroup v1 controller 'freezer' is not mounted at"),
         "{err}"
     );
+
+    // Only freezer and memory: containers work, pids limits fail clearly.
+    std::fs::create_dir(dir.path().join("freezer")).unwrap();
+    std::fs::create_dir(dir.path().join("memory")).unwrap();
+    let cg = Cgroups::v1_with_root(CgroupsConfig {
+        mount_root: dir.path().to_owned(),
+        cgroups_root: PathBuf::from("nestguard-fixture"),
+        destroy_timeout: Duration::from_secs(1),
+    })
+    .unwrap();
+    cg.create(&id("exec"), &CreateOptions::default()).unwrap();
+    assert_eq!(cg.procs_files(&id("exec")).unwrap().len(), 2);
+    let err = cg
+        .update(
+            &id("exec"),
+            &Limits {
+                pids_max: Some(5),
+                ..Limits::default()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("cgroup v1 controller 'pids' is not mounted at"),
+        "{err}"
+    );
+    assert!(dir.path().join("freezer/nestguard-fixture/exec").is_dir());
+    assert!(!dir.path().join("pids").exists());
 }
