@@ -288,11 +288,6 @@ typedef uint32_t nestguard_injection_mode;
 #endif // __cplusplus
 
 /**
- * A cgroup v1 controller we use.
- */
-typedef struct Controller Controller;
-
-/**
  * An approver for one (subject, action), Mesos' `ObjectApprover`. Create
  * with `nestguard_approver_new`, release with `nestguard_approver_free`.
  * Thread-safe; `nestguard_approver_approved` never blocks or allocates.

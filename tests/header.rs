@@ -61,3 +61,25 @@ fn header_version_macros_match_the_library() {
     assert_eq!(value("NESTGUARD_ABI_VERSION_MINOR"), ABI_VERSION_MINOR);
     assert_eq!(value("NESTGUARD_ABI_VERSION_PATCH"), ABI_VERSION_PATCH);
 }
+
+#[test]
+fn header_declares_only_nestguard_names() {
+    let header = generate();
+    for line in header.lines() {
+        let name = if let Some(rest) = line.strip_prefix("typedef struct ") {
+            rest.split_whitespace().next().filter(|n| *n != "{")
+        } else if let Some(rest) = line.strip_prefix("enum ") {
+            rest.split_whitespace().next()
+        } else if line.starts_with("} ") && line.ends_with(';') {
+            Some(line.trim_start_matches("} ").trim_end_matches(';'))
+        } else {
+            None
+        };
+        if let Some(name) = name {
+            assert!(
+                name.starts_with("nestguard_"),
+                "the header leaks a non-nestguard type: {line}"
+            );
+        }
+    }
+}
