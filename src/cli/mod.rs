@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch; one file per command family.
 
 mod acls;
+mod agent;
 mod credentials;
 mod library;
 mod smoke;
@@ -26,6 +27,8 @@ pub struct Cli {
 pub enum Command {
     /// Print the library, ABI and protocol versions.
     Version,
+    /// Run the simulated Mesos agent (loads libnestguard.so from --modules).
+    Agent(agent::flags::AgentFlags),
     /// Load libnestguard.so through its C ABI and exercise it end to end.
     Smoke {
         /// Path of libnestguard.so (default: next to this executable).
@@ -74,6 +77,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Smoke { library } => smoke::run(library),
+        Command::Agent(flags) => agent::run(flags),
         Command::Acls(command) => acls::run(command),
         Command::Credentials(cmd) => credentials::run_credentials(cmd),
         Command::Token(cmd) => credentials::run_token(cmd),

@@ -1,0 +1,434 @@
+//! The agent's only way into nestguard's modules: the C ABI of the loaded
+//! `libnestguard.so`, called through function pointers looked up with
+//! libloading. Each wrapper owns one handle and frees it on drop.
+
+use std::ffi::{c_char, c_void};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use prost::Message;
+
+use crate::cli::library::NestguardLibrary;
+use nestguard::proto::mesos::{self, authorization, slave};
+
+/// A failed ABI call: the stable result code and the library's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbiFailure {
+    /// `nestguard_result` code.
+    pub code: u32,
+    /// `nestguard_error_message` text.
+    pub message: String,
+}
+
+impl std::fmt::Display for AbiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (nestguard result {})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for AbiFailure {}
+
+/// Result codes the agent reacts to (see `include/nestguard.h`).
+pub mod codes {
+    /// `NESTGUARD_RESULT_LAUNCHER_UNKNOWN_CONTAINER`.
+    pub const LAUNCHER_UNKNOWN_CONTAINER: u32 = 400;
+    /// `NESTGUARD_RESULT_LAUNCHER_CONTAINER_EXISTS`.
+    pub const LAUNCHER_CONTAINER_EXISTS: u32 = 401;
+    /// `NESTGUARD_RESULT_LAUNCHER_PARENT_NOT_RUNNING`.
+    pub const LAUNCHER_PARENT_NOT_RUNNING: u32 = 402;
+    /// `NESTGUARD_RESULT_LAUNCHER_TIMEOUT`.
+    pub const LAUNCHER_TIMEOUT: u32 = 404;
+}
+
+type Bytes = *mut c_void;
+
+macro_rules! abi_functions {
+    ($($field:ident = $symbol:literal : fn($($arg:ty),*) -> $ret:ty;)*) => {
+        /// Function pointers into the loaded library.
+        #[derive(Clone, Copy)]
+        struct Functions {
+            $($field: unsafe extern "C" fn($($arg),*) -> $ret,)*
+        }
+
+        impl Functions {
+            fn load(lib: &NestguardLibrary) -> anyhow::Result<Self> {
+                Ok(Functions {
+                    // SAFETY: each signature is the one declared in include/nestguard.h.
+                    $($field: *unsafe { lib.symbol::<unsafe extern "C" fn($($arg),*) -> $ret>($symbol)? },)*
+                })
+            }
+        }
+    };
+}
+
+abi_functions! {
+    authorizer_new = "nestguard_authorizer_new": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
+    authorizer_new_from_file = "nestguard_authorizer_new_from_file": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
+    authorizer_authorize = "nestguard_authorizer_authorize": fn(*const c_void, *const u8, usize, *mut bool) -> u32;
+    authorizer_explain = "nestguard_authorizer_explain": fn(*const c_void, *const u8, usize, *mut c_char, usize, *mut usize) -> u32;
+    authorizer_free = "nestguard_authorizer_free": fn(*mut c_void) -> ();
+    credentials_load = "nestguard_credentials_load": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
+    credentials_free = "nestguard_credentials_free": fn(*mut c_void) -> ();
+    http_authenticator_new = "nestguard_http_authenticator_new": fn(*const c_char, usize, *const c_void, *const c_char, usize, bool, *mut *mut c_void) -> u32;
+    http_authenticator_authenticate = "nestguard_http_authenticator_authenticate": fn(*const c_void, *const c_char, usize, bool, *mut bool, *mut Bytes) -> u32;
+    http_authenticator_free = "nestguard_http_authenticator_free": fn(*mut c_void) -> ();
+    injector_new = "nestguard_credential_injector_new": fn(u32, *const c_char, usize, bool, *const c_void, *mut *mut c_void, *mut u32) -> u32;
+    injector_decorate = "nestguard_credential_injector_decorate_executor_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
+    injector_nested = "nestguard_credential_injector_nested_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
+    injector_free = "nestguard_credential_injector_free": fn(*mut c_void) -> ();
+    launcher_new = "nestguard_launcher_new": fn(*const c_char, usize, *const c_char, usize, u32, *mut *mut c_void) -> u32;
+    launcher_recover = "nestguard_launcher_recover": fn(*const c_void, *const u8, usize, *mut Bytes) -> u32;
+    launcher_launch = "nestguard_launcher_launch": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *const c_char, usize, *mut i32) -> u32;
+    launcher_wait = "nestguard_launcher_wait": fn(*const c_void, *const u8, usize, i64, *mut i32) -> u32;
+    launcher_kill = "nestguard_launcher_kill": fn(*const c_void, *const u8, usize, i32, *mut bool) -> u32;
+    launcher_destroy = "nestguard_launcher_destroy": fn(*const c_void, *const u8, usize, *mut i32) -> u32;
+    launcher_free = "nestguard_launcher_free": fn(*mut c_void) -> ();
+}
+
+/// The loaded library and its function table.
+pub struct Abi {
+    lib: NestguardLibrary,
+    f: Functions,
+}
+
+impl Abi {
+    /// Loads libnestguard.so from `path`.
+    pub fn load(path: &Path) -> anyhow::Result<Arc<Abi>> {
+        let lib = NestguardLibrary::load(path)?;
+        let f = Functions::load(&lib)?;
+        Ok(Arc::new(Abi { lib, f }))
+    }
+
+    /// Where it was loaded from.
+    pub fn path(&self) -> &Path {
+        self.lib.path()
+    }
+
+    fn check(&self, code: u32) -> Result<(), AbiFailure> {
+        if code == 0 { Ok(()) } else { Err(AbiFailure { code, message: self.lib.last_error() }) }
+    }
+
+    fn take(&self, bytes: Bytes) -> Result<Vec<u8>, AbiFailure> {
+        self.lib.take_bytes(bytes).map_err(|e| AbiFailure { code: 2, message: format!("{e:#}") })
+    }
+}
+
+fn text(s: &str) -> (*const c_char, usize) {
+    (s.as_ptr().cast(), s.len())
+}
+
+/// A handle pointer the library documents as thread-safe.
+struct Handle(*mut c_void);
+// SAFETY: every handle wrapped here is documented in include/nestguard.h as
+// safe to use from several threads at once.
+unsafe impl Send for Handle {}
+// SAFETY: as above.
+unsafe impl Sync for Handle {}
+
+/// `nestguard_authorizer`: Mesos ACLs.
+pub struct Authorizer {
+    abi: Arc<Abi>,
+    handle: Handle,
+}
+
+impl Authorizer {
+    /// Creates the authorizer module from its manifest parameters: `acls`
+    /// (inline JSON, a path, or a file:// URL, as Mesos' `--acls`) and
+    /// `strict` (default true).
+    pub fn create(abi: &Arc<Abi>, parameters: &[mesos::Parameter]) -> anyhow::Result<Authorizer> {
+        // Mesos: the last occurrence of a key wins.
+        let get = |key: &str| parameters.iter().rev().find(|p| p.key == key).map(|p| p.value.as_str());
+        let acls = get("acls").context("No ACLs for default authorizer provided")?;
+        let strict = match get("strict") {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(other) => anyhow::bail!("parameter 'strict' must be true or false, not '{other}'"),
+        };
+        let mut out = std::ptr::null_mut();
+        let trimmed = acls.trim_start();
+        let code = if trimmed.starts_with('{') {
+            let (p, n) = text(acls);
+            // SAFETY: valid text and out pointer.
+            unsafe { (abi.f.authorizer_new)(p, n, strict, &mut out) }
+        } else {
+            let path = acls.strip_prefix("file://").unwrap_or(acls);
+            let (p, n) = text(path);
+            // SAFETY: valid text and out pointer.
+            unsafe { (abi.f.authorizer_new_from_file)(p, n, strict, &mut out) }
+        };
+        abi.check(code).map_err(anyhow::Error::new).context("creating io_nestguard_Authorizer")?;
+        Ok(Authorizer { abi: abi.clone(), handle: Handle(out) })
+    }
+
+    /// `authorized(request)`.
+    pub fn authorize(&self, request: &authorization::Request) -> Result<bool, AbiFailure> {
+        let bytes = request.encode_to_vec();
+        let mut allowed = false;
+        // SAFETY: live handle, valid buffer and out pointer.
+        let code = unsafe { (self.abi.f.authorizer_authorize)(self.handle.0, bytes.as_ptr(), bytes.len(), &mut allowed) };
+        self.abi.check(code)?;
+        Ok(allowed)
+    }
+
+    /// Why the request is decided as it is (JSON).
+    pub fn explain(&self, request: &authorization::Request) -> Result<String, AbiFailure> {
+        let bytes = request.encode_to_vec();
+        let mut buf = vec![0 as c_char; 4096];
+        let mut needed = 0usize;
+        for _ in 0..2 {
+            // SAFETY: live handle, valid buffers and out pointer.
+            let code = unsafe {
+                (self.abi.f.authorizer_explain)(self.handle.0, bytes.as_ptr(), bytes.len(), buf.as_mut_ptr(), buf.len(), &mut needed)
+            };
+            if code == 5 {
+                buf.resize(needed, 0);
+                continue;
+            }
+            self.abi.check(code)?;
+            let raw: Vec<u8> = buf[..needed.saturating_sub(1)].iter().map(|c| *c as u8).collect();
+            return Ok(String::from_utf8_lossy(&raw).into_owned());
+        }
+        Err(AbiFailure { code: 5, message: "explanation did not fit".into() })
+    }
+}
+
+impl Drop for Authorizer {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { (self.abi.f.authorizer_free)(self.handle.0) }
+    }
+}
+
+/// A credential set (`--http_credentials`).
+pub struct Credentials {
+    abi: Arc<Abi>,
+    handle: Handle,
+}
+
+impl Credentials {
+    /// Loads a credentials file.
+    pub fn load(abi: &Arc<Abi>, path: &Path) -> anyhow::Result<Credentials> {
+        let path = path.to_str().context("credentials path is not UTF-8")?;
+        let (p, n) = text(path);
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid text and out pointer.
+        let code = unsafe { (abi.f.credentials_load)(p, n, false, &mut out) };
+        abi.check(code).map_err(anyhow::Error::new).context("loading --http_credentials")?;
+        Ok(Credentials { abi: abi.clone(), handle: Handle(out) })
+    }
+}
+
+impl Drop for Credentials {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { (self.abi.f.credentials_free)(self.handle.0) }
+    }
+}
+
+/// What HTTP authentication concluded.
+#[derive(Debug, Clone)]
+pub enum Authentication {
+    /// The request's principal.
+    Principal(authorization::Subject),
+    /// A 401 with this `WWW-Authenticate` value.
+    Unauthorized(String),
+}
+
+/// `nestguard_http_authenticator`: Basic and Bearer (JWT) for one realm.
+pub struct HttpAuthenticator {
+    abi: Arc<Abi>,
+    handle: Handle,
+}
+
+impl HttpAuthenticator {
+    /// Creates an authenticator for `realm` from credentials and/or a JWT key file.
+    pub fn create(abi: &Arc<Abi>, realm: &str, credentials: Option<&Credentials>, jwt_key: Option<&Path>) -> anyhow::Result<Self> {
+        let key = jwt_key.map(|p| p.to_str().context("JWT key path is not UTF-8")).transpose()?.unwrap_or("");
+        let (rp, rn) = text(realm);
+        let (kp, kn) = text(key);
+        let creds = credentials.map_or(std::ptr::null(), |c| c.handle.0.cast_const());
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid texts, live credentials handle (or NULL), out pointer.
+        let code = unsafe { (abi.f.http_authenticator_new)(rp, rn, creds, kp, kn, false, &mut out) };
+        abi.check(code).map_err(anyhow::Error::new).context("creating the HTTP authenticator")?;
+        Ok(HttpAuthenticator { abi: abi.clone(), handle: Handle(out) })
+    }
+
+    /// Authenticates by the `Authorization` header value.
+    pub fn authenticate(&self, header: Option<&str>) -> Result<Authentication, AbiFailure> {
+        let (p, n) = text(header.unwrap_or(""));
+        let mut authenticated = false;
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid text, out pointers.
+        let code = unsafe {
+            (self.abi.f.http_authenticator_authenticate)(self.handle.0, p, n, header.is_some(), &mut authenticated, &mut out)
+        };
+        self.abi.check(code)?;
+        let bytes = self.abi.take(out)?;
+        if authenticated {
+            let subject = authorization::Subject::decode(bytes.as_slice())
+                .map_err(|e| AbiFailure { code: 100, message: format!("authenticated subject: {e}") })?;
+            Ok(Authentication::Principal(subject))
+        } else {
+            Ok(Authentication::Unauthorized(String::from_utf8_lossy(&bytes).into_owned()))
+        }
+    }
+}
+
+impl Drop for HttpAuthenticator {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { (self.abi.f.http_authenticator_free)(self.handle.0) }
+    }
+}
+
+/// `nestguard_credential_injector`: the CredentialHook module.
+pub struct CredentialInjector {
+    abi: Arc<Abi>,
+    handle: Handle,
+    /// The mode in effect (`nestguard_injection_mode`).
+    pub mode: u32,
+}
+
+impl CredentialInjector {
+    /// Creates the hook: token mode with a JWT key, else secret mode with credentials.
+    pub fn create(abi: &Arc<Abi>, mode: u32, jwt_key: Option<&Path>, credentials: Option<&Credentials>) -> anyhow::Result<Self> {
+        let key = jwt_key.map(|p| p.to_str().context("JWT key path is not UTF-8")).transpose()?.unwrap_or("");
+        let (kp, kn) = text(key);
+        let creds = credentials.map_or(std::ptr::null(), |c| c.handle.0.cast_const());
+        let mut out = std::ptr::null_mut();
+        let mut effective = 0u32;
+        // SAFETY: valid text, live credentials handle (or NULL), out pointers.
+        let code = unsafe { (abi.f.injector_new)(mode, kp, kn, false, creds, &mut out, &mut effective) };
+        abi.check(code).map_err(anyhow::Error::new).context("creating io_nestguard_CredentialHook")?;
+        Ok(CredentialInjector { abi: abi.clone(), handle: Handle(out), mode: effective })
+    }
+
+    fn call(
+        &self,
+        f: unsafe extern "C" fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32,
+        executor: &mesos::ExecutorInfo,
+        framework: &mesos::FrameworkInfo,
+        id: &mesos::ContainerId,
+    ) -> Result<mesos::Environment, AbiFailure> {
+        let (e, fw, c) = (executor.encode_to_vec(), framework.encode_to_vec(), id.encode_to_vec());
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffers, out pointer.
+        let code = unsafe { f(self.handle.0, e.as_ptr(), e.len(), fw.as_ptr(), fw.len(), c.as_ptr(), c.len(), &mut out) };
+        self.abi.check(code)?;
+        let bytes = self.abi.take(out)?;
+        mesos::Environment::decode(bytes.as_slice()).map_err(|e| AbiFailure { code: 100, message: format!("environment: {e}") })
+    }
+
+    /// `slaveExecutorEnvironmentDecorator`: the executor's environment with
+    /// its credentials added.
+    pub fn decorate_executor(&self, executor: &mesos::ExecutorInfo, framework: &mesos::FrameworkInfo, id: &mesos::ContainerId) -> Result<mesos::Environment, AbiFailure> {
+        self.call(self.abi.f.injector_decorate, executor, framework, id)
+    }
+
+    /// The credentials a nested container of that executor gets.
+    pub fn nested(&self, executor: &mesos::ExecutorInfo, framework: &mesos::FrameworkInfo, id: &mesos::ContainerId) -> Result<mesos::Environment, AbiFailure> {
+        self.call(self.abi.f.injector_nested, executor, framework, id)
+    }
+}
+
+impl Drop for CredentialInjector {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { (self.abi.f.injector_free)(self.handle.0) }
+    }
+}
+
+/// `nestguard_launcher`.
+pub struct Launcher {
+    abi: Arc<Abi>,
+    handle: Handle,
+}
+
+impl Launcher {
+    /// Creates a launcher on `runtime_dir`; `posix` selects the posix launcher.
+    pub fn create(abi: &Arc<Abi>, runtime_dir: &Path, helper: Option<&Path>, posix: bool) -> anyhow::Result<Launcher> {
+        let rd = runtime_dir.to_str().context("runtime dir is not UTF-8")?;
+        let helper = helper.map(|p| p.to_str().context("helper path is not UTF-8")).transpose()?.unwrap_or("");
+        let (rp, rn) = text(rd);
+        let (hp, hn) = text(helper);
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid texts and out pointer.
+        let code = unsafe { (abi.f.launcher_new)(rp, rn, hp, hn, u32::from(posix), &mut out) };
+        abi.check(code).map_err(anyhow::Error::new).context("creating the launcher")?;
+        Ok(Launcher { abi: abi.clone(), handle: Handle(out) })
+    }
+
+    /// Recovers after a restart; returns the launcher's answer (orphans).
+    pub fn recover(&self, known: &[mesos::ContainerId]) -> Result<slave::ContainerRecoverInfo, AbiFailure> {
+        let info = slave::ContainerRecoverInfo { known_container_ids: known.to_vec(), ..Default::default() }.encode_to_vec();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe { (self.abi.f.launcher_recover)(self.handle.0, info.as_ptr(), info.len(), &mut out) };
+        self.abi.check(code)?;
+        let bytes = self.abi.take(out)?;
+        slave::ContainerRecoverInfo::decode(bytes.as_slice()).map_err(|e| AbiFailure { code: 100, message: format!("recover reply: {e}") })
+    }
+
+    /// Launches a container; returns its supervisor's pid.
+    pub fn launch(
+        &self,
+        id: &mesos::ContainerId,
+        info: &slave::ContainerLaunchInfo,
+        container: Option<&mesos::ContainerInfo>,
+        sandbox: &Path,
+    ) -> Result<i32, AbiFailure> {
+        let (i, l) = (id.encode_to_vec(), info.encode_to_vec());
+        let c = container.map(Message::encode_to_vec).unwrap_or_default();
+        let s = sandbox.to_string_lossy();
+        let (sp, sn) = text(&s);
+        let mut pid = 0;
+        // SAFETY: live handle, valid buffers, out pointer.
+        let code = unsafe {
+            (self.abi.f.launcher_launch)(self.handle.0, i.as_ptr(), i.len(), l.as_ptr(), l.len(), c.as_ptr(), c.len(), sp, sn, &mut pid)
+        };
+        self.abi.check(code)?;
+        Ok(pid)
+    }
+
+    /// Waits up to `timeout_ms` (negative: forever) for the raw wait status.
+    pub fn wait(&self, id: &mesos::ContainerId, timeout_ms: i64) -> Result<Option<i32>, AbiFailure> {
+        let i = id.encode_to_vec();
+        let mut status = 0;
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe { (self.abi.f.launcher_wait)(self.handle.0, i.as_ptr(), i.len(), timeout_ms, &mut status) };
+        if code == codes::LAUNCHER_TIMEOUT {
+            return Ok(None);
+        }
+        self.abi.check(code)?;
+        Ok(Some(status))
+    }
+
+    /// Sends a signal; false if the container had already exited.
+    pub fn kill(&self, id: &mesos::ContainerId, signal: i32) -> Result<bool, AbiFailure> {
+        let i = id.encode_to_vec();
+        let mut sent = false;
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe { (self.abi.f.launcher_kill)(self.handle.0, i.as_ptr(), i.len(), signal, &mut sent) };
+        self.abi.check(code)?;
+        Ok(sent)
+    }
+
+    /// Destroys the container and its subtree; returns its raw status if known.
+    pub fn destroy(&self, id: &mesos::ContainerId) -> Result<Option<i32>, AbiFailure> {
+        let i = id.encode_to_vec();
+        let mut status = -1;
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe { (self.abi.f.launcher_destroy)(self.handle.0, i.as_ptr(), i.len(), &mut status) };
+        self.abi.check(code)?;
+        Ok((status >= 0).then_some(status))
+    }
+}
+
+impl Drop for Launcher {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { (self.abi.f.launcher_free)(self.handle.0) }
+    }
+}

@@ -1,0 +1,68 @@
+//! Where the agent keeps sandboxes and its own checkpoints (Mesos' layout
+//! for sandboxes, `src/slave/paths.hpp`; a flat `meta/executors/` for what the
+//! agent must remember about executors across restarts).
+
+use std::path::{Path, PathBuf};
+
+use nestguard::proto::mesos::{ContainerId, ExecutorInfo, FrameworkInfo};
+
+/// The agent's directories under `--work_dir`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// `--work_dir`.
+    pub work_dir: PathBuf,
+    /// The agent's id (stable across restarts on the same work dir).
+    pub agent_id: String,
+}
+
+impl Layout {
+    /// `<work_dir>/slaves/<agent>/frameworks/<fw>/executors/<ex>/runs/<container>`.
+    pub fn executor_sandbox(&self, framework: &FrameworkInfo, executor: &ExecutorInfo, id: &ContainerId) -> PathBuf {
+        let fw = framework.id.as_ref().map_or("unknown-framework", |f| f.value.as_str());
+        self.work_dir
+            .join("slaves")
+            .join(&self.agent_id)
+            .join("frameworks")
+            .join(fw)
+            .join("executors")
+            .join(&executor.executor_id.value)
+            .join("runs")
+            .join(&id.value)
+    }
+
+    /// `<work_dir>/containers/<id>`: a standalone container's sandbox.
+    pub fn standalone_sandbox(&self, id: &ContainerId) -> PathBuf {
+        self.work_dir.join("containers").join(&id.value)
+    }
+
+    /// `<work_dir>/meta/executors/<root>`: the executor's checkpoints.
+    pub fn executor_meta(&self, root: &str) -> PathBuf {
+        self.work_dir.join("meta").join("executors").join(root)
+    }
+
+    /// `<work_dir>/meta/executors`.
+    pub fn executors_meta(&self) -> PathBuf {
+        self.work_dir.join("meta").join("executors")
+    }
+}
+
+/// `<parent sandbox>/containers/<child>` (Mesos shipped `containers/`, not
+/// the design's `.containers/`).
+pub fn nested_sandbox(parent_sandbox: &Path, id: &ContainerId) -> PathBuf {
+    parent_sandbox.join("containers").join(&id.value)
+}
+
+/// Reads or creates the agent id kept in `<work_dir>/meta/agent_id`.
+pub fn agent_id(work_dir: &Path) -> anyhow::Result<String> {
+    let path = work_dir.join("meta").join("agent_id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        let id = id.trim().to_owned();
+        if !id.is_empty() {
+            return Ok(id);
+        }
+    }
+    std::fs::create_dir_all(work_dir.join("meta"))?;
+    let id = format!("nestguard-{}", uuid::Uuid::new_v4());
+    nestguard::checkpoint::write_text(&path, &id)?;
+    Ok(id)
+}
