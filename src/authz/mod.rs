@@ -25,4 +25,4 @@ pub use api::{Approver, Authorizer, LoadError, Source, load};
 pub use compile::{Policy, Req};
 pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
 pub use lists::List;
-pub use parse::{Document, Entity, EntityType, Entry, ParseError, ParseMode};
+pub use parse::{Document, Entity, EntityType, Entry, Location, ParseError, ParseMode};
