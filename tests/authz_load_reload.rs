@@ -203,3 +203,26 @@ fn reload_swaps_atomically_and_keeps_old_policy_on_error() {
         assert!(t.join().unwrap() > 0);
     }
 }
+
+#[test]
+fn module_parameters() {
+    use nestguard::authz::ParameterError;
+    let err = Authorizer::from_parameters([("other", "x")], true).unwrap_err();
+    assert_eq!(err.to_string(), "No ACLs for default authorizer provided");
+    let err = Authorizer::from_parameters([("acls", "{\"permissive\": 1}")], true).unwrap_err();
+    assert!(matches!(err, ParameterError::Invalid(_)));
+    assert!(
+        err.to_string().starts_with("Contents of 'acls' parameter could not be parsed into a valid ACLs object: <inline>:1:16: permissive"),
+        "{err}"
+    );
+    // The last `acls` wins.
+    let auth = Authorizer::from_parameters(
+        [("acls", "{\"permissive\": 1}"), ("acls", &kill_acls("u1"))],
+        true,
+    )
+    .unwrap();
+    assert!(kill_as(
+        &auth.approver(Some(&ops()), Action::KillNestedContainer),
+        "u1"
+    ));
+}

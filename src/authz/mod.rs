@@ -21,7 +21,7 @@ pub mod reference;
 pub mod roles;
 pub mod validate;
 
-pub use api::{Approver, Authorizer, LoadError, Source, load};
+pub use api::{Approver, Authorizer, LoadError, ParameterError, Source, load};
 pub use compile::{Policy, Req};
 pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
 pub use lists::List;
