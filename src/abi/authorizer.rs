@@ -437,4 +437,85 @@ mod tests {
         );
         assert!(auth.is_null());
     }
+
+    #[test]
+    fn explain_buffer_and_reload_from_file() {
+        let dir = tempfile::Builder::new()
+            .prefix("nestguard-abi-authz")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("acls.json");
+        std::fs::write(&path, r#"{"permissive": false, "wait_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]}"#).unwrap();
+        let url = format!("file://{}", path.display());
+        let mut auth = std::ptr::null_mut();
+        assert_eq!(
+            nestguard_authorizer_new_from_file(url.as_ptr(), url.len(), true, &mut auth),
+            nestguard_result::Ok
+        );
+        let request = prost::Message::encode_to_vec(&Request {
+            subject: Some(Subject {
+                value: Some("ops".into()),
+                claims: None,
+            }),
+            action: Some(Action::WaitNestedContainer as i32),
+            object: None,
+        });
+        let mut needed = 0usize;
+        let mut small = [0u8; 4];
+        assert_eq!(
+            nestguard_authorizer_explain(
+                auth,
+                request.as_ptr(),
+                request.len(),
+                small.as_mut_ptr(),
+                small.len(),
+                &mut needed
+            ),
+            nestguard_result::BufferTooSmall
+        );
+        let mut buf = vec![0u8; needed];
+        assert_eq!(
+            nestguard_authorizer_explain(
+                auth,
+                request.as_ptr(),
+                request.len(),
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut needed
+            ),
+            nestguard_result::Ok
+        );
+        let v: serde_json::Value = serde_json::from_slice(&buf[..needed - 1]).unwrap();
+        assert_eq!(v["list"], "wait_nested_containers");
+        assert_eq!(v["index"], 0);
+
+        std::fs::write(&path, "{not json").unwrap();
+        assert_eq!(
+            nestguard_authorizer_reload(auth),
+            nestguard_result::AclsInvalid
+        );
+        let mut allowed = false;
+        assert_eq!(
+            nestguard_authorizer_authorize(auth, request.as_ptr(), request.len(), &mut allowed),
+            nestguard_result::Ok
+        );
+        assert!(allowed, "old policy kept");
+        std::fs::write(&path, r#"{"permissive": false}"#).unwrap();
+        assert_eq!(nestguard_authorizer_reload(auth), nestguard_result::Ok);
+        assert_eq!(
+            nestguard_authorizer_authorize(auth, request.as_ptr(), request.len(), &mut allowed),
+            nestguard_result::Ok
+        );
+        assert!(!allowed, "new policy in force");
+        assert_eq!(
+            nestguard_authorizer_reload(std::ptr::null()),
+            nestguard_result::NullParameter
+        );
+        assert_eq!(
+            nestguard_authorizer_authorize(auth, [0xffu8].as_ptr(), 1, &mut allowed),
+            nestguard_result::ProtobufDecode
+        );
+        nestguard_authorizer_free(auth);
+        nestguard_authorizer_free(std::ptr::null_mut());
+    }
 }
