@@ -75,6 +75,9 @@ pub fn lint(doc: &Document) -> Vec<Warning> {
     for &list in List::ALL {
         let entries = doc.list(list);
         let json = list.spec().json;
+        let first_wild = entries
+            .iter()
+            .position(|p| wild(&p.principals) && wild(&p.object));
         for (j, e) in entries.iter().enumerate() {
             let warn = |message: String| Warning {
                 list: Some(list),
@@ -101,12 +104,12 @@ pub fn lint(doc: &Document) -> Vec<Warning> {
             {
                 Box::new(entries.iter().enumerate().take(j))
             } else {
+                // Only the first entry wild on both sides can shadow everything after it.
                 Box::new(
-                    entries
-                        .iter()
-                        .enumerate()
-                        .take(j)
-                        .filter(|(_, p)| wild(&p.principals) && wild(&p.object)),
+                    first_wild
+                        .filter(|&i| i < j)
+                        .and_then(|i| entries.get(i).map(|p| (i, p)))
+                        .into_iter(),
                 )
             };
             for (i, p) in earlier {
