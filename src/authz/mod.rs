@@ -6,7 +6,7 @@
 //! → [`validate`] (Mesos' rules and texts) → [`compile`] (per-list indexes)
 //! → [`evaluate`] (object entities per action, first match, launches) →
 //! [`explain`] / [`lint`]; [`api`] holds the [`Authorizer`] and [`Approver`]
-//! and hot reload. [`reference`] is a plain first-match transcription of
+//! and hot reload. [`mod@reference`] is a plain first-match transcription of
 //! Mesos' rules, the oracle for property tests and the bench's baseline.
 #![forbid(unsafe_code)]
 
