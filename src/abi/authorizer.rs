@@ -352,6 +352,42 @@ pub extern "C" fn nestguard_approver_approved_object(
     }
 }
 
+/// Explains `approved(object)` for string views (NULL `object` = no object)
+/// as JSON into `buf`, like `nestguard_authorizer_explain`: which list and
+/// entry decided, or that `permissive` did, with both halves for launches.
+/// Meant for logging denials; it allocates, unlike
+/// `nestguard_approver_approved`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_approver_explain(
+    approver: *const nestguard_approver,
+    object: *const nestguard_object_view,
+    buf: *mut u8,
+    buf_len: usize,
+    out_n: *mut usize,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out_n, "out_n");
+        let Some(approver) = handle_ref(approver) else {
+            return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
+        };
+        let view = match handle_ref(object).map(object_view) {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            Some(Err(())) => {
+                return fail(nestguard_result::NullParameter, "a present string view in `object` is NULL with a non-zero length");
+            }
+        };
+        let policy = approver.inner.policy();
+        let decision = try_abi!(approver.inner.decide_in(&policy, view.as_ref()));
+        let json = crate::authz::explain::to_json(&policy, &decision).to_string();
+        if copy_text(&json, buf, buf_len, out_n) {
+            nestguard_result::Ok
+        } else {
+            fail(nestguard_result::BufferTooSmall, "the buffer is too small for the explanation")
+        }
+    }
+}
+
 /// Releases an approver. NULL is a no-op; must not be called twice or while
 /// another thread uses the handle.
 #[unsafe(no_mangle)]
