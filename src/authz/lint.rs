@@ -195,4 +195,32 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert!(w[0].message.contains("permissive is true"));
     }
+
+    #[test]
+    fn long_lists_only_check_wild_shadowing() {
+        use crate::authz::parse::Entry;
+        let mut doc = Document::default();
+        let n = PAIRWISE_LIMIT + 10;
+        for i in 0..n {
+            let (p, o) = if i == 5 {
+                (Entity::any(), Entity::none())
+            } else {
+                (
+                    Entity::some([format!("p{i}")]),
+                    Entity::some([format!("u{i}")]),
+                )
+            };
+            doc.push(
+                List::ViewContainers,
+                Entry {
+                    principals: p,
+                    object: o,
+                    location: Location::default(),
+                },
+            );
+        }
+        let w = lint(&doc);
+        assert_eq!(w.len(), n - 6);
+        assert!(w.iter().all(|w| w.message.contains("view_containers[5]")));
+    }
 }
