@@ -114,6 +114,9 @@ type Authorize = unsafe extern "C" fn(*const u8, *const u8, usize, *mut bool) ->
 type Free = unsafe extern "C" fn(*mut u8);
 type ApproverNew = unsafe extern "C" fn(*const u8, *const u8, usize, u32, *mut *mut u8) -> u32;
 type Approved = unsafe extern "C" fn(*const u8, *const nestguard_object_view, *mut bool) -> u32;
+type ApprovedObject = unsafe extern "C" fn(*const u8, *const u8, usize, *mut bool) -> u32;
+/// `NESTGUARD_RESULT_AUTHORIZATION_FAILED`: the fast path cannot serve the action.
+const NEEDS_PROTOBUF: u32 = 201;
 
 fn sv(s: Option<&str>) -> nestguard_str_view {
     match s {
@@ -171,7 +174,7 @@ fn corpus_through_the_shared_library() {
         )
     });
     // SAFETY: the signatures match src/abi/authorizer.rs.
-    let (new, explain, authorize, free, approver_new, approved, approver_free) = unsafe {
+    let (new, explain, authorize, free, approver_new, approved, approved_object, approver_free) = unsafe {
         (
             lib.get::<New>(b"nestguard_authorizer_new").unwrap(),
             lib.get::<Explain>(b"nestguard_authorizer_explain").unwrap(),
@@ -180,6 +183,8 @@ fn corpus_through_the_shared_library() {
             lib.get::<Free>(b"nestguard_authorizer_free").unwrap(),
             lib.get::<ApproverNew>(b"nestguard_approver_new").unwrap(),
             lib.get::<Approved>(b"nestguard_approver_approved").unwrap(),
+            lib.get::<ApprovedObject>(b"nestguard_approver_approved_object")
+                .unwrap(),
             lib.get::<Free>(b"nestguard_approver_free").unwrap(),
         )
     };
@@ -240,7 +245,16 @@ fn corpus_through_the_shared_library() {
             let vp = view.as_ref().map_or(std::ptr::null(), |v| v as *const _);
             let mut fast = false;
             // SAFETY: valid approver, view (borrowing `case`) and out pointer.
-            let rc = unsafe { approved(approver, vp, &mut fast) };
+            let mut rc = unsafe { approved(approver, vp, &mut fast) };
+            if rc == NEEDS_PROTOBUF {
+                // RUN_TASK, role actions, ...: the object needs protobuf fields.
+                let object = case.request.object.as_ref().map(Message::encode_to_vec);
+                let (op, ol) = object
+                    .as_ref()
+                    .map_or((std::ptr::null(), 0), |o| (o.as_ptr(), o.len()));
+                // SAFETY: valid approver, object bytes and out pointer.
+                rc = unsafe { approved_object(approver, op, ol, &mut fast) };
+            }
             assert_eq!(
                 rc, 0,
                 "{} / {}: {}",

@@ -352,6 +352,42 @@ pub extern "C" fn nestguard_approver_approved_object(
     }
 }
 
+/// Explains `approved(object)` for string views (NULL `object` = no object)
+/// as JSON into `buf`, like `nestguard_authorizer_explain`: which list and
+/// entry decided, or that `permissive` did, with both halves for launches.
+/// Meant for logging denials; it allocates, unlike
+/// `nestguard_approver_approved`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_approver_explain(
+    approver: *const nestguard_approver,
+    object: *const nestguard_object_view,
+    buf: *mut u8,
+    buf_len: usize,
+    out_n: *mut usize,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out_n, "out_n");
+        let Some(approver) = handle_ref(approver) else {
+            return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
+        };
+        let view = match handle_ref(object).map(object_view) {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            Some(Err(())) => {
+                return fail(nestguard_result::NullParameter, "a present string view in `object` is NULL with a non-zero length");
+            }
+        };
+        let policy = approver.inner.policy();
+        let decision = try_abi!(approver.inner.decide_in(&policy, view.as_ref()));
+        let json = crate::authz::explain::to_json(&policy, &decision).to_string();
+        if copy_text(&json, buf, buf_len, out_n) {
+            nestguard_result::Ok
+        } else {
+            fail(nestguard_result::BufferTooSmall, "the buffer is too small for the explanation")
+        }
+    }
+}
+
 /// Releases an approver. NULL is a no-op; must not be called twice or while
 /// another thread uses the handle.
 #[unsafe(no_mangle)]
@@ -436,5 +472,86 @@ mod tests {
             nestguard_result::AclsInvalid
         );
         assert!(auth.is_null());
+    }
+
+    #[test]
+    fn explain_buffer_and_reload_from_file() {
+        let dir = tempfile::Builder::new()
+            .prefix("nestguard-abi-authz")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("acls.json");
+        std::fs::write(&path, r#"{"permissive": false, "wait_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]}"#).unwrap();
+        let url = format!("file://{}", path.display());
+        let mut auth = std::ptr::null_mut();
+        assert_eq!(
+            nestguard_authorizer_new_from_file(url.as_ptr(), url.len(), true, &mut auth),
+            nestguard_result::Ok
+        );
+        let request = prost::Message::encode_to_vec(&Request {
+            subject: Some(Subject {
+                value: Some("ops".into()),
+                claims: None,
+            }),
+            action: Some(Action::WaitNestedContainer as i32),
+            object: None,
+        });
+        let mut needed = 0usize;
+        let mut small = [0u8; 4];
+        assert_eq!(
+            nestguard_authorizer_explain(
+                auth,
+                request.as_ptr(),
+                request.len(),
+                small.as_mut_ptr(),
+                small.len(),
+                &mut needed
+            ),
+            nestguard_result::BufferTooSmall
+        );
+        let mut buf = vec![0u8; needed];
+        assert_eq!(
+            nestguard_authorizer_explain(
+                auth,
+                request.as_ptr(),
+                request.len(),
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut needed
+            ),
+            nestguard_result::Ok
+        );
+        let v: serde_json::Value = serde_json::from_slice(&buf[..needed - 1]).unwrap();
+        assert_eq!(v["list"], "wait_nested_containers");
+        assert_eq!(v["index"], 0);
+
+        std::fs::write(&path, "{not json").unwrap();
+        assert_eq!(
+            nestguard_authorizer_reload(auth),
+            nestguard_result::AclsInvalid
+        );
+        let mut allowed = false;
+        assert_eq!(
+            nestguard_authorizer_authorize(auth, request.as_ptr(), request.len(), &mut allowed),
+            nestguard_result::Ok
+        );
+        assert!(allowed, "old policy kept");
+        std::fs::write(&path, r#"{"permissive": false}"#).unwrap();
+        assert_eq!(nestguard_authorizer_reload(auth), nestguard_result::Ok);
+        assert_eq!(
+            nestguard_authorizer_authorize(auth, request.as_ptr(), request.len(), &mut allowed),
+            nestguard_result::Ok
+        );
+        assert!(!allowed, "new policy in force");
+        assert_eq!(
+            nestguard_authorizer_reload(std::ptr::null()),
+            nestguard_result::NullParameter
+        );
+        assert_eq!(
+            nestguard_authorizer_authorize(auth, [0xffu8].as_ptr(), 1, &mut allowed),
+            nestguard_result::ProtobufDecode
+        );
+        nestguard_authorizer_free(auth);
+        nestguard_authorizer_free(std::ptr::null_mut());
     }
 }

@@ -136,6 +136,15 @@ impl AbiError for crate::authz::LoadError {
     }
 }
 
+impl AbiError for crate::authz::ParameterError {
+    fn code(&self) -> nestguard_result {
+        match self {
+            crate::authz::ParameterError::Missing => nestguard_result::InvalidArgument,
+            crate::authz::ParameterError::Invalid(e) => e.code(),
+        }
+    }
+}
+
 impl AbiError for crate::authz::EvalError {
     fn code(&self) -> nestguard_result {
         match self {

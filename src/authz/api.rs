@@ -75,6 +75,17 @@ pub enum LoadError {
     Invalid(#[from] ValidateError),
 }
 
+/// Why module parameters did not yield an authorizer.
+#[derive(Debug, thiserror::Error)]
+pub enum ParameterError {
+    /// No `acls` parameter.
+    #[error("No ACLs for default authorizer provided")]
+    Missing,
+    /// The `acls` parameter did not load.
+    #[error("Contents of 'acls' parameter could not be parsed into a valid ACLs object: {0}")]
+    Invalid(#[source] LoadError),
+}
+
 /// Loads, validates and compiles ACLs.
 pub fn load(source: &Source, mode: ParseMode) -> Result<Policy, LoadError> {
     let origin = source.origin();
@@ -123,6 +134,24 @@ impl Authorizer {
                 reloading: Mutex::new(()),
             }),
         })
+    }
+
+    /// From module parameters, as Mesos' `LocalAuthorizer::create(Parameters)`:
+    /// the value of key `acls` (the last one wins) is JSON text, a path or a
+    /// `file://` URL. Errors carry Mesos' texts ("No ACLs for default
+    /// authorizer provided", "Contents of 'acls' parameter could not be
+    /// parsed into a valid ACLs object", followed by the located detail).
+    pub fn from_parameters<'a>(
+        parameters: impl IntoIterator<Item = (&'a str, &'a str)>,
+        strict: bool,
+    ) -> Result<Self, ParameterError> {
+        let value = parameters
+            .into_iter()
+            .filter(|(k, _)| *k == "acls")
+            .last()
+            .map(|(_, v)| v)
+            .ok_or(ParameterError::Missing)?;
+        Self::new(Source::from_flag(value), ParseMode { strict }).map_err(ParameterError::Invalid)
     }
 
     /// From JSON text.

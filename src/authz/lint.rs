@@ -75,6 +75,9 @@ pub fn lint(doc: &Document) -> Vec<Warning> {
     for &list in List::ALL {
         let entries = doc.list(list);
         let json = list.spec().json;
+        let first_wild = entries
+            .iter()
+            .position(|p| wild(&p.principals) && wild(&p.object));
         for (j, e) in entries.iter().enumerate() {
             let warn = |message: String| Warning {
                 list: Some(list),
@@ -101,12 +104,12 @@ pub fn lint(doc: &Document) -> Vec<Warning> {
             {
                 Box::new(entries.iter().enumerate().take(j))
             } else {
+                // Only the first entry wild on both sides can shadow everything after it.
                 Box::new(
-                    entries
-                        .iter()
-                        .enumerate()
-                        .take(j)
-                        .filter(|(_, p)| wild(&p.principals) && wild(&p.object)),
+                    first_wild
+                        .filter(|&i| i < j)
+                        .and_then(|i| entries.get(i).map(|p| (i, p)))
+                        .into_iter(),
                 )
             };
             for (i, p) in earlier {
@@ -191,5 +194,33 @@ mod tests {
         let w = lint(&doc);
         assert_eq!(w.len(), 1);
         assert!(w[0].message.contains("permissive is true"));
+    }
+
+    #[test]
+    fn long_lists_only_check_wild_shadowing() {
+        use crate::authz::parse::Entry;
+        let mut doc = Document::default();
+        let n = PAIRWISE_LIMIT + 10;
+        for i in 0..n {
+            let (p, o) = if i == 5 {
+                (Entity::any(), Entity::none())
+            } else {
+                (
+                    Entity::some([format!("p{i}")]),
+                    Entity::some([format!("u{i}")]),
+                )
+            };
+            doc.push(
+                List::ViewContainers,
+                Entry {
+                    principals: p,
+                    object: o,
+                    location: Location::default(),
+                },
+            );
+        }
+        let w = lint(&doc);
+        assert_eq!(w.len(), n - 6);
+        assert!(w.iter().all(|w| w.message.contains("view_containers[5]")));
     }
 }

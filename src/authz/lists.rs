@@ -12,7 +12,7 @@ use crate::proto::mesos::authorization::Action;
 pub enum ObjectRule {
     /// Any entity type is accepted.
     Free,
-    /// `SOME` is rejected: "ACL.<Message> type must be either NONE or ANY".
+    /// `SOME` is rejected: "ACL.`<Message>` type must be either NONE or ANY".
     AnyOrNone,
     /// `SOME` values must be authorizable endpoint paths.
     Endpoints,

@@ -6,7 +6,7 @@
 //! → [`validate`] (Mesos' rules and texts) → [`compile`] (per-list indexes)
 //! → [`evaluate`] (object entities per action, first match, launches) →
 //! [`explain`] / [`lint`]; [`api`] holds the [`Authorizer`] and [`Approver`]
-//! and hot reload. [`reference`] is a plain first-match transcription of
+//! and hot reload. [`mod@reference`] is a plain first-match transcription of
 //! Mesos' rules, the oracle for property tests and the bench's baseline.
 #![forbid(unsafe_code)]
 
@@ -21,8 +21,8 @@ pub mod reference;
 pub mod roles;
 pub mod validate;
 
-pub use api::{Approver, Authorizer, LoadError, Source, load};
+pub use api::{Approver, Authorizer, LoadError, ParameterError, Source, load};
 pub use compile::{Policy, Req};
 pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
 pub use lists::List;
-pub use parse::{Document, Entity, EntityType, Entry, ParseError, ParseMode};
+pub use parse::{Document, Entity, EntityType, Entry, Location, ParseError, ParseMode};

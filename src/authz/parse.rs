@@ -161,18 +161,40 @@ impl Default for ParseMode {
     }
 }
 
-/// Maps byte offsets to line:column.
+/// Maps byte offsets to line:column in O(log lines) plus the characters
+/// between the previous lookup and this one (lookups come in mostly
+/// increasing order while parsing), so large single-line files stay linear.
 struct Lines<'a> {
     text: &'a str,
+    starts: Vec<usize>,
+    /// (byte offset, column) of the last lookup.
+    cursor: std::cell::Cell<(usize, usize)>,
 }
 
-impl Lines<'_> {
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Lines {
+            text,
+            starts,
+            cursor: std::cell::Cell::new((0, 1)),
+        }
+    }
+
     fn at(&self, offset: usize) -> Location {
         let offset = offset.min(self.text.len());
-        let before = self.text.get(..offset).unwrap_or("");
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let line_start = self.starts.get(line.wrapping_sub(1)).copied().unwrap_or(0);
+        let (last, last_col) = self.cursor.get();
+        let (from, col) = if last >= line_start && last <= offset {
+            (last, last_col)
+        } else {
+            (line_start, 1)
+        };
+        let column = col + self.text.get(from..offset).map_or(0, |s| s.chars().count());
+        self.cursor.set((offset, column));
         Location {
             line: u32::try_from(line).unwrap_or(u32::MAX),
             column: u32::try_from(column).unwrap_or(u32::MAX),
@@ -498,7 +520,7 @@ pub fn parse(text: &str, origin: &str, mode: ParseMode) -> Result<Document, Pars
         allow_non_finite_numbers: false,
         allow_extended_string_escapes: false,
     };
-    let lines = Lines { text };
+    let lines = Lines::new(text);
     let parsed =
         jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &options).map_err(|e| {
             ParseError::Syntax {

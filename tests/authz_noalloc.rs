@@ -1,0 +1,105 @@
+//! The approver's `approved` and the C ABI fast path allocate nothing per
+//! decision (after the first call on a thread, which may register the
+//! thread with arc-swap).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use nestguard::abi::authorizer::{
+    nestguard_approver_approved, nestguard_approver_free, nestguard_approver_new,
+    nestguard_authorizer_free, nestguard_authorizer_new, nestguard_object_view, nestguard_str_view,
+};
+use nestguard::abi::result::nestguard_result;
+use nestguard::proto::mesos::authorization::{Action, Subject};
+use prost::Message;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: forwarded.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn sv(s: &str) -> nestguard_str_view {
+    nestguard_str_view {
+        ptr: s.as_ptr(),
+        len: s.len(),
+        present: true,
+    }
+}
+
+#[test]
+fn fast_path_does_not_allocate() {
+    let json = r#"{"permissive": false,
+      "launch_nested_containers_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"values": ["u"]}}],
+      "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"values": ["v"]}}],
+      "kill_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"values": ["u"]}}]}"#;
+    let mut auth = std::ptr::null_mut();
+    assert_eq!(
+        nestguard_authorizer_new(json.as_ptr(), json.len(), true, &mut auth),
+        nestguard_result::Ok
+    );
+    let subject = Subject {
+        value: Some("ops".into()),
+        claims: None,
+    }
+    .encode_to_vec();
+    for action in [Action::KillNestedContainer, Action::LaunchNestedContainer] {
+        let mut approver = std::ptr::null_mut();
+        assert_eq!(
+            nestguard_approver_new(
+                auth,
+                subject.as_ptr(),
+                subject.len(),
+                action as u32,
+                &mut approver
+            ),
+            nestguard_result::Ok
+        );
+        let view = nestguard_object_view {
+            value: nestguard_str_view {
+                ptr: std::ptr::null(),
+                len: 0,
+                present: false,
+            },
+            executor_user: sv("u"),
+            framework_user: sv("f"),
+            command_user: sv("v"),
+            container_id: sv("c"),
+            root_container_id: sv("r"),
+            has_executor_info: true,
+            has_framework_info: true,
+            has_command: true,
+        };
+        let mut allowed = false;
+        assert_eq!(
+            nestguard_approver_approved(approver, &view, &mut allowed),
+            nestguard_result::Ok
+        );
+        assert!(allowed);
+        let before = ALLOCATIONS.with(Cell::get);
+        for _ in 0..10_000 {
+            let mut allowed = false;
+            nestguard_approver_approved(approver, &view, &mut allowed);
+            assert!(allowed);
+        }
+        assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "{action:?}");
+        nestguard_approver_free(approver);
+    }
+    nestguard_authorizer_free(auth);
+}
