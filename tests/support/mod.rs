@@ -28,6 +28,8 @@ pub const HELPER: &str = env!("CARGO_BIN_EXE_nestguard-launch");
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
+    /// Runtime dir on tmpfs (as Mesos' default `/var/run/mesos`), if chosen.
+    pub tmpfs: Option<tempfile::TempDir>,
     pub launcher: Option<Launcher>,
     pub mode: Mode,
 }
@@ -40,9 +42,25 @@ impl Fixture {
             .unwrap();
         let mut f = Fixture {
             dir,
+            tmpfs: None,
             launcher: None,
             mode,
         };
+        f.reopen();
+        f
+    }
+
+    /// Like [`Fixture::new`] with the runtime dir on tmpfs (`/dev/shm`), where
+    /// Mesos keeps it (`/var/run`): fsync is nearly free there.
+    pub fn new_tmpfs(mode: Mode) -> Fixture {
+        let mut f = Fixture::new(mode);
+        f.launcher = None;
+        f.tmpfs = Some(
+            tempfile::Builder::new()
+                .prefix("nestguard-launcher-test-")
+                .tempdir_in("/dev/shm")
+                .unwrap(),
+        );
         f.reopen();
         f
     }
@@ -66,7 +84,10 @@ impl Fixture {
     }
 
     pub fn runtime_dir(&self) -> PathBuf {
-        self.dir.path().join("runtime")
+        match &self.tmpfs {
+            Some(t) => t.path().join("runtime"),
+            None => self.dir.path().join("runtime"),
+        }
     }
 
     /// Sandbox for `id`: `<work>/runs/<root>/containers/<child>...`.
