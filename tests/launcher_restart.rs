@@ -90,7 +90,7 @@ fn reused_pid_is_never_taken_for_the_container() {
     let me = std::process::id() as i32;
     let start = process::stat(me).unwrap().unwrap().start_time;
     std::fs::write(runtime.join("pid"), format!("{me}\n{}\n", start + 1)).unwrap();
-    assert!(f.l().recover(&[id.clone()]).unwrap().is_empty());
+    assert!(f.l().recover(std::slice::from_ref(&id)).unwrap().is_empty());
     assert_eq!(f.l().wait_fd(&id).unwrap(), None);
     assert_eq!(f.l().wait(&id, Some(Duration::ZERO)).unwrap(), Some(9));
     assert!(
@@ -104,7 +104,11 @@ fn reused_pid_is_never_taken_for_the_container() {
     // A corrupt pid checkpoint is an error naming the file, not a guess.
     std::fs::create_dir_all(&runtime).unwrap();
     std::fs::write(runtime.join("pid"), "garbage").unwrap();
-    let err = f.l().recover(&[id.clone()]).unwrap_err().to_string();
+    let err = f
+        .l()
+        .recover(std::slice::from_ref(&id))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("nestguard-reused/pid"), "{err}");
     std::fs::remove_dir_all(&runtime).unwrap();
 }
