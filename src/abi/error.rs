@@ -90,6 +90,13 @@ fn describe(code: u32) -> &'static str {
         InvalidContainerId => "invalid ContainerID",
         Json => "invalid JSON",
         Checkpoint => "checkpoint error",
+        LauncherUnknownContainer => "unknown container",
+        LauncherContainerExists => "container already exists",
+        LauncherParentNotRunning => "parent container is not running",
+        LauncherHelperFailed => "the launch helper failed",
+        LauncherTimeout => "timed out waiting for the container",
+        LauncherUnsupported => "not supported by the launcher",
+        LauncherSystem => "launcher system error",
     );
     "unknown result code\0"
 }

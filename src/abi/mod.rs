@@ -41,6 +41,7 @@ mod ffi;
 pub mod bytes;
 pub mod container_id;
 pub mod error;
+pub mod launcher;
 pub mod result;
 pub mod selftest;
 pub mod version;

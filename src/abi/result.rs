@@ -33,6 +33,20 @@ pub enum nestguard_result {
     Json = 102,
     /// A checkpoint file could not be written or read.
     Checkpoint = 103,
+    /// The launcher does not know the container.
+    LauncherUnknownContainer = 400,
+    /// A container with this id already exists.
+    LauncherContainerExists = 401,
+    /// A nested launch under a parent that is not running.
+    LauncherParentNotRunning = 402,
+    /// The launch helper failed before the container started.
+    LauncherHelperFailed = 403,
+    /// The container did not exit within the timeout.
+    LauncherTimeout = 404,
+    /// The launch info asks for something the launcher does not support.
+    LauncherUnsupported = 405,
+    /// A process syscall or procfs read failed, or not every process could be killed.
+    LauncherSystem = 406,
 }
 
 impl nestguard_result {
@@ -51,6 +65,13 @@ impl nestguard_result {
             Self::InvalidContainerId => "invalid ContainerID",
             Self::Json => "invalid JSON",
             Self::Checkpoint => "checkpoint error",
+            Self::LauncherUnknownContainer => "unknown container",
+            Self::LauncherContainerExists => "container already exists",
+            Self::LauncherParentNotRunning => "parent container is not running",
+            Self::LauncherHelperFailed => "the launch helper failed",
+            Self::LauncherTimeout => "timed out waiting for the container",
+            Self::LauncherUnsupported => "not supported by the launcher",
+            Self::LauncherSystem => "launcher system error",
         }
     }
 }
