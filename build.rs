@@ -32,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/mesos/authentication/authentication.proto",
         "proto/mesos/module/module.proto",
         "proto/mesos/v1/agent/agent.proto",
+        "proto/nestguard/pod.proto",
     ];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");

@@ -17,12 +17,22 @@ const NAME_MAX: usize = 255;
 /// explicit bound, but its string form is already limited by path lengths.
 pub const MAX_NESTING_DEPTH: usize = 32;
 
-/// Why a ContainerID was rejected. The text is Mesos' where Mesos has one.
+/// Why a ContainerID was rejected. The texts are Mesos' own
+/// (`common::validation::validateID` and `validateContainerId`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContainerIdError {
-    /// The generic ID rules (empty, `.`/`..`, control characters, `/`, `\`).
-    #[error("'ContainerID.value' is invalid: {0}")]
-    Id(&'static str),
+    /// The value is empty.
+    #[error("ID must not be empty")]
+    Empty,
+    /// Longer than `NAME_MAX` bytes.
+    #[error("ID must not be greater than {NAME_MAX} characters")]
+    LongerThanNameMax,
+    /// `.` or `..`, which would name a directory.
+    #[error("'{0}' is disallowed")]
+    Reserved(String),
+    /// ASCII control characters or a path separator.
+    #[error("'{0}' contains invalid characters")]
+    InvalidIdCharacters(String),
     /// Longer than [`MAX_CONTAINER_ID_LENGTH`].
     #[error("'ContainerID.value' '{0}' exceeds the maximum length ({MAX_CONTAINER_ID_LENGTH})")]
     TooLong(String),
@@ -37,23 +47,22 @@ pub enum ContainerIdError {
     TooDeep,
 }
 
-fn validate_generic_id(value: &str) -> Result<(), ContainerIdError> {
+/// Mesos' rules for every ID (`validateID`): checked on bytes, as Mesos does.
+pub fn validate_generic_id(value: &str) -> Result<(), ContainerIdError> {
     if value.is_empty() {
-        return Err(ContainerIdError::Id("ID must not be empty"));
+        return Err(ContainerIdError::Empty);
     }
     if value.len() > NAME_MAX {
-        return Err(ContainerIdError::Id("ID must not be greater than NAME_MAX"));
+        return Err(ContainerIdError::LongerThanNameMax);
     }
     if value == "." || value == ".." {
-        return Err(ContainerIdError::Id("'.' and '..' are reserved"));
+        return Err(ContainerIdError::Reserved(value.to_owned()));
     }
-    if value.chars().any(|c| c.is_control()) {
-        return Err(ContainerIdError::Id(
-            "ID must not contain control characters",
-        ));
-    }
-    if value.contains('/') || value.contains('\\') {
-        return Err(ContainerIdError::Id("ID must not contain a path separator"));
+    if value
+        .bytes()
+        .any(|b| b.is_ascii_control() || b == b'/' || b == b'\\')
+    {
+        return Err(ContainerIdError::InvalidIdCharacters(value.to_owned()));
     }
     Ok(())
 }
@@ -115,7 +124,7 @@ pub fn parse_dotted(text: &str) -> Result<ContainerId, ContainerIdError> {
             parent: id.map(Box::new),
         });
     }
-    let id = id.ok_or(ContainerIdError::Id("ID must not be empty"))?;
+    let id = id.ok_or(ContainerIdError::Empty)?;
     validate(&id)?;
     Ok(id)
 }
@@ -177,7 +186,7 @@ mod tests {
         };
         assert_eq!(
             validate(&nested).unwrap_err().to_string(),
-            "'ContainerID.parent' is invalid: 'ContainerID.value' is invalid: ID must not be empty"
+            "'ContainerID.parent' is invalid: ID must not be empty"
         );
         assert!(parse_dotted("a..b").is_err());
         assert!(parse_dotted("a/b").is_err());

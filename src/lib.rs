@@ -19,3 +19,4 @@ pub mod credentials;
 pub mod isolation;
 pub mod json;
 pub mod proto;
+pub mod validation;

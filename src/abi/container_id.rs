@@ -16,7 +16,7 @@ use crate::proto::mesos::ContainerId;
 /// "'ContainerID.value' 'a b' contains invalid characters").
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_container_id_parse(
-    text: *const u8,
+    text: *const std::ffi::c_char,
     text_len: usize,
     out: *mut *mut nestguard_bytes,
 ) -> nestguard_result {
@@ -37,7 +37,7 @@ pub extern "C" fn nestguard_container_id_parse(
 pub extern "C" fn nestguard_container_id_render(
     id: *const u8,
     id_len: usize,
-    buf: *mut u8,
+    buf: *mut std::ffi::c_char,
     buf_len: usize,
     out_n: *mut usize,
 ) -> nestguard_result {

@@ -46,7 +46,7 @@ impl<T> From<nestguard_result> for *mut T {
 /// returned. `out_n` may be NULL.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_error_message(
-    buf: *mut u8,
+    buf: *mut std::ffi::c_char,
     len: usize,
     out_n: *mut usize,
 ) -> nestguard_result {
@@ -65,9 +65,9 @@ pub extern "C" fn nestguard_error_message(
 /// A fixed, static description of a result code (never NULL; unknown codes
 /// give "unknown result code"). The string lives as long as the library.
 #[unsafe(no_mangle)]
-pub extern "C" fn nestguard_result_describe(code: u32) -> *const u8 {
+pub extern "C" fn nestguard_result_describe(code: u32) -> *const std::ffi::c_char {
     ffi_panic_boundary! {
-        describe(code).as_ptr()
+        describe(code).as_ptr().cast()
     }
 }
 
@@ -97,6 +97,11 @@ fn describe(code: u32) -> &'static str {
         LauncherTimeout => "timed out waiting for the container",
         LauncherUnsupported => "not supported by the launcher",
         LauncherSystem => "launcher system error",
+        Cgroup => "cgroup operation failed",
+        CgroupNotFound => "the container has no cgroup",
+        CgroupExists => "the container's cgroup already exists",
+        CgroupUnavailable => "no usable cgroup hierarchy or controller",
+        CgroupTimeout => "a cgroup operation timed out",
     );
     "unknown result code\0"
 }

@@ -32,7 +32,7 @@ macro_rules! try_slice {
 /// Borrows `(ptr, len)` as UTF-8 text.
 macro_rules! try_str {
     ($ptr:expr, $len:expr, $name:literal) => {{
-        let bytes = try_slice!($ptr, $len, $name);
+        let bytes = try_slice!($ptr.cast::<u8>(), $len, $name);
         match std::str::from_utf8(bytes) {
             Ok(s) => s,
             Err(_) => {
@@ -94,7 +94,13 @@ pub(crate) fn write_out<T>(out: *mut T, value: T) {
 
 /// Copies `text` plus a NUL into `(buf, len)` if it fits, and reports the size
 /// needed (including the NUL) in `out_n`. Returns false if it did not fit.
-pub(crate) fn copy_text(text: &str, buf: *mut u8, len: usize, out_n: *mut usize) -> bool {
+pub(crate) fn copy_text(
+    text: &str,
+    buf: *mut std::ffi::c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> bool {
+    let buf = buf.cast::<u8>();
     let needed = text.len() + 1;
     if !out_n.is_null() {
         write_out(out_n, needed);

@@ -47,6 +47,16 @@ pub enum nestguard_result {
     LauncherUnsupported = 405,
     /// A process syscall or procfs read failed, or not every process could be killed.
     LauncherSystem = 406,
+    /// A cgroup operation failed (the message names the file and OS error).
+    Cgroup = 500,
+    /// The container has no cgroup.
+    CgroupNotFound = 501,
+    /// The container's cgroup already exists.
+    CgroupExists = 502,
+    /// No usable cgroup hierarchy or controller.
+    CgroupUnavailable = 503,
+    /// Killing, freezing or removing a cgroup did not finish in time.
+    CgroupTimeout = 504,
 }
 
 impl nestguard_result {
@@ -72,6 +82,11 @@ impl nestguard_result {
             Self::LauncherTimeout => "timed out waiting for the container",
             Self::LauncherUnsupported => "not supported by the launcher",
             Self::LauncherSystem => "launcher system error",
+            Self::Cgroup => "cgroup operation failed",
+            Self::CgroupNotFound => "the container has no cgroup",
+            Self::CgroupExists => "the container's cgroup already exists",
+            Self::CgroupUnavailable => "no usable cgroup hierarchy or controller",
+            Self::CgroupTimeout => "a cgroup operation timed out",
         }
     }
 }

@@ -29,13 +29,16 @@ mod tests {
     #[test]
     fn panic_is_caught_and_reported() {
         assert_eq!(nestguard_abi_selftest_panic(), nestguard_result::Panic);
-        let mut buf = [0u8; 256];
+        let mut buf = [0 as std::ffi::c_char; 256];
         let mut n = 0usize;
         assert_eq!(
             nestguard_error_message(buf.as_mut_ptr(), buf.len(), &mut n),
             nestguard_result::Ok
         );
-        let text = std::str::from_utf8(&buf[..n - 1]).unwrap();
+        let text = std::str::from_utf8(unsafe {
+            std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n - 1)
+        })
+        .unwrap();
         assert!(text.contains("deliberate panic"), "{text}");
     }
 }

@@ -24,6 +24,6 @@ pub extern "C" fn nestguard_abi_version() -> u32 {
 
 /// The library's version as a static NUL-terminated string (e.g. "0.1.0").
 #[unsafe(no_mangle)]
-pub extern "C" fn nestguard_library_version() -> *const u8 {
-    ffi_panic_boundary! { LIBRARY_VERSION.as_ptr() }
+pub extern "C" fn nestguard_library_version() -> *const std::ffi::c_char {
+    ffi_panic_boundary! { LIBRARY_VERSION.as_ptr().cast() }
 }

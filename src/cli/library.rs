@@ -12,14 +12,21 @@ use libloading::{Library, Symbol};
 /// File name of the shared library.
 pub const LIBRARY_FILE: &str = "libnestguard.so";
 
-/// The library's default location: next to the running executable (cargo
-/// puts both in `target/<profile>/`).
+/// The library's default location: next to the running executable, or in
+/// its `deps/` directory where `cargo test` leaves it; the newer wins, so a
+/// stale copy from an older build is never picked over a fresh one.
 pub fn default_path() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("locating the running executable")?;
     let dir = exe
         .parent()
         .context("the executable has no parent directory")?;
-    Ok(dir.join(LIBRARY_FILE))
+    let candidates = [dir.join(LIBRARY_FILE), dir.join("deps").join(LIBRARY_FILE)];
+    let newest = candidates
+        .iter()
+        .filter_map(|p| Some((std::fs::metadata(p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, p)| p.clone());
+    newest.with_context(|| format!("{LIBRARY_FILE} not found next to {}", exe.display()))
 }
 
 /// A loaded libnestguard.so.

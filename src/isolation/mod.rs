@@ -4,6 +4,7 @@
 //! Host side: [`launcher::Launcher`]. Helper side (the `nestguard-launch`
 //! binary): [`supervisor::helper_main`].
 
+pub mod cgroups;
 pub mod channel;
 pub mod command;
 pub mod kill;
