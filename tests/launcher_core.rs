@@ -262,3 +262,55 @@ fn posix_launcher() {
     assert_eq!(f.wait(&one), 256);
     f.l().destroy(&one).unwrap();
 }
+
+#[test]
+fn user_rlimits_no_new_privs_and_mounts() {
+    if !root_or_skip() {
+        return;
+    }
+    use nestguard::proto::mesos::RLimitInfo;
+    use nestguard::proto::mesos::r_limit_info::RLimit;
+    use nestguard::proto::mesos::r_limit_info::r_limit::Type;
+    use nestguard::proto::mesos::slave::ContainerMountInfo;
+    let f = Fixture::new(Mode::Linux);
+    let (exec, _) = f.try_launch("nestguard-id", executor("sleep 100")).unwrap();
+    let mut info = shell(
+        "id -u; ulimit -n; grep NoNewPrivs /proc/self/status; grep -c nestguard-tmpfs /proc/self/mountinfo",
+    );
+    info.user = Some("nobody".into());
+    info.no_new_privileges = Some(true);
+    info.rlimits = Some(RLimitInfo {
+        rlimits: vec![RLimit {
+            r#type: Some(Type::RlmtNofile as i32),
+            soft: Some(77),
+            hard: Some(88),
+        }],
+    });
+    let target = f.dir.path().join("nestguard-mnt");
+    std::fs::create_dir_all(&target).unwrap();
+    info.mounts = vec![ContainerMountInfo {
+        target: target.to_string_lossy().into_owned(),
+        source: Some("nestguard-tmpfs".into()),
+        r#type: Some("tmpfs".into()),
+        flags: Some(0),
+        options: None,
+    }];
+    let (id, _) = f.try_launch("nestguard-id.task", info).unwrap();
+    assert_eq!(
+        f.wait(&id),
+        0,
+        "stderr: {}",
+        read(f.sandbox(&id).join("stderr"))
+    );
+    let out = read(f.sandbox(&id).join("stdout"));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "65534");
+    assert_eq!(lines[1], "77");
+    assert_eq!(lines[2].split_whitespace().last(), Some("1"));
+    assert_eq!(lines[3], "1", "the mount is in the container's namespace");
+    // Not visible on the host, and the sandbox belongs to the user.
+    assert!(!read("/proc/self/mountinfo").contains("nestguard-tmpfs"));
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(f.sandbox(&id)).unwrap().uid(), 65534);
+    f.l().destroy(&exec).unwrap();
+}

@@ -135,6 +135,15 @@ pub fn kill_session(sid: i32) -> Result<(), KillError> {
 impl ContainerKiller for PidNamespaceKiller {
     fn kill_all(&self, target: &Target<'_>) -> Result<(), KillError> {
         if !process::is_running(target.pid, target.start_time)? {
+            // The supervisor is gone, but in a shared pid namespace what it
+            // started may live on in its session. The kernel never reuses a
+            // pid still used as a session id, so while such processes exist
+            // the pid is free or ours; a live stranger means none are left.
+            let reused = process::stat(target.pid)?
+                .is_some_and(|s| s.start_time != target.start_time && !s.exited());
+            if !reused {
+                kill_session(target.pid)?;
+            }
             return Ok(());
         }
         if !process::is_pid_namespace_init(target.pid)? {
