@@ -49,6 +49,7 @@ impl AbiError for LauncherError {
             | LauncherError::BadStatus(_)
             | LauncherError::Channel(_) => R::Checkpoint,
             LauncherError::Process(_) | LauncherError::Kill(..) => R::LauncherSystem,
+            LauncherError::Cgroup(e) => e.code(),
         }
     }
 }

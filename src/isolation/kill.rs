@@ -35,6 +35,9 @@ pub enum KillError {
         #[source]
         source: nix::Error,
     },
+    /// The cgroup killer failed.
+    #[error(transparent)]
+    Cgroup(#[from] crate::isolation::cgroups::CgroupError),
     /// Processes kept appearing.
     #[error("processes of session {0} still alive after {1:?}")]
     Timeout(i32, Duration),
@@ -43,6 +46,8 @@ pub enum KillError {
 /// The container's supervisor, identified beyond doubt.
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
+    /// The container.
+    pub id: &'a crate::proto::mesos::ContainerId,
     /// Supervisor pid.
     pub pid: i32,
     /// Its start time (a reused pid is never signalled).
@@ -150,5 +155,35 @@ impl ContainerKiller for PidNamespaceKiller {
             kill_session(target.pid)?;
         }
         kill_supervisor(target, Signal::SIGKILL)
+    }
+}
+
+/// Kills through the container's cgroups (freezer on v1, `cgroup.kill` on
+/// v2, via [`ContainerProcesses::kill_all`]), which also catches processes
+/// that left the session, then makes sure the supervisor is gone too.
+///
+/// [`ContainerProcesses::kill_all`]: crate::isolation::cgroups::ContainerProcesses::kill_all
+#[derive(Clone)]
+pub struct CgroupKiller {
+    cgroups: std::sync::Arc<dyn crate::isolation::cgroups::ContainerProcesses>,
+}
+
+impl CgroupKiller {
+    /// A killer over `cgroups`.
+    pub fn new(cgroups: std::sync::Arc<dyn crate::isolation::cgroups::ContainerProcesses>) -> Self {
+        CgroupKiller { cgroups }
+    }
+}
+
+impl std::fmt::Debug for CgroupKiller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CgroupKiller")
+    }
+}
+
+impl ContainerKiller for CgroupKiller {
+    fn kill_all(&self, target: &Target<'_>) -> Result<(), KillError> {
+        self.cgroups.kill_all(target.id)?;
+        PidNamespaceKiller.kill_all(target)
     }
 }

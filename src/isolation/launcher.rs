@@ -18,15 +18,16 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use prost::Message;
 
+use super::cgroups::{CgroupError, ContainerProcesses};
 use super::channel::{self, Control, Report};
 use super::command::{self, CommandError};
-use super::kill::{self, ContainerKiller, KillError, PidNamespaceKiller, Target};
+use super::kill::{self, CgroupKiller, ContainerKiller, KillError, PidNamespaceKiller, Target};
 use super::namespaces::{self, NamespaceError};
 use super::paths::{
     self, CONFIG_FILE, LAUNCH_INFO_FILE, PID_FILE, STATUS_FILE, STDERR_FILE, TERMINATION_FILE,
@@ -109,6 +110,9 @@ pub enum LauncherError {
     /// The container did not exit in time.
     #[error("container '{0}' did not exit within {1:?}")]
     Timeout(String, Duration),
+    /// Placing the container in its cgroups, or removing them, failed.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
     /// A signal number that does not exist.
     #[error("invalid signal number {0}")]
     Signal(i32),
@@ -219,6 +223,7 @@ struct Container {
 impl Container {
     fn target(&self) -> Option<Target<'_>> {
         self.pid.map(|(pid, start_time)| Target {
+            id: &self.id,
             pid,
             start_time,
             pidfd: self.pidfd.as_ref().map(|f| f.as_fd()),
@@ -257,10 +262,10 @@ pub fn read_status(runtime: &Path) -> Result<i32, LauncherError> {
 /// The nesting-aware launcher. All methods take `&self` and may be called
 /// from several threads; operations are serialized by one lock except the
 /// blocking part of [`Launcher::wait`].
-#[derive(Debug)]
 pub struct Launcher {
     options: LauncherOptions,
     killer: Box<dyn ContainerKiller>,
+    cgroups: Option<Arc<dyn ContainerProcesses>>,
     containers: Mutex<BTreeMap<String, Container>>,
 }
 
@@ -281,8 +286,24 @@ impl Launcher {
         Ok(Launcher {
             options,
             killer,
+            cgroups: None,
             containers: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// A launcher that places every container's processes in its cgroups
+    /// (the helper joins them before it does anything else, so every
+    /// descendant is inside) and kills and removes them through the cgroups.
+    /// The caller (the cgroups isolator, as in Mesos) creates each
+    /// container's cgroup before `launch`.
+    pub fn with_cgroups(
+        options: LauncherOptions,
+        cgroups: Arc<dyn ContainerProcesses>,
+    ) -> Result<Launcher, LauncherError> {
+        let mut launcher =
+            Self::with_killer(options, Box::new(CgroupKiller::new(cgroups.clone())))?;
+        launcher.cgroups = Some(cgroups);
+        Ok(launcher)
     }
 
     /// The options this launcher was built with.
@@ -365,7 +386,7 @@ impl Launcher {
         };
         let started = self
             .checkpoint_config(&runtime, info, container, sandbox)
-            .and_then(|()| self.spawn(&control, info));
+            .and_then(|()| self.spawn(id, &control, info));
         let (pid, start_time, helper) = match started {
             Ok(s) => s,
             Err(e) => {
@@ -413,6 +434,7 @@ impl Launcher {
 
     fn spawn(
         &self,
+        id: &ContainerId,
         control: &Control,
         info: &ContainerLaunchInfo,
     ) -> Result<(i32, u64, Child), LauncherError> {
@@ -434,6 +456,15 @@ impl Launcher {
             .stderr(stderr)
             .spawn()
             .map_err(|e| err(format!("spawn: {e}")))?;
+        // The helper blocks on its stdin until the launch data arrives, so
+        // it joins the cgroups before it forks anything.
+        if let Some(cgroups) = &self.cgroups
+            && let Err(e) = cgroups.add_pid(id, child.id())
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(LauncherError::Cgroup(e));
+        }
         let written = child
             .stdin
             .take()
@@ -574,6 +605,9 @@ impl Launcher {
                 continue;
             };
             let status = self.destroy_one(&k, c)?;
+            if let Some(cgroups) = &self.cgroups {
+                cgroups.destroy(&c.id)?;
+            }
             if c.id.parent.is_some() {
                 let termination = ContainerTermination {
                     status: Some(status),
@@ -713,6 +747,16 @@ fn recover_one(id: &ContainerId, runtime: &Path) -> Result<Container, LauncherEr
         helper: None,
         status: None,
     })
+}
+
+impl std::fmt::Debug for Launcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launcher")
+            .field("options", &self.options)
+            .field("killer", &self.killer)
+            .field("cgroups", &self.cgroups.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for Launcher {
