@@ -245,6 +245,30 @@ impl Container {
     }
 }
 
+/// Runs `write` with SIGPIPE blocked on this thread and discards a SIGPIPE it
+/// raised: a helper that dies early must give the host EPIPE, not kill it
+/// (the host, e.g. a Mesos agent, may not ignore SIGPIPE).
+fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+    let mut pipe = SigSet::empty();
+    pipe.add(Signal::SIGPIPE);
+    let mut old = SigSet::empty();
+    let blocked = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&pipe), Some(&mut old)).is_ok();
+    let result = write();
+    if blocked && !old.contains(Signal::SIGPIPE) {
+        if matches!(&result, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: consumes the pending thread-directed SIGPIPE, if any.
+            unsafe { libc::sigtimedwait(pipe.as_ref(), std::ptr::null_mut(), &zero) };
+        }
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    }
+    result
+}
+
 /// Reads `<runtime>/status`: missing or empty reads as [`UNKNOWN_STATUS`].
 pub fn read_status(runtime: &Path) -> Result<i32, LauncherError> {
     let path = runtime.join(STATUS_FILE);
@@ -468,7 +492,7 @@ impl Launcher {
         let written = child
             .stdin
             .take()
-            .map(|mut stdin| stdin.write_all(&data))
+            .map(|mut stdin| without_sigpipe(|| stdin.write_all(&data)))
             .unwrap_or(Ok(()));
         let mut line = String::new();
         let read = child
