@@ -4,7 +4,9 @@
 //! in `ps`): a 4-byte little-endian length, a JSON [`Control`] record, then the
 //! serialized `ContainerLaunchInfo` up to EOF. Helper → host, on the helper's
 //! stdout (a pipe): one line, `ok <pid> <start time>` or `error <text>`.
-//! The `pid` checkpoint is two decimal lines: pid, then start time.
+//! The `pid` checkpoint is decimal lines: pid, start time, and `1` if the
+//! supervisor is the init of its own pid namespace (else `0`; absent reads
+//! as `0`, the safe choice: destroy then also kills the session).
 
 use std::path::PathBuf;
 
@@ -46,7 +48,7 @@ pub enum ChannelError {
     #[error("unexpected report from the launch helper: {0:?}")]
     Report(String),
     /// The `pid` checkpoint is not two decimal lines.
-    #[error("pid checkpoint {0} is malformed: expected '<pid>\\n<start time>\\n'")]
+    #[error("pid checkpoint {0} is malformed: expected '<pid>\\n<start time>\\n<0|1>\\n'")]
     PidFile(PathBuf),
 }
 
@@ -116,18 +118,43 @@ impl Report {
     }
 }
 
+/// What the `pid` checkpoint records about the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidRecord {
+    /// Supervisor pid (host pid namespace).
+    pub pid: i32,
+    /// Its start time.
+    pub start_time: u64,
+    /// It is pid 1 of its own pid namespace.
+    pub own_pid_namespace: bool,
+}
+
 /// Text of the `pid` checkpoint.
-pub fn pid_file_text(pid: i32, start_time: u64) -> String {
-    format!("{pid}\n{start_time}\n")
+pub fn pid_file_text(record: &PidRecord) -> String {
+    format!(
+        "{}\n{}\n{}\n",
+        record.pid,
+        record.start_time,
+        u8::from(record.own_pid_namespace)
+    )
 }
 
 /// Parses the `pid` checkpoint text read from `path`.
-pub fn parse_pid_file(text: &str, path: PathBuf) -> Result<(i32, u64), ChannelError> {
+pub fn parse_pid_file(text: &str, path: PathBuf) -> Result<PidRecord, ChannelError> {
     let mut lines = text.lines();
     let pid = lines.next().and_then(|l| l.trim().parse().ok());
     let start = lines.next().and_then(|l| l.trim().parse().ok());
-    match (pid, start, lines.next()) {
-        (Some(pid), Some(start), None) if pid > 0 => Ok((pid, start)),
+    let own = match lines.next().map(str::trim) {
+        None | Some("0") => Some(false),
+        Some("1") => Some(true),
+        Some(_) => None,
+    };
+    match (pid, start, own, lines.next()) {
+        (Some(pid), Some(start_time), Some(own_pid_namespace), None) if pid > 0 => Ok(PidRecord {
+            pid,
+            start_time,
+            own_pid_namespace,
+        }),
         _ => Err(ChannelError::PidFile(path)),
     }
 }
@@ -165,10 +192,21 @@ mod tests {
             Report::Failed("setns: EPERM".into())
         );
         assert!(Report::parse("ok 5").is_err());
+        let record = PidRecord {
+            pid: 5,
+            start_time: 6,
+            own_pid_namespace: true,
+        };
         assert_eq!(
-            parse_pid_file(&pid_file_text(5, 6), "p".into()).unwrap(),
-            (5, 6)
+            parse_pid_file(&pid_file_text(&record), "p".into()).unwrap(),
+            record
         );
+        assert!(
+            !parse_pid_file("5\n6\n", "p".into())
+                .unwrap()
+                .own_pid_namespace
+        );
+        assert!(parse_pid_file("5\n6\n2\n", "p".into()).is_err());
         assert!(parse_pid_file("5\n", "p".into()).is_err());
         assert!(parse_pid_file("0\n1\n", "p".into()).is_err());
     }

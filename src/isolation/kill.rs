@@ -54,6 +54,9 @@ pub struct Target<'a> {
     pub start_time: u64,
     /// Its pidfd, when the launcher holds one.
     pub pidfd: Option<BorrowedFd<'a>>,
+    /// It is pid 1 of its own pid namespace: its death ends every process
+    /// of the container.
+    pub own_pid_namespace: bool,
 }
 
 /// Kills every process of a container. Returning `Ok` means every process
@@ -140,6 +143,10 @@ pub fn kill_session(sid: i32) -> Result<(), KillError> {
 impl ContainerKiller for PidNamespaceKiller {
     fn kill_all(&self, target: &Target<'_>) -> Result<(), KillError> {
         if !process::is_running(target.pid, target.start_time)? {
+            if target.own_pid_namespace {
+                // Its pid namespace died with it, and every process in it.
+                return Ok(());
+            }
             // The supervisor is gone, but in a shared pid namespace what it
             // started may live on in its session. The kernel never reuses a
             // pid still used as a session id, so while such processes exist
@@ -151,7 +158,7 @@ impl ContainerKiller for PidNamespaceKiller {
             }
             return Ok(());
         }
-        if !process::is_pid_namespace_init(target.pid)? {
+        if !target.own_pid_namespace && !process::is_pid_namespace_init(target.pid)? {
             kill_session(target.pid)?;
         }
         kill_supervisor(target, Signal::SIGKILL)

@@ -25,7 +25,7 @@ use nix::sys::signal::Signal;
 use prost::Message;
 
 use super::cgroups::{CgroupError, ContainerProcesses};
-use super::channel::{self, Control, Report};
+use super::channel::{self, Control, PidRecord, Report};
 use super::command::{self, CommandError};
 use super::kill::{self, CgroupKiller, ContainerKiller, KillError, PidNamespaceKiller, Target};
 use super::namespaces::{self, NamespaceError};
@@ -210,8 +210,8 @@ struct Container {
     id: ContainerId,
     runtime: PathBuf,
     sandbox: Option<PathBuf>,
-    /// Supervisor pid and start time; `None` if it never started.
-    pid: Option<(i32, u64)>,
+    /// The supervisor's identity; `None` if it never started.
+    pid: Option<PidRecord>,
     /// Readable once the supervisor exits; `None` once known to have exited.
     pidfd: Option<OwnedFd>,
     /// The helper process when this launcher spawned it.
@@ -222,10 +222,11 @@ struct Container {
 
 impl Container {
     fn target(&self) -> Option<Target<'_>> {
-        self.pid.map(|(pid, start_time)| Target {
+        self.pid.map(|r| Target {
             id: &self.id,
-            pid,
-            start_time,
+            pid: r.pid,
+            start_time: r.start_time,
+            own_pid_namespace: r.own_pid_namespace,
             pidfd: self.pidfd.as_ref().map(|f| f.as_fd()),
         })
     }
@@ -391,7 +392,8 @@ impl Launcher {
                     .get(&pkey)
                     .filter(|c| c.status.is_none())
                     .and_then(|c| c.pid)
-                    .filter(|(pid, start)| process::is_running(*pid, *start).unwrap_or(false));
+                    .filter(|r| process::is_running(r.pid, r.start_time).unwrap_or(false))
+                    .map(|r| (r.pid, r.start_time));
                 Some(running.ok_or(LauncherError::ParentNotRunning(pkey))?)
             }
         };
@@ -428,7 +430,11 @@ impl Launcher {
                 id: id.clone(),
                 runtime,
                 sandbox: Some(sandbox.to_path_buf()),
-                pid: Some((pid, start_time)),
+                pid: Some(PidRecord {
+                    pid,
+                    start_time,
+                    own_pid_namespace: plan.clone.contains(nix::sched::CloneFlags::CLONE_NEWPID),
+                }),
                 pidfd,
                 helper: Some(helper),
                 status: None,
@@ -623,6 +629,18 @@ impl Launcher {
         }
         // Deepest first: a parent's namespaces outlive its children.
         subtree.sort_by_key(|k| std::cmp::Reverse(k.matches('.').count()));
+        // Signal every container first (children first) so the kernel tears
+        // them down in parallel; then wait for each and record its status.
+        for k in &subtree {
+            if let Some(c) = containers.get(k)
+                && c.status.is_none()
+                && let Some(target) = c.target()
+            {
+                self.killer
+                    .kill_all(&target)
+                    .map_err(|e| LauncherError::Kill(k.clone(), e))?;
+            }
+        }
         let mut result = None;
         for k in subtree {
             let Some(c) = containers.get_mut(&k) else {
@@ -754,10 +772,10 @@ fn recover_one(id: &ContainerId, runtime: &Path) -> Result<Container, LauncherEr
     };
     // A pidfd only for the very process that was checkpointed: same pid and
     // start time, checked after opening so the fd cannot name a newcomer.
-    let pidfd = pid.and_then(|(pid, start)| {
-        process::pidfd_open(pid)
+    let pidfd = pid.and_then(|r| {
+        process::pidfd_open(r.pid)
             .ok()
-            .filter(|_| process::is_running(pid, start).unwrap_or(false))
+            .filter(|_| process::is_running(r.pid, r.start_time).unwrap_or(false))
     });
     let sandbox = checkpoint::read_message::<ContainerConfig>(&runtime.join(CONFIG_FILE))
         .ok()

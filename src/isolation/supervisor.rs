@@ -239,7 +239,13 @@ fn run_helper() -> Result<(), HelperError> {
     };
     drop(go_read);
     drop(stdout);
-    let start = match checkpoint_and_release(&runtime, &proc_dir, child, go_write) {
+    let start = match checkpoint_and_release(
+        &runtime,
+        &proc_dir,
+        child,
+        go_write,
+        clone.contains(CloneFlags::CLONE_NEWPID),
+    ) {
         Ok(start) => start,
         Err(e) => {
             let _ = kill(child, Signal::SIGKILL);
@@ -299,13 +305,19 @@ fn checkpoint_and_release(
     proc_dir: &OwnedFd,
     child: Pid,
     go: OwnedFd,
+    own_pid_namespace: bool,
 ) -> Result<u64, HelperError> {
     let stat = process::stat_in(Some(proc_dir.as_fd()), child.as_raw())?
         .ok_or(HelperError::ParentGone(child.as_raw()))?;
     write_at(
         runtime,
         PID_FILE,
-        channel::pid_file_text(child.as_raw(), stat.start_time).as_bytes(),
+        channel::pid_file_text(&channel::PidRecord {
+            pid: child.as_raw(),
+            start_time: stat.start_time,
+            own_pid_namespace,
+        })
+        .as_bytes(),
     )?;
     File::from(go).write_all(b"g").map_err(|e| {
         HelperError::Syscall(
