@@ -31,8 +31,22 @@ fn exit_codes_and_signals() {
             .unwrap(),
         None
     );
+    // The wait fd is an ordinary pollable fd: not readable while running.
+    let fd = f.l().wait_fd(&termed).unwrap().expect("running");
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 0);
     assert!(f.l().kill(&termed, libc::SIGTERM).unwrap());
+    assert_eq!(
+        unsafe { libc::poll(&mut pfd, 1, 10_000) },
+        1,
+        "readable once exited"
+    );
     assert_eq!(f.wait(&termed), libc::SIGTERM);
+    assert_eq!(f.l().wait_fd(&termed).unwrap(), None);
     // Checkpointed status is the raw status as decimal text.
     let rt = nestguard::isolation::paths::runtime_path(&f.runtime_dir(), &one);
     assert_eq!(read(rt.join("status")), "256");

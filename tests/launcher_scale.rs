@@ -88,3 +88,30 @@ fn thousand_launches_no_failure_no_leak() {
     assert_eq!(zombie_children(), zombies, "zombie growth");
     f.l().destroy(&pod).unwrap();
 }
+
+#[test]
+fn concurrent_launches_from_many_host_threads() {
+    if !root_or_skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let f = Fixture::new_tmpfs(Mode::Linux);
+    let (pod, _) = f
+        .try_launch("nestguard-threads", executor("sleep 100"))
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let f = &f;
+            s.spawn(move || {
+                for i in 0..25 {
+                    let (id, _) =
+                        f.launch(&format!("nestguard-threads.t{t}x{i}"), &format!("exit {i}"));
+                    assert_eq!(f.wait(&id), i << 8);
+                    f.l().destroy(&id).unwrap();
+                }
+            });
+        }
+    });
+    f.l().destroy(&pod).unwrap();
+    assert!(f.l().containers().is_empty());
+}
