@@ -328,3 +328,54 @@ fn user_rlimits_no_new_privs_and_mounts() {
     assert_eq!(std::fs::metadata(f.sandbox(&id)).unwrap().uid(), 65534);
     f.l().destroy(&exec).unwrap();
 }
+
+#[test]
+fn capabilities_bounding_and_effective() {
+    if !root_or_skip() {
+        return;
+    }
+    use nestguard::proto::mesos::CapabilityInfo;
+    let f = Fixture::new(Mode::Linux);
+    let script = "grep -E '^Cap(Eff|Bnd|Amb)' /proc/self/status";
+    // Root command, effective CHOWN only: the bounding set follows.
+    let mut root = shell(script);
+    root.effective_capabilities = Some(CapabilityInfo {
+        capabilities: vec![1000],
+    });
+    let (r, _) = f.try_launch("nestguard-cap-root", root).unwrap();
+    // Non-root command keeps NET_BIND_SERVICE (ambient) across the user switch.
+    let mut user = shell(script);
+    user.user = Some("nobody".into());
+    user.effective_capabilities = Some(CapabilityInfo {
+        capabilities: vec![1010],
+    });
+    let (u, _) = f.try_launch("nestguard-cap-user", user).unwrap();
+    assert_eq!(f.wait(&r), 0, "{}", read(f.sandbox(&r).join("stderr")));
+    assert_eq!(f.wait(&u), 0, "{}", read(f.sandbox(&u).join("stderr")));
+    let field = |id, name: &str| -> u64 {
+        let out = read(f.sandbox(id).join("stdout"));
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap()
+            .to_owned();
+        u64::from_str_radix(line.split_whitespace().last().unwrap(), 16).unwrap()
+    };
+    assert_eq!(field(&r, "CapBnd"), 1);
+    assert_eq!(field(&r, "CapEff"), 1);
+    assert_eq!(field(&u, "CapBnd"), 1 << 10);
+    assert_eq!(field(&u, "CapEff"), 1 << 10);
+    assert_eq!(field(&u, "CapAmb"), 1 << 10);
+    // An unknown capability is refused before anything runs.
+    let mut bad = shell("true");
+    bad.bounding_capabilities = Some(CapabilityInfo {
+        capabilities: vec![5],
+    });
+    let err = f
+        .try_launch("nestguard-cap-bad", bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown capability 5"), "{err}");
+    f.l().destroy(&r).unwrap();
+    f.l().destroy(&u).unwrap();
+}

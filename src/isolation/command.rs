@@ -39,6 +39,9 @@ pub enum CommandError {
     /// Looking the user up failed.
     #[error("getpwnam({0:?}): {1}")]
     UserLookup(String, nix::Error),
+    /// A capability value that is not a known Linux capability + 1000.
+    #[error("ContainerLaunchInfo.{0}: unknown capability {1}")]
+    Capability(&'static str, i32),
     /// An rlimit entry that cannot be applied.
     #[error("ContainerLaunchInfo.rlimits[{0}]: {1}")]
     Rlimit(usize, &'static str),
@@ -72,6 +75,57 @@ pub struct Prepared {
     pub rlimits: Vec<(Resource, u64, u64)>,
     /// `PR_SET_NO_NEW_PRIVS`.
     pub no_new_privs: bool,
+    /// Capabilities, when the launch info restricts them.
+    pub capabilities: Option<Capabilities>,
+}
+
+/// The capability sets of the command (Mesos' `linux/capabilities`
+/// semantics): everything outside `bounding` is dropped from the bounding
+/// set; with `effective`, the permitted, effective, inheritable and ambient
+/// sets become exactly it (kept across the user switch), so a non-root
+/// command keeps them after `execve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Bounding set (defaults to `effective` when only that is given).
+    pub bounding: caps::CapsHashSet,
+    /// Effective set, if given.
+    pub effective: Option<caps::CapsHashSet>,
+}
+
+fn capability_set(
+    info: Option<&crate::proto::mesos::CapabilityInfo>,
+    field: &'static str,
+) -> Result<Option<caps::CapsHashSet>, CommandError> {
+    let Some(info) = info else { return Ok(None) };
+    let known = caps::all();
+    let mut set = caps::CapsHashSet::new();
+    for value in &info.capabilities {
+        let cap = value
+            .checked_sub(1000)
+            .and_then(|n| known.iter().find(|c| i32::from(c.index()) == n))
+            .ok_or(CommandError::Capability(field, *value))?;
+        set.insert(*cap);
+    }
+    Ok(Some(set))
+}
+
+fn capabilities(info: &ContainerLaunchInfo) -> Result<Option<Capabilities>, CommandError> {
+    let effective = capability_set(
+        info.effective_capabilities.as_ref(),
+        "effective_capabilities",
+    )?;
+    let bounding = capability_set(info.bounding_capabilities.as_ref(), "bounding_capabilities")?;
+    Ok(match (bounding, effective) {
+        (None, None) => None,
+        (Some(bounding), effective) => Some(Capabilities {
+            bounding,
+            effective,
+        }),
+        (None, Some(effective)) => Some(Capabilities {
+            bounding: effective.clone(),
+            effective: Some(effective),
+        }),
+    })
 }
 
 /// Refuses launch-info fields this launcher does not implement.
@@ -80,17 +134,9 @@ pub struct Prepared {
     reason = "pre_exec_commands is deprecated but must still be refused"
 )]
 pub fn check_supported(info: &ContainerLaunchInfo) -> Result<(), CommandError> {
-    let checks: [(bool, &'static str); 8] = [
+    let checks: [(bool, &'static str); 6] = [
         (!info.pre_exec_commands.is_empty(), "pre_exec_commands"),
         (info.rootfs.is_some(), "rootfs"),
-        (
-            info.effective_capabilities.is_some(),
-            "effective_capabilities",
-        ),
-        (
-            info.bounding_capabilities.is_some(),
-            "bounding_capabilities",
-        ),
         (info.tty_slave_path.is_some(), "tty_slave_path"),
         (!info.masked_paths.is_empty(), "masked_paths"),
         (!info.file_operations.is_empty(), "file_operations"),
@@ -100,6 +146,23 @@ pub fn check_supported(info: &ContainerLaunchInfo) -> Result<(), CommandError> {
         Some((_, name)) => Err(CommandError::Unsupported(name)),
         None => Ok(()),
     }
+}
+
+/// Everything about a launch info that can be checked before spawning:
+/// unsupported fields, the command, capabilities and rlimits.
+pub fn validate(info: &ContainerLaunchInfo) -> Result<(), CommandError> {
+    check_supported(info)?;
+    if info
+        .command
+        .as_ref()
+        .and_then(|c| c.value.as_ref())
+        .is_none()
+    {
+        return Err(CommandError::NoCommand);
+    }
+    capabilities(info)?;
+    rlimits(info)?;
+    Ok(())
 }
 
 fn cstring(text: &str, what: &'static str) -> Result<CString, CommandError> {
@@ -263,6 +326,7 @@ pub fn prepare(info: &ContainerLaunchInfo, sandbox: &Path) -> Result<Prepared, C
         user,
         rlimits: rlimits(info)?,
         no_new_privs: info.no_new_privileges.unwrap_or(false),
+        capabilities: capabilities(info)?,
     })
 }
 
@@ -311,6 +375,23 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_honour() {
+        let mut c = info(true, "true", &[]);
+        c.effective_capabilities = Some(crate::proto::mesos::CapabilityInfo {
+            capabilities: vec![1010],
+        });
+        let p = prepare(&c, Path::new("/tmp"))
+            .unwrap()
+            .capabilities
+            .unwrap();
+        assert_eq!(p.bounding, p.effective.clone().unwrap());
+        assert!(p.bounding.contains(&caps::Capability::CAP_NET_BIND_SERVICE));
+        c.effective_capabilities = Some(crate::proto::mesos::CapabilityInfo {
+            capabilities: vec![7],
+        });
+        assert!(matches!(
+            prepare(&c, Path::new("/tmp")),
+            Err(CommandError::Capability("effective_capabilities", 7))
+        ));
         let mut i = info(true, "true", &[]);
         i.rootfs = Some("/x".into());
         assert_eq!(

@@ -367,15 +367,7 @@ impl Launcher {
         sandbox: &Path,
     ) -> Result<i32, LauncherError> {
         container_id::validate(id)?;
-        command::check_supported(info)?;
-        if info
-            .command
-            .as_ref()
-            .and_then(|c| c.value.as_ref())
-            .is_none()
-        {
-            return Err(CommandError::NoCommand.into());
-        }
+        command::validate(info)?;
         let nested = id.parent.is_some();
         let plan = namespaces::plan(nested, self.options.mode == Mode::Posix, info, container)?;
         let key = container_id::to_dotted(id);

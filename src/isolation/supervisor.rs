@@ -425,10 +425,33 @@ fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
         }
         nix::unistd::chdir(&p.workdir)
             .map_err(|e| format!("chdir {}: {e}", p.workdir.display()))?;
+        if let Some(c) = &p.capabilities {
+            for cap in caps::all().difference(&c.bounding) {
+                caps::drop(None, caps::CapSet::Bounding, *cap)
+                    .map_err(|e| format!("prctl(PR_CAPBSET_DROP, {cap}): {e}"))?;
+            }
+            if c.effective.is_some() && p.user.is_some() {
+                nix::sys::prctl::set_keepcaps(true)
+                    .map_err(|e| format!("prctl(PR_SET_KEEPCAPS): {e}"))?;
+            }
+        }
         if let Some(user) = &p.user {
             nix::unistd::setgroups(&user.groups).map_err(|e| format!("setgroups: {e}"))?;
             nix::unistd::setgid(user.gid).map_err(|e| format!("setgid({}): {e}", user.gid))?;
             nix::unistd::setuid(user.uid).map_err(|e| format!("setuid({}): {e}", user.uid))?;
+        }
+        if let Some(effective) = p.capabilities.as_ref().and_then(|c| c.effective.as_ref()) {
+            // Effective first (it must stay within permitted), then
+            // permitted; ambient last (it needs the capability permitted and
+            // inheritable).
+            for set in [
+                caps::CapSet::Effective,
+                caps::CapSet::Permitted,
+                caps::CapSet::Inheritable,
+                caps::CapSet::Ambient,
+            ] {
+                caps::set(None, set, effective).map_err(|e| format!("capset({set:?}): {e}"))?;
+            }
         }
         if p.no_new_privs {
             nix::sys::prctl::set_no_new_privs()
