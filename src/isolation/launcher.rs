@@ -624,8 +624,9 @@ impl Launcher {
         // Signal every container first (children first) so the kernel tears
         // them down in parallel; then wait for each and record its status.
         for k in &subtree {
+            // Exited containers too: in a shared pid namespace, what the
+            // command left behind lives on in its session.
             if let Some(c) = containers.get(k)
-                && c.status.is_none()
                 && let Some(target) = c.target()
             {
                 self.killer
@@ -674,9 +675,7 @@ impl Launcher {
     }
 
     fn destroy_one(&self, key: &str, c: &mut Container) -> Result<i32, LauncherError> {
-        if c.status.is_none()
-            && let Some(target) = c.target()
-        {
+        if let Some(target) = c.target() {
             self.killer
                 .kill_all(&target)
                 .map_err(|e| LauncherError::Kill(key.to_owned(), e))?;
