@@ -613,8 +613,13 @@ impl Launcher {
             return match self.terminated_status(id) {
                 Ok(s) => Ok(Some(s)),
                 Err(LauncherError::Unknown(_)) => {
-                    self.remove_leftover_runtime(id)?;
-                    Ok(None)
+                    if self.adopt_checkpointed(id)? {
+                        // Checkpointed but never recovered: destroy it for
+                        // real rather than dropping its checkpoints.
+                        self.destroy(id).map(|_| None)
+                    } else {
+                        Ok(None)
+                    }
                 }
                 Err(e) => Err(e),
             };
@@ -664,14 +669,29 @@ impl Launcher {
         Ok(result)
     }
 
-    fn remove_leftover_runtime(&self, id: &ContainerId) -> Result<(), LauncherError> {
-        if id.parent.is_none() {
-            let runtime = paths::runtime_path(&self.options.runtime_dir, id);
-            if runtime.exists() {
-                std::fs::remove_dir_all(&runtime).map_err(io("remove", &runtime))?;
-            }
+    /// Takes over a top-level container that has checkpoints but is not
+    /// managed (recover was not called for it), with everything under it.
+    /// Returns false if there is nothing to take over.
+    fn adopt_checkpointed(&self, id: &ContainerId) -> Result<bool, LauncherError> {
+        let runtime = paths::runtime_path(&self.options.runtime_dir, id);
+        if id.parent.is_some() || !runtime.is_dir() {
+            return Ok(false);
         }
-        Ok(())
+        let key = container_id::to_dotted(id);
+        let mut containers = self.lock();
+        if !containers.contains_key(&key) {
+            containers.insert(key.clone(), recover_one(id, &runtime)?);
+        }
+        let known = HashSet::from([key]);
+        let mut orphans = Vec::new();
+        self.recover_dir(
+            &runtime.join(paths::CONTAINERS),
+            Some(id),
+            &known,
+            &mut containers,
+            &mut orphans,
+        )?;
+        Ok(true)
     }
 
     fn destroy_one(&self, key: &str, c: &mut Container) -> Result<i32, LauncherError> {
