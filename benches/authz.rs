@@ -49,7 +49,7 @@ fn acls(n: usize) -> String {
 
 fn sv(s: &str) -> nestguard_str_view {
     nestguard_str_view {
-        ptr: s.as_ptr(),
+        ptr: s.as_ptr().cast(),
         len: s.len(),
         present: true,
     }
@@ -71,7 +71,7 @@ fn setup(n: usize) -> Setup {
     let json = acls(n);
     let mut auth = std::ptr::null_mut();
     assert_eq!(
-        nestguard_authorizer_new(json.as_ptr(), json.len(), true, &mut auth),
+        nestguard_authorizer_new(json.as_ptr().cast(), json.len(), true, &mut auth),
         nestguard_result::Ok
     );
     let subject = Subject {
@@ -82,7 +82,13 @@ fn setup(n: usize) -> Setup {
     let approver = |action: Action| {
         let mut a = std::ptr::null_mut();
         assert_eq!(
-            nestguard_approver_new(auth, subject.as_ptr(), subject.len(), action as u32, &mut a),
+            nestguard_approver_new(
+                auth,
+                subject.as_ptr().cast(),
+                subject.len(),
+                action as u32,
+                &mut a
+            ),
             nestguard_result::Ok
         );
         a
@@ -178,7 +184,12 @@ fn bench(c: &mut Criterion) {
         }
         .encode_to_vec();
         assert_eq!(
-            nestguard_authorizer_authorize(s.auth, request.as_ptr(), request.len(), &mut allowed),
+            nestguard_authorizer_authorize(
+                s.auth,
+                request.as_ptr().cast(),
+                request.len(),
+                &mut allowed
+            ),
             nestguard_result::Ok
         );
         assert!(allowed);
@@ -187,7 +198,7 @@ fn bench(c: &mut Criterion) {
                 let mut allowed = false;
                 let rc = nestguard_authorizer_authorize(
                     black_box(s.auth),
-                    request.as_ptr(),
+                    request.as_ptr().cast(),
                     request.len(),
                     &mut allowed,
                 );

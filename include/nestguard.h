@@ -144,6 +144,34 @@ enum nestguard_result
    */
   NESTGUARD_RESULT_CREDENTIAL_INJECTION = 304,
   /**
+   * The launcher does not know the container.
+   */
+  NESTGUARD_RESULT_LAUNCHER_UNKNOWN_CONTAINER = 400,
+  /**
+   * A container with this id already exists.
+   */
+  NESTGUARD_RESULT_LAUNCHER_CONTAINER_EXISTS = 401,
+  /**
+   * A nested launch under a parent that is not running.
+   */
+  NESTGUARD_RESULT_LAUNCHER_PARENT_NOT_RUNNING = 402,
+  /**
+   * The launch helper failed before the container started.
+   */
+  NESTGUARD_RESULT_LAUNCHER_HELPER_FAILED = 403,
+  /**
+   * The container did not exit within the timeout.
+   */
+  NESTGUARD_RESULT_LAUNCHER_TIMEOUT = 404,
+  /**
+   * The launch info asks for something the launcher does not support.
+   */
+  NESTGUARD_RESULT_LAUNCHER_UNSUPPORTED = 405,
+  /**
+   * A process syscall or procfs read failed, or not every process could be killed.
+   */
+  NESTGUARD_RESULT_LAUNCHER_SYSTEM = 406,
+  /**
    * A cgroup operation failed (the message names the file and OS error).
    */
   NESTGUARD_RESULT_CGROUP = 500,
@@ -349,6 +377,13 @@ typedef struct nestguard_credentials nestguard_credentials;
 typedef struct nestguard_http_authenticator nestguard_http_authenticator;
 
 /**
+ * A launcher bound to one runtime directory. Safe to use from several
+ * threads at once; calls are serialized inside except the blocking part of
+ * `nestguard_launcher_wait`. Under the hood it is a `Box<Launcher>`.
+ */
+typedef struct nestguard_launcher nestguard_launcher;
+
+/**
  * A borrowed UTF-8 string: `ptr` + `len` (not NUL-terminated), and whether
  * the field is set at all. When `present` is false, `ptr` and `len` are
  * ignored; when true, `ptr` may be NULL only with `len == 0`.
@@ -545,6 +580,19 @@ nestguard_result nestguard_approver_approved_object(const nestguard_approver *ap
                                                     const uint8_t *object,
                                                     size_t object_len,
                                                     bool *out_allowed);
+
+/**
+ * Explains `approved(object)` for string views (NULL `object` = no object)
+ * as JSON into `buf`, like `nestguard_authorizer_explain`: which list and
+ * entry decided, or that `permissive` did, with both halves for launches.
+ * Meant for logging denials; it allocates, unlike
+ * `nestguard_approver_approved`.
+ */
+nestguard_result nestguard_approver_explain(const nestguard_approver *approver,
+                                            const nestguard_object_view *object,
+                                            char *buf,
+                                            size_t buf_len,
+                                            size_t *out_n);
 
 /**
  * Releases an approver. NULL is a no-op; must not be called twice or while
@@ -845,6 +893,118 @@ nestguard_result nestguard_error_message(char *buf, size_t len, size_t *out_n);
  * give "unknown result code"). The string lives as long as the library.
  */
 const char *nestguard_result_describe(uint32_t code);
+
+/**
+ * Creates a launcher.
+ *
+ * `runtime_dir` (UTF-8, not NUL-terminated) is Mesos' `--runtime_dir`;
+ * it is created if missing. `helper` is the path of the
+ * `nestguard-launch` binary; with `helper_len == 0` it is looked up beside
+ * `libnestguard.so`. `flags` is 0 (Linux launcher, needs root) or
+ * `NESTGUARD_LAUNCHER_POSIX`. Containers of an earlier launcher are not
+ * managed until `nestguard_launcher_recover` is called. Free with
+ * `nestguard_launcher_free`.
+ */
+nestguard_result nestguard_launcher_new(const char *runtime_dir,
+                                        size_t runtime_dir_len,
+                                        const char *helper,
+                                        size_t helper_len,
+                                        uint32_t flags,
+                                        nestguard_launcher **out);
+
+/**
+ * Rebuilds the container tree from the runtime directory after a restart.
+ *
+ * `recover_info` is a serialized `mesos.slave.ContainerRecoverInfo`
+ * whose `known_container_ids` are the containers the agent knows
+ * (typically its executor containers). `*out` receives a serialized
+ * `ContainerRecoverInfo` whose `orphan_container_ids` lists every
+ * container whose root is not known, nested ones included; they are
+ * managed (wait, destroy work) and should be destroyed by the caller.
+ */
+nestguard_result nestguard_launcher_recover(const nestguard_launcher *launcher,
+                                            const uint8_t *recover_info,
+                                            size_t recover_info_len,
+                                            nestguard_bytes **out);
+
+/**
+ * Launches a container and writes its supervisor's pid to `*out_pid`.
+ *
+ * `id` is a serialized `mesos.ContainerID`; a nested id needs a running
+ * parent. `launch_info` is a serialized `mesos.slave.ContainerLaunchInfo`
+ * (command, environment, user, rlimits, mounts, namespaces);
+ * `container_info` (may be NULL with length 0) is a serialized
+ * `mesos.ContainerInfo` supplying `hostname` and
+ * `linux_info.share_pid_namespace`. `sandbox` is the sandbox directory;
+ * for a nested container it may be empty, meaning
+ * `<parent sandbox>/containers/<id>`. Blocks until the container runs
+ * and its pid is checkpointed (a few milliseconds).
+ */
+nestguard_result nestguard_launcher_launch(const nestguard_launcher *launcher,
+                                           const uint8_t *id,
+                                           size_t id_len,
+                                           const uint8_t *launch_info,
+                                           size_t launch_info_len,
+                                           const uint8_t *container_info,
+                                           size_t container_info_len,
+                                           const char *sandbox,
+                                           size_t sandbox_len,
+                                           int32_t *out_pid);
+
+/**
+ * Writes a pollable fd (a pidfd: readable once the container exited) to
+ * `*out_fd`, or -1 if the container already exited. The fd belongs to
+ * the launcher: do not close it; it stays valid until the container is
+ * destroyed or the launcher freed.
+ */
+nestguard_result nestguard_launcher_wait_fd(const nestguard_launcher *launcher,
+                                            const uint8_t *id,
+                                            size_t id_len,
+                                            int32_t *out_fd);
+
+/**
+ * Waits for the container to exit, up to `timeout_ms` milliseconds (a
+ * negative value waits forever; 0 polls), and writes its raw wait status
+ * to `*out_status` (exit 1 → 256, killed by SIGKILL → 9; unknown → 9).
+ * Returns `NESTGUARD_RESULT_LAUNCHER_TIMEOUT` if it is still running.
+ * Works after a restart (recovered containers, also those that exited
+ * meanwhile) and for destroyed nested containers.
+ */
+nestguard_result nestguard_launcher_wait(const nestguard_launcher *launcher,
+                                         const uint8_t *id,
+                                         size_t id_len,
+                                         int64_t timeout_ms,
+                                         int32_t *out_status);
+
+/**
+ * Sends `signal` to the container's supervisor, which forwards it to the
+ * command. `*out_sent` (may be NULL) is false if the container had
+ * already exited.
+ */
+nestguard_result nestguard_launcher_kill(const nestguard_launcher *launcher,
+                                         const uint8_t *id,
+                                         size_t id_len,
+                                         int32_t signal,
+                                         bool *out_sent);
+
+/**
+ * Destroys the container and everything nested in it (children first),
+ * waits until all their processes are gone, checkpoints `termination`
+ * for nested containers and removes a top-level container's runtime
+ * directory. Idempotent. `*out_status` (may be NULL) receives the raw
+ * status of the container, or -1 if it was unknown.
+ */
+nestguard_result nestguard_launcher_destroy(const nestguard_launcher *launcher,
+                                            const uint8_t *id,
+                                            size_t id_len,
+                                            int32_t *out_status);
+
+/**
+ * Frees the launcher. Running containers keep running (their statuses
+ * are checkpointed; a new launcher recovers them). NULL is a no-op; must
+ * not be called twice or while another thread uses the launcher.
+ */
+void nestguard_launcher_free(nestguard_launcher *launcher);
 
 /**
  * Panics inside the library on purpose and returns what the panic boundary

@@ -37,7 +37,7 @@ static GLOBAL: Counting = Counting;
 
 fn sv(s: &str) -> nestguard_str_view {
     nestguard_str_view {
-        ptr: s.as_ptr(),
+        ptr: s.as_ptr().cast(),
         len: s.len(),
         present: true,
     }
@@ -51,7 +51,7 @@ fn fast_path_does_not_allocate() {
       "kill_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"values": ["u"]}}]}"#;
     let mut auth = std::ptr::null_mut();
     assert_eq!(
-        nestguard_authorizer_new(json.as_ptr(), json.len(), true, &mut auth),
+        nestguard_authorizer_new(json.as_ptr().cast(), json.len(), true, &mut auth),
         nestguard_result::Ok
     );
     let subject = Subject {
@@ -64,7 +64,7 @@ fn fast_path_does_not_allocate() {
         assert_eq!(
             nestguard_approver_new(
                 auth,
-                subject.as_ptr(),
+                subject.as_ptr().cast(),
                 subject.len(),
                 action as u32,
                 &mut approver

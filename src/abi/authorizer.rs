@@ -361,7 +361,7 @@ pub extern "C" fn nestguard_approver_approved_object(
 pub extern "C" fn nestguard_approver_explain(
     approver: *const nestguard_approver,
     object: *const nestguard_object_view,
-    buf: *mut u8,
+    buf: *mut std::ffi::c_char,
     buf_len: usize,
     out_n: *mut usize,
 ) -> nestguard_result {
@@ -485,7 +485,7 @@ mod tests {
         let url = format!("file://{}", path.display());
         let mut auth = std::ptr::null_mut();
         assert_eq!(
-            nestguard_authorizer_new_from_file(url.as_ptr(), url.len(), true, &mut auth),
+            nestguard_authorizer_new_from_file(url.as_ptr().cast(), url.len(), true, &mut auth),
             nestguard_result::Ok
         );
         let request = prost::Message::encode_to_vec(&Request {
@@ -501,9 +501,9 @@ mod tests {
         assert_eq!(
             nestguard_authorizer_explain(
                 auth,
-                request.as_ptr(),
+                request.as_ptr().cast(),
                 request.len(),
-                small.as_mut_ptr(),
+                small.as_mut_ptr().cast(),
                 small.len(),
                 &mut needed
             ),
@@ -513,9 +513,9 @@ mod tests {
         assert_eq!(
             nestguard_authorizer_explain(
                 auth,
-                request.as_ptr(),
+                request.as_ptr().cast(),
                 request.len(),
-                buf.as_mut_ptr(),
+                buf.as_mut_ptr().cast(),
                 buf.len(),
                 &mut needed
             ),
@@ -532,14 +532,24 @@ mod tests {
         );
         let mut allowed = false;
         assert_eq!(
-            nestguard_authorizer_authorize(auth, request.as_ptr(), request.len(), &mut allowed),
+            nestguard_authorizer_authorize(
+                auth,
+                request.as_ptr().cast(),
+                request.len(),
+                &mut allowed
+            ),
             nestguard_result::Ok
         );
         assert!(allowed, "old policy kept");
         std::fs::write(&path, r#"{"permissive": false}"#).unwrap();
         assert_eq!(nestguard_authorizer_reload(auth), nestguard_result::Ok);
         assert_eq!(
-            nestguard_authorizer_authorize(auth, request.as_ptr(), request.len(), &mut allowed),
+            nestguard_authorizer_authorize(
+                auth,
+                request.as_ptr().cast(),
+                request.len(),
+                &mut allowed
+            ),
             nestguard_result::Ok
         );
         assert!(!allowed, "new policy in force");
@@ -548,7 +558,7 @@ mod tests {
             nestguard_result::NullParameter
         );
         assert_eq!(
-            nestguard_authorizer_authorize(auth, [0xffu8].as_ptr(), 1, &mut allowed),
+            nestguard_authorizer_authorize(auth, [0xffu8].as_ptr().cast(), 1, &mut allowed),
             nestguard_result::ProtobufDecode
         );
         nestguard_authorizer_free(auth);

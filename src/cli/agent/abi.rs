@@ -106,11 +106,21 @@ impl Abi {
     }
 
     fn check(&self, code: u32) -> Result<(), AbiFailure> {
-        if code == 0 { Ok(()) } else { Err(AbiFailure { code, message: self.lib.last_error() }) }
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(AbiFailure {
+                code,
+                message: self.lib.last_error(),
+            })
+        }
     }
 
     fn take(&self, bytes: Bytes) -> Result<Vec<u8>, AbiFailure> {
-        self.lib.take_bytes(bytes).map_err(|e| AbiFailure { code: 2, message: format!("{e:#}") })
+        self.lib.take_bytes(bytes).map_err(|e| AbiFailure {
+            code: 2,
+            message: format!("{e:#}"),
+        })
     }
 }
 
@@ -138,7 +148,13 @@ impl Authorizer {
     /// `strict` (default true).
     pub fn create(abi: &Arc<Abi>, parameters: &[mesos::Parameter]) -> anyhow::Result<Authorizer> {
         // Mesos: the last occurrence of a key wins.
-        let get = |key: &str| parameters.iter().rev().find(|p| p.key == key).map(|p| p.value.as_str());
+        let get = |key: &str| {
+            parameters
+                .iter()
+                .rev()
+                .find(|p| p.key == key)
+                .map(|p| p.value.as_str())
+        };
         let acls = get("acls").context("No ACLs for default authorizer provided")?;
         let strict = match get("strict") {
             None | Some("true") => true,
@@ -157,8 +173,13 @@ impl Authorizer {
             // SAFETY: valid text and out pointer.
             unsafe { (abi.f.authorizer_new_from_file)(p, n, strict, &mut out) }
         };
-        abi.check(code).map_err(anyhow::Error::new).context("creating io_nestguard_Authorizer")?;
-        Ok(Authorizer { abi: abi.clone(), handle: Handle(out) })
+        abi.check(code)
+            .map_err(anyhow::Error::new)
+            .context("creating io_nestguard_Authorizer")?;
+        Ok(Authorizer {
+            abi: abi.clone(),
+            handle: Handle(out),
+        })
     }
 
     /// `authorized(request)`.
@@ -166,7 +187,14 @@ impl Authorizer {
         let bytes = request.encode_to_vec();
         let mut allowed = false;
         // SAFETY: live handle, valid buffer and out pointer.
-        let code = unsafe { (self.abi.f.authorizer_authorize)(self.handle.0, bytes.as_ptr(), bytes.len(), &mut allowed) };
+        let code = unsafe {
+            (self.abi.f.authorizer_authorize)(
+                self.handle.0,
+                bytes.as_ptr(),
+                bytes.len(),
+                &mut allowed,
+            )
+        };
         self.abi.check(code)?;
         Ok(allowed)
     }
@@ -179,17 +207,30 @@ impl Authorizer {
         for _ in 0..2 {
             // SAFETY: live handle, valid buffers and out pointer.
             let code = unsafe {
-                (self.abi.f.authorizer_explain)(self.handle.0, bytes.as_ptr(), bytes.len(), buf.as_mut_ptr(), buf.len(), &mut needed)
+                (self.abi.f.authorizer_explain)(
+                    self.handle.0,
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                    &mut needed,
+                )
             };
             if code == 5 {
                 buf.resize(needed, 0);
                 continue;
             }
             self.abi.check(code)?;
-            let raw: Vec<u8> = buf[..needed.saturating_sub(1)].iter().map(|c| *c as u8).collect();
+            let raw: Vec<u8> = buf[..needed.saturating_sub(1)]
+                .iter()
+                .map(|c| *c as u8)
+                .collect();
             return Ok(String::from_utf8_lossy(&raw).into_owned());
         }
-        Err(AbiFailure { code: 5, message: "explanation did not fit".into() })
+        Err(AbiFailure {
+            code: 5,
+            message: "explanation did not fit".into(),
+        })
     }
 }
 
@@ -214,8 +255,13 @@ impl Credentials {
         let mut out = std::ptr::null_mut();
         // SAFETY: valid text and out pointer.
         let code = unsafe { (abi.f.credentials_load)(p, n, false, &mut out) };
-        abi.check(code).map_err(anyhow::Error::new).context("loading --http_credentials")?;
-        Ok(Credentials { abi: abi.clone(), handle: Handle(out) })
+        abi.check(code)
+            .map_err(anyhow::Error::new)
+            .context("loading --http_credentials")?;
+        Ok(Credentials {
+            abi: abi.clone(),
+            handle: Handle(out),
+        })
     }
 }
 
@@ -243,16 +289,30 @@ pub struct HttpAuthenticator {
 
 impl HttpAuthenticator {
     /// Creates an authenticator for `realm` from credentials and/or a JWT key file.
-    pub fn create(abi: &Arc<Abi>, realm: &str, credentials: Option<&Credentials>, jwt_key: Option<&Path>) -> anyhow::Result<Self> {
-        let key = jwt_key.map(|p| p.to_str().context("JWT key path is not UTF-8")).transpose()?.unwrap_or("");
+    pub fn create(
+        abi: &Arc<Abi>,
+        realm: &str,
+        credentials: Option<&Credentials>,
+        jwt_key: Option<&Path>,
+    ) -> anyhow::Result<Self> {
+        let key = jwt_key
+            .map(|p| p.to_str().context("JWT key path is not UTF-8"))
+            .transpose()?
+            .unwrap_or("");
         let (rp, rn) = text(realm);
         let (kp, kn) = text(key);
         let creds = credentials.map_or(std::ptr::null(), |c| c.handle.0.cast_const());
         let mut out = std::ptr::null_mut();
         // SAFETY: valid texts, live credentials handle (or NULL), out pointer.
-        let code = unsafe { (abi.f.http_authenticator_new)(rp, rn, creds, kp, kn, false, &mut out) };
-        abi.check(code).map_err(anyhow::Error::new).context("creating the HTTP authenticator")?;
-        Ok(HttpAuthenticator { abi: abi.clone(), handle: Handle(out) })
+        let code =
+            unsafe { (abi.f.http_authenticator_new)(rp, rn, creds, kp, kn, false, &mut out) };
+        abi.check(code)
+            .map_err(anyhow::Error::new)
+            .context("creating the HTTP authenticator")?;
+        Ok(HttpAuthenticator {
+            abi: abi.clone(),
+            handle: Handle(out),
+        })
     }
 
     /// Authenticates by the `Authorization` header value.
@@ -262,16 +322,28 @@ impl HttpAuthenticator {
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, valid text, out pointers.
         let code = unsafe {
-            (self.abi.f.http_authenticator_authenticate)(self.handle.0, p, n, header.is_some(), &mut authenticated, &mut out)
+            (self.abi.f.http_authenticator_authenticate)(
+                self.handle.0,
+                p,
+                n,
+                header.is_some(),
+                &mut authenticated,
+                &mut out,
+            )
         };
         self.abi.check(code)?;
         let bytes = self.abi.take(out)?;
         if authenticated {
-            let subject = authorization::Subject::decode(bytes.as_slice())
-                .map_err(|e| AbiFailure { code: 100, message: format!("authenticated subject: {e}") })?;
+            let subject =
+                authorization::Subject::decode(bytes.as_slice()).map_err(|e| AbiFailure {
+                    code: 100,
+                    message: format!("authenticated subject: {e}"),
+                })?;
             Ok(Authentication::Principal(subject))
         } else {
-            Ok(Authentication::Unauthorized(String::from_utf8_lossy(&bytes).into_owned()))
+            Ok(Authentication::Unauthorized(
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ))
         }
     }
 }
@@ -293,42 +365,94 @@ pub struct CredentialInjector {
 
 impl CredentialInjector {
     /// Creates the hook: token mode with a JWT key, else secret mode with credentials.
-    pub fn create(abi: &Arc<Abi>, mode: u32, jwt_key: Option<&Path>, credentials: Option<&Credentials>) -> anyhow::Result<Self> {
-        let key = jwt_key.map(|p| p.to_str().context("JWT key path is not UTF-8")).transpose()?.unwrap_or("");
+    pub fn create(
+        abi: &Arc<Abi>,
+        mode: u32,
+        jwt_key: Option<&Path>,
+        credentials: Option<&Credentials>,
+    ) -> anyhow::Result<Self> {
+        let key = jwt_key
+            .map(|p| p.to_str().context("JWT key path is not UTF-8"))
+            .transpose()?
+            .unwrap_or("");
         let (kp, kn) = text(key);
         let creds = credentials.map_or(std::ptr::null(), |c| c.handle.0.cast_const());
         let mut out = std::ptr::null_mut();
         let mut effective = 0u32;
         // SAFETY: valid text, live credentials handle (or NULL), out pointers.
-        let code = unsafe { (abi.f.injector_new)(mode, kp, kn, false, creds, &mut out, &mut effective) };
-        abi.check(code).map_err(anyhow::Error::new).context("creating io_nestguard_CredentialHook")?;
-        Ok(CredentialInjector { abi: abi.clone(), handle: Handle(out), mode: effective })
+        let code =
+            unsafe { (abi.f.injector_new)(mode, kp, kn, false, creds, &mut out, &mut effective) };
+        abi.check(code)
+            .map_err(anyhow::Error::new)
+            .context("creating io_nestguard_CredentialHook")?;
+        Ok(CredentialInjector {
+            abi: abi.clone(),
+            handle: Handle(out),
+            mode: effective,
+        })
     }
 
     fn call(
         &self,
-        f: unsafe extern "C" fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32,
+        f: unsafe extern "C" fn(
+            *const c_void,
+            *const u8,
+            usize,
+            *const u8,
+            usize,
+            *const u8,
+            usize,
+            *mut Bytes,
+        ) -> u32,
         executor: &mesos::ExecutorInfo,
         framework: &mesos::FrameworkInfo,
         id: &mesos::ContainerId,
     ) -> Result<mesos::Environment, AbiFailure> {
-        let (e, fw, c) = (executor.encode_to_vec(), framework.encode_to_vec(), id.encode_to_vec());
+        let (e, fw, c) = (
+            executor.encode_to_vec(),
+            framework.encode_to_vec(),
+            id.encode_to_vec(),
+        );
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, valid buffers, out pointer.
-        let code = unsafe { f(self.handle.0, e.as_ptr(), e.len(), fw.as_ptr(), fw.len(), c.as_ptr(), c.len(), &mut out) };
+        let code = unsafe {
+            f(
+                self.handle.0,
+                e.as_ptr(),
+                e.len(),
+                fw.as_ptr(),
+                fw.len(),
+                c.as_ptr(),
+                c.len(),
+                &mut out,
+            )
+        };
         self.abi.check(code)?;
         let bytes = self.abi.take(out)?;
-        mesos::Environment::decode(bytes.as_slice()).map_err(|e| AbiFailure { code: 100, message: format!("environment: {e}") })
+        mesos::Environment::decode(bytes.as_slice()).map_err(|e| AbiFailure {
+            code: 100,
+            message: format!("environment: {e}"),
+        })
     }
 
     /// `slaveExecutorEnvironmentDecorator`: the executor's environment with
     /// its credentials added.
-    pub fn decorate_executor(&self, executor: &mesos::ExecutorInfo, framework: &mesos::FrameworkInfo, id: &mesos::ContainerId) -> Result<mesos::Environment, AbiFailure> {
+    pub fn decorate_executor(
+        &self,
+        executor: &mesos::ExecutorInfo,
+        framework: &mesos::FrameworkInfo,
+        id: &mesos::ContainerId,
+    ) -> Result<mesos::Environment, AbiFailure> {
         self.call(self.abi.f.injector_decorate, executor, framework, id)
     }
 
     /// The credentials a nested container of that executor gets.
-    pub fn nested(&self, executor: &mesos::ExecutorInfo, framework: &mesos::FrameworkInfo, id: &mesos::ContainerId) -> Result<mesos::Environment, AbiFailure> {
+    pub fn nested(
+        &self,
+        executor: &mesos::ExecutorInfo,
+        framework: &mesos::FrameworkInfo,
+        id: &mesos::ContainerId,
+    ) -> Result<mesos::Environment, AbiFailure> {
         self.call(self.abi.f.injector_nested, executor, framework, id)
     }
 }
@@ -348,27 +472,52 @@ pub struct Launcher {
 
 impl Launcher {
     /// Creates a launcher on `runtime_dir`; `posix` selects the posix launcher.
-    pub fn create(abi: &Arc<Abi>, runtime_dir: &Path, helper: Option<&Path>, posix: bool) -> anyhow::Result<Launcher> {
+    pub fn create(
+        abi: &Arc<Abi>,
+        runtime_dir: &Path,
+        helper: Option<&Path>,
+        posix: bool,
+    ) -> anyhow::Result<Launcher> {
         let rd = runtime_dir.to_str().context("runtime dir is not UTF-8")?;
-        let helper = helper.map(|p| p.to_str().context("helper path is not UTF-8")).transpose()?.unwrap_or("");
+        let helper = helper
+            .map(|p| p.to_str().context("helper path is not UTF-8"))
+            .transpose()?
+            .unwrap_or("");
         let (rp, rn) = text(rd);
         let (hp, hn) = text(helper);
         let mut out = std::ptr::null_mut();
         // SAFETY: valid texts and out pointer.
         let code = unsafe { (abi.f.launcher_new)(rp, rn, hp, hn, u32::from(posix), &mut out) };
-        abi.check(code).map_err(anyhow::Error::new).context("creating the launcher")?;
-        Ok(Launcher { abi: abi.clone(), handle: Handle(out) })
+        abi.check(code)
+            .map_err(anyhow::Error::new)
+            .context("creating the launcher")?;
+        Ok(Launcher {
+            abi: abi.clone(),
+            handle: Handle(out),
+        })
     }
 
     /// Recovers after a restart; returns the launcher's answer (orphans).
-    pub fn recover(&self, known: &[mesos::ContainerId]) -> Result<slave::ContainerRecoverInfo, AbiFailure> {
-        let info = slave::ContainerRecoverInfo { known_container_ids: known.to_vec(), ..Default::default() }.encode_to_vec();
+    pub fn recover(
+        &self,
+        known: &[mesos::ContainerId],
+    ) -> Result<slave::ContainerRecoverInfo, AbiFailure> {
+        let info = slave::ContainerRecoverInfo {
+            known_container_ids: known.to_vec(),
+            ..Default::default()
+        }
+        .encode_to_vec();
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, valid buffer, out pointer.
-        let code = unsafe { (self.abi.f.launcher_recover)(self.handle.0, info.as_ptr(), info.len(), &mut out) };
+        let code = unsafe {
+            (self.abi.f.launcher_recover)(self.handle.0, info.as_ptr(), info.len(), &mut out)
+        };
         self.abi.check(code)?;
         let bytes = self.abi.take(out)?;
-        slave::ContainerRecoverInfo::decode(bytes.as_slice()).map_err(|e| AbiFailure { code: 100, message: format!("recover reply: {e}") })
+        slave::ContainerRecoverInfo::decode(bytes.as_slice()).map_err(|e| AbiFailure {
+            code: 100,
+            message: format!("recover reply: {e}"),
+        })
     }
 
     /// Launches a container; returns its supervisor's pid.
@@ -386,18 +535,35 @@ impl Launcher {
         let mut pid = 0;
         // SAFETY: live handle, valid buffers, out pointer.
         let code = unsafe {
-            (self.abi.f.launcher_launch)(self.handle.0, i.as_ptr(), i.len(), l.as_ptr(), l.len(), c.as_ptr(), c.len(), sp, sn, &mut pid)
+            (self.abi.f.launcher_launch)(
+                self.handle.0,
+                i.as_ptr(),
+                i.len(),
+                l.as_ptr(),
+                l.len(),
+                c.as_ptr(),
+                c.len(),
+                sp,
+                sn,
+                &mut pid,
+            )
         };
         self.abi.check(code)?;
         Ok(pid)
     }
 
     /// Waits up to `timeout_ms` (negative: forever) for the raw wait status.
-    pub fn wait(&self, id: &mesos::ContainerId, timeout_ms: i64) -> Result<Option<i32>, AbiFailure> {
+    pub fn wait(
+        &self,
+        id: &mesos::ContainerId,
+        timeout_ms: i64,
+    ) -> Result<Option<i32>, AbiFailure> {
         let i = id.encode_to_vec();
         let mut status = 0;
         // SAFETY: live handle, valid buffer, out pointer.
-        let code = unsafe { (self.abi.f.launcher_wait)(self.handle.0, i.as_ptr(), i.len(), timeout_ms, &mut status) };
+        let code = unsafe {
+            (self.abi.f.launcher_wait)(self.handle.0, i.as_ptr(), i.len(), timeout_ms, &mut status)
+        };
         if code == codes::LAUNCHER_TIMEOUT {
             return Ok(None);
         }
@@ -410,7 +576,9 @@ impl Launcher {
         let i = id.encode_to_vec();
         let mut sent = false;
         // SAFETY: live handle, valid buffer, out pointer.
-        let code = unsafe { (self.abi.f.launcher_kill)(self.handle.0, i.as_ptr(), i.len(), signal, &mut sent) };
+        let code = unsafe {
+            (self.abi.f.launcher_kill)(self.handle.0, i.as_ptr(), i.len(), signal, &mut sent)
+        };
         self.abi.check(code)?;
         Ok(sent)
     }
@@ -420,7 +588,9 @@ impl Launcher {
         let i = id.encode_to_vec();
         let mut status = -1;
         // SAFETY: live handle, valid buffer, out pointer.
-        let code = unsafe { (self.abi.f.launcher_destroy)(self.handle.0, i.as_ptr(), i.len(), &mut status) };
+        let code = unsafe {
+            (self.abi.f.launcher_destroy)(self.handle.0, i.as_ptr(), i.len(), &mut status)
+        };
         self.abi.check(code)?;
         Ok((status >= 0).then_some(status))
     }

@@ -11,7 +11,9 @@ use nestguard::container_id::{self, to_dotted};
 use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 use nestguard::proto::mesos::environment::Variable;
 use nestguard::proto::mesos::slave::{ContainerLaunchInfo, ContainerTermination};
-use nestguard::proto::mesos::{self, CommandInfo, ContainerId, ContainerInfo, Environment, ExecutorInfo, FrameworkInfo};
+use nestguard::proto::mesos::{
+    self, CommandInfo, ContainerId, ContainerInfo, Environment, ExecutorInfo, FrameworkInfo,
+};
 use nestguard::proto::nestguard::PodSpec;
 use tokio::sync::watch;
 
@@ -99,7 +101,12 @@ fn lock(m: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
 }
 
 fn env_var(name: &str, value: impl Into<String>) -> Variable {
-    Variable { name: name.to_owned(), value: Some(value.into()), r#type: None, secret: None }
+    Variable {
+        name: name.to_owned(),
+        value: Some(value.into()),
+        r#type: None,
+        secret: None,
+    }
 }
 
 /// Later entries override earlier ones, as the launch helper does.
@@ -111,7 +118,10 @@ fn merge_env(layers: &[&Environment]) -> Environment {
                 continue; // resolved by a secret resolver in Mesos; not by us
             }
             merged.retain(|m| m.name != v.name);
-            merged.push(Variable { r#type: None, ..v.clone() });
+            merged.push(Variable {
+                r#type: None,
+                ..v.clone()
+            });
         }
     }
     Environment { variables: merged }
@@ -120,16 +130,28 @@ fn merge_env(layers: &[&Environment]) -> Environment {
 impl Agent {
     /// Creates the agent; call [`Agent::recover`] before serving.
     pub fn new(modules: Modules, layout: Layout, nestguard_exe: PathBuf) -> Agent {
-        Agent { modules, layout, endpoint: Mutex::new(String::new()), nestguard_exe, state: Mutex::new(Registry::default()) }
+        Agent {
+            modules,
+            layout,
+            endpoint: Mutex::new(String::new()),
+            nestguard_exe,
+            state: Mutex::new(Registry::default()),
+        }
     }
 
     /// The `ip:port` executors reach the agent at.
     pub fn set_endpoint(&self, endpoint: String) {
-        *self.endpoint.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = endpoint;
+        *self
+            .endpoint
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = endpoint;
     }
 
     fn endpoint(&self) -> String {
-        self.endpoint.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.endpoint
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     // ----- authorization -------------------------------------------------
@@ -148,7 +170,10 @@ impl Agent {
                 };
             }
         }
-        Object { container_id: Some(id.clone()), ..Default::default() }
+        Object {
+            container_id: Some(id.clone()),
+            ..Default::default()
+        }
     }
 
     /// Authorizes `action` on a container; 403 carries the explanation.
@@ -164,17 +189,35 @@ impl Agent {
         self.authorize_object(subject, action, object)
     }
 
-    fn authorize_object(&self, subject: Option<&Subject>, action: Action, object: Object) -> Result<(), ApiError> {
-        let Some(authorizer) = &self.modules.authorizer else { return Ok(()) };
-        let request = Request { subject: subject.cloned(), action: Some(action as i32), object: Some(object) };
+    fn authorize_object(
+        &self,
+        subject: Option<&Subject>,
+        action: Action,
+        object: Object,
+    ) -> Result<(), ApiError> {
+        let Some(authorizer) = &self.modules.authorizer else {
+            return Ok(());
+        };
+        let request = Request {
+            subject: subject.cloned(),
+            action: Some(action as i32),
+            object: Some(object),
+        };
         // An authorizer error is logged and treated as a denial, as Mesos does.
         let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "authorizer failed; denying");
             false
         });
-        let principal = subject.and_then(|s| s.value.clone()).unwrap_or_else(|| "<claims or anonymous>".into());
+        let principal = subject
+            .and_then(|s| s.value.clone())
+            .unwrap_or_else(|| "<claims or anonymous>".into());
         if allowed {
-            tracing::info!(principal, action = action.as_str_name(), decision = "allow", "authorized");
+            tracing::info!(
+                principal,
+                action = action.as_str_name(),
+                decision = "allow",
+                "authorized"
+            );
             Ok(())
         } else {
             let why = authorizer.explain(&request).unwrap_or_default();
@@ -186,7 +229,10 @@ impl Agent {
     // ----- launch ----------------------------------------------------------
 
     fn terminated(&self, key: &str) -> Option<bool> {
-        lock(&self.state).containers.get(key).map(|c| c.termination.borrow().is_some())
+        lock(&self.state)
+            .containers
+            .get(key)
+            .map(|c| c.termination.borrow().is_some())
     }
 
     /// LAUNCH_NESTED_CONTAINER / LAUNCH_CONTAINER (already authorized).
@@ -200,18 +246,26 @@ impl Agent {
         if self.terminated(&key).is_some() {
             return Ok(Launched::Already);
         }
-        if let Some(c) = &container {
-            if c.r#type() != mesos::container_info::Type::Mesos {
-                return Err(ApiError::BadRequest("The provided ContainerInfo is not supported".into()));
-            }
+        if let Some(c) = &container
+            && c.r#type() != mesos::container_info::Type::Mesos
+        {
+            return Err(ApiError::BadRequest(
+                "The provided ContainerInfo is not supported".into(),
+            ));
         }
         let command = command.unwrap_or_default();
         let (sandbox, user, base_env) = match &id.parent {
             Some(parent) => {
                 let parent_key = to_dotted(parent);
                 let state = lock(&self.state);
-                let Some(p) = state.containers.get(&parent_key).filter(|p| p.termination.borrow().is_none()) else {
-                    return Err(ApiError::BadRequest(format!("Parent container {parent_key} does not exist")));
+                let Some(p) = state
+                    .containers
+                    .get(&parent_key)
+                    .filter(|p| p.termination.borrow().is_none())
+                else {
+                    return Err(ApiError::BadRequest(format!(
+                        "Parent container {parent_key} does not exist"
+                    )));
                 };
                 let user = command.user.clone().or_else(|| p.user.clone());
                 let sandbox = nested_sandbox(&p.sandbox, id);
@@ -224,14 +278,25 @@ impl Agent {
                 }
                 (sandbox, user, env)
             }
-            None => (self.layout.standalone_sandbox(id), command.user.clone(), Environment::default()),
+            None => (
+                self.layout.standalone_sandbox(id),
+                command.user.clone(),
+                Environment::default(),
+            ),
         };
         self.create_sandbox(&sandbox)?;
-        let sandbox_env = Environment { variables: vec![env_var("MESOS_SANDBOX", sandbox.to_string_lossy())] };
+        let sandbox_env = Environment {
+            variables: vec![env_var("MESOS_SANDBOX", sandbox.to_string_lossy())],
+        };
         let command_env = command.environment.clone().unwrap_or_default();
         let info = ContainerLaunchInfo {
             environment: Some(merge_env(&[&sandbox_env, &base_env, &command_env])),
-            command: Some(CommandInfo { environment: None, user: None, uris: Vec::new(), ..command }),
+            command: Some(CommandInfo {
+                environment: None,
+                user: None,
+                uris: Vec::new(),
+                ..command
+            }),
             working_directory: Some(sandbox.to_string_lossy().into_owned()),
             user: user.clone(),
             ..Default::default()
@@ -246,7 +311,12 @@ impl Agent {
             .recursive(true)
             .mode(0o750)
             .create(sandbox)
-            .map_err(|e| ApiError::Internal(format!("Failed to create sandbox '{}': {e}", sandbox.display())))
+            .map_err(|e| {
+                ApiError::Internal(format!(
+                    "Failed to create sandbox '{}': {e}",
+                    sandbox.display()
+                ))
+            })
     }
 
     /// Launches through the launcher and starts reaping the container.
@@ -259,22 +329,39 @@ impl Agent {
         user: Option<String>,
     ) -> Result<(), ApiError> {
         let key = to_dotted(&id);
-        let pid = match self.modules.launcher.launch(&id, &info, container.as_ref(), &sandbox) {
+        let pid = match self
+            .modules
+            .launcher
+            .launch(&id, &info, container.as_ref(), &sandbox)
+        {
             Ok(pid) => pid,
             Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => return Ok(()),
             Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
                 let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
-                return Err(ApiError::BadRequest(format!("Parent container {parent} does not exist")));
+                return Err(ApiError::BadRequest(format!(
+                    "Parent container {parent} does not exist"
+                )));
             }
             Err(e) => {
                 // Mesos destroys a container whose launch failed.
                 let _ = self.modules.launcher.destroy(&id);
-                return Err(ApiError::BadRequest(format!("Failed to launch container {key}: {}", e.message)));
+                return Err(ApiError::BadRequest(format!(
+                    "Failed to launch container {key}: {}",
+                    e.message
+                )));
             }
         };
         tracing::info!(container_id = %key, pid, "launched container");
         let (tx, _) = watch::channel(None);
-        lock(&self.state).containers.insert(key, ContainerRecord { id: id.clone(), sandbox, user, termination: tx });
+        lock(&self.state).containers.insert(
+            key,
+            ContainerRecord {
+                id: id.clone(),
+                sandbox,
+                user,
+                termination: tx,
+            },
+        );
         self.reap(id);
         Ok(())
     }
@@ -312,7 +399,10 @@ impl Agent {
         }
         let destroyed = self.modules.launcher.destroy(id);
         let status = destroyed.ok().flatten().unwrap_or(status);
-        let termination = ContainerTermination { status: Some(status), ..Default::default() };
+        let termination = ContainerTermination {
+            status: Some(status),
+            ..Default::default()
+        };
         tracing::info!(container_id = %key, status, "container terminated");
         if let Some(c) = lock(&self.state).containers.get(&key) {
             c.termination.send_replace(Some(termination));
@@ -324,12 +414,20 @@ impl Agent {
     /// WAIT_(NESTED_)CONTAINER: the termination, once there is one.
     pub async fn wait(&self, id: &ContainerId) -> Result<ContainerTermination, ApiError> {
         let key = to_dotted(id);
-        let rx = lock(&self.state).containers.get(&key).map(|c| c.termination.subscribe());
+        let rx = lock(&self.state)
+            .containers
+            .get(&key)
+            .map(|c| c.termination.subscribe());
         let Some(mut rx) = rx else {
             // Unknown to the agent: a checkpointed termination still answers.
             return match self.modules.launcher.wait(id, 0) {
-                Ok(Some(status)) => Ok(ContainerTermination { status: Some(status), ..Default::default() }),
-                _ => Err(ApiError::NotFound(format!("Container {key} cannot be found"))),
+                Ok(Some(status)) => Ok(ContainerTermination {
+                    status: Some(status),
+                    ..Default::default()
+                }),
+                _ => Err(ApiError::NotFound(format!(
+                    "Container {key} cannot be found"
+                ))),
             };
         };
         loop {
@@ -337,7 +435,9 @@ impl Agent {
                 return Ok(t);
             }
             if rx.changed().await.is_err() {
-                return Err(ApiError::NotFound(format!("Container {key} cannot be found")));
+                return Err(ApiError::NotFound(format!(
+                    "Container {key} cannot be found"
+                )));
             }
         }
     }
@@ -345,7 +445,11 @@ impl Agent {
     /// KILL_(NESTED_)CONTAINER.
     pub fn kill(&self, id: &ContainerId, signal: i32) -> Result<(), ApiError> {
         let key = to_dotted(id);
-        let gone = || ApiError::NotFound(format!("Container '{key}' cannot be found (or is already killed)"));
+        let gone = || {
+            ApiError::NotFound(format!(
+                "Container '{key}' cannot be found (or is already killed)"
+            ))
+        };
         if self.terminated(&key) != Some(false) {
             return Err(gone());
         }
@@ -361,7 +465,11 @@ impl Agent {
     pub fn remove(&self, id: &ContainerId) -> Result<(), ApiError> {
         let key = to_dotted(id);
         match self.terminated(&key) {
-            Some(false) => return Err(ApiError::Internal("Nested container has not terminated yet".into())),
+            Some(false) => {
+                return Err(ApiError::Internal(
+                    "Nested container has not terminated yet".into(),
+                ));
+            }
             None => return Ok(()),
             Some(true) => {}
         }
@@ -373,7 +481,10 @@ impl Agent {
     }
 
     /// GET_CONTAINERS: every known container with its executor.
-    pub fn list(&self, show_nested: bool) -> Vec<mesos::v1::agent::response::get_containers::Container> {
+    pub fn list(
+        &self,
+        show_nested: bool,
+    ) -> Vec<mesos::v1::agent::response::get_containers::Container> {
         use mesos::v1::agent::response::get_containers::Container;
         let state = lock(&self.state);
         state
@@ -384,8 +495,11 @@ impl Agent {
             .map(|c| {
                 let exec = state.executors.get(&container_id::root(&c.id).value);
                 Container {
-                    framework_id: exec.and_then(|e| e.framework.id.as_ref()).and_then(|f| nestguard::proto::convert(f).ok()),
-                    executor_id: exec.and_then(|e| nestguard::proto::convert(&e.executor.executor_id).ok()),
+                    framework_id: exec
+                        .and_then(|e| e.framework.id.as_ref())
+                        .and_then(|f| nestguard::proto::convert(f).ok()),
+                    executor_id: exec
+                        .and_then(|e| nestguard::proto::convert(&e.executor.executor_id).ok()),
                     executor_name: exec.and_then(|e| e.executor.name.clone()),
                     container_id: nestguard::proto::convert(&c.id).unwrap_or_default(),
                     ..Default::default()
@@ -398,7 +512,11 @@ impl Agent {
 
     /// Launches a pod: its executor container running nestguard's default
     /// executor (or the executor's own command for CUSTOM executors).
-    pub fn launch_pod(self: &Arc<Self>, subject: Option<&Subject>, pod: PodSpec) -> Result<ContainerId, ApiError> {
+    pub fn launch_pod(
+        self: &Arc<Self>,
+        subject: Option<&Subject>,
+        pod: PodSpec,
+    ) -> Result<ContainerId, ApiError> {
         for task in &pod.tasks {
             let object = Object {
                 framework_info: Some(pod.framework.clone()),
@@ -407,8 +525,13 @@ impl Agent {
             };
             self.authorize_object(subject, Action::RunTask, object)?;
         }
-        let id = ContainerId { value: uuid::Uuid::new_v4().to_string(), parent: None };
-        let sandbox = self.layout.executor_sandbox(&pod.framework, &pod.executor, &id);
+        let id = ContainerId {
+            value: uuid::Uuid::new_v4().to_string(),
+            parent: None,
+        };
+        let sandbox = self
+            .layout
+            .executor_sandbox(&pod.framework, &pod.executor, &id);
         self.create_sandbox(&sandbox)?;
         let record = ExecutorRecord {
             framework: pod.framework.clone(),
@@ -416,12 +539,18 @@ impl Agent {
             container_id: id.clone(),
             sandbox: sandbox.clone(),
         };
-        self.checkpoint_executor(&record).map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+        self.checkpoint_executor(&record)
+            .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
         let spec_path = sandbox.join("pod.json");
         std::fs::write(&spec_path, nestguard::json::to_json(&pod))
             .map_err(|e| ApiError::Internal(format!("writing {}: {e}", spec_path.display())))?;
 
-        let fw_id = pod.framework.id.as_ref().map(|f| f.value.clone()).unwrap_or_default();
+        let fw_id = pod
+            .framework
+            .id
+            .as_ref()
+            .map(|f| f.value.clone())
+            .unwrap_or_default();
         let agent_env = Environment {
             variables: vec![
                 env_var("MESOS_FRAMEWORK_ID", fw_id),
@@ -452,13 +581,24 @@ impl Agent {
         let user = Some(pod.framework.user.clone()).filter(|u| !u.is_empty());
         let info = ContainerLaunchInfo {
             environment: Some(merge_env(&[&agent_env, &hook_env, &command_env])),
-            command: Some(CommandInfo { environment: None, user: None, uris: Vec::new(), ..command }),
+            command: Some(CommandInfo {
+                environment: None,
+                user: None,
+                uris: Vec::new(),
+                ..command
+            }),
             working_directory: Some(sandbox.to_string_lossy().into_owned()),
             user: user.clone(),
             ..Default::default()
         };
         lock(&self.state).executors.insert(id.value.clone(), record);
-        self.start(id.clone(), info, pod.executor.container.clone(), sandbox, user)?;
+        self.start(
+            id.clone(),
+            info,
+            pod.executor.container.clone(),
+            sandbox,
+            user,
+        )?;
         tracing::info!(container_id = %id.value, executor_id = %pod.executor.executor_id.value, "pod launched");
         Ok(id)
     }
@@ -480,16 +620,27 @@ impl Agent {
     /// Destroys a pod (its executor container and everything nested) and
     /// forgets it.
     pub fn kill_pod(&self, root: &str) -> Result<ContainerTermination, ApiError> {
-        let id = ContainerId { value: root.to_owned(), parent: None };
+        let id = ContainerId {
+            value: root.to_owned(),
+            parent: None,
+        };
         if self.executor(root).is_none() {
-            return Err(ApiError::NotFound(format!("Container {root} cannot be found")));
+            return Err(ApiError::NotFound(format!(
+                "Container {root} cannot be found"
+            )));
         }
         let status = self.modules.launcher.destroy(&id)?.unwrap_or(9);
-        let termination = ContainerTermination { status: Some(status), ..Default::default() };
+        let termination = ContainerTermination {
+            status: Some(status),
+            ..Default::default()
+        };
         let mut state = lock(&self.state);
         for c in state.containers.values() {
             if container_id::root(&c.id).value == root && c.termination.borrow().is_none() {
-                c.termination.send_replace(Some(ContainerTermination { status: Some(9), ..Default::default() }));
+                c.termination.send_replace(Some(ContainerTermination {
+                    status: Some(9),
+                    ..Default::default()
+                }));
             }
         }
         state.executors.remove(root);
@@ -510,9 +661,14 @@ impl Agent {
                 let root = entry.file_name().to_string_lossy().into_owned();
                 let read = || -> anyhow::Result<ExecutorRecord> {
                     Ok(ExecutorRecord {
-                        framework: nestguard::checkpoint::read_message(&dir.join("framework.info"))?,
+                        framework: nestguard::checkpoint::read_message(
+                            &dir.join("framework.info"),
+                        )?,
                         executor: nestguard::checkpoint::read_message(&dir.join("executor.info"))?,
-                        container_id: ContainerId { value: root.clone(), parent: None },
+                        container_id: ContainerId {
+                            value: root.clone(),
+                            parent: None,
+                        },
                         sandbox: PathBuf::from(std::fs::read_to_string(dir.join("sandbox"))?),
                     })
                 };
@@ -521,7 +677,9 @@ impl Agent {
                         known.push(record.container_id.clone());
                         lock(&self.state).executors.insert(root, record);
                     }
-                    Err(e) => tracing::warn!(path = %dir.display(), error = %e, "ignoring an unreadable executor checkpoint"),
+                    Err(e) => {
+                        tracing::warn!(path = %dir.display(), error = %e, "ignoring an unreadable executor checkpoint")
+                    }
                 }
             }
         }
@@ -535,17 +693,35 @@ impl Agent {
         for state in &reply.checkpointed_container_states {
             let id = state.container_id.clone();
             let root = container_id::root(&id).value.clone();
-            let Some(exec) = self.executor(&root) else { continue };
+            let Some(exec) = self.executor(&root) else {
+                continue;
+            };
             let mut sandbox = exec.sandbox.clone();
             for level in container_id::chain(&id).iter().skip(1) {
                 sandbox = sandbox.join("containers").join(level);
             }
             let (tx, _) = watch::channel(None);
-            let user = if id.parent.is_none() { Some(exec.framework.user.clone()) } else { None };
-            lock(&self.state).containers.insert(to_dotted(&id), ContainerRecord { id: id.clone(), sandbox, user, termination: tx });
+            let user = if id.parent.is_none() {
+                Some(exec.framework.user.clone())
+            } else {
+                None
+            };
+            lock(&self.state).containers.insert(
+                to_dotted(&id),
+                ContainerRecord {
+                    id: id.clone(),
+                    sandbox,
+                    user,
+                    termination: tx,
+                },
+            );
             self.reap(id);
         }
-        tracing::info!(executors = known.len(), orphans = reply.orphan_container_ids.len(), "recovered");
+        tracing::info!(
+            executors = known.len(),
+            orphans = reply.orphan_container_ids.len(),
+            "recovered"
+        );
         Ok(())
     }
 }

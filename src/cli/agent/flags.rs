@@ -63,17 +63,28 @@ pub struct AgentFlags {
 impl AgentFlags {
     /// Comma list → names, empty entries dropped.
     pub fn list(value: &str) -> Vec<String> {
-        value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The effective runtime directory.
     pub fn runtime_dir(&self) -> PathBuf {
-        self.runtime_dir.clone().unwrap_or_else(|| self.work_dir.join("run"))
+        self.runtime_dir
+            .clone()
+            .unwrap_or_else(|| self.work_dir.join("run"))
     }
 
     /// The effective launcher: the flag, else `linux` as root and `posix` otherwise.
     pub fn launcher(&self) -> LauncherKind {
-        self.launcher.unwrap_or(if nix_is_root() { LauncherKind::Linux } else { LauncherKind::Posix })
+        self.launcher.unwrap_or(if nix_is_root() {
+            LauncherKind::Linux
+        } else {
+            LauncherKind::Posix
+        })
     }
 }
 
@@ -105,9 +116,14 @@ mod tests {
         ])
         .unwrap();
         assert!(w.flags.authenticate_http_readwrite);
-        assert_eq!(AgentFlags::list(&w.flags.isolation), ["filesystem/linux", "io_nestguard_Isolator"]);
+        assert_eq!(
+            AgentFlags::list(&w.flags.isolation),
+            ["filesystem/linux", "io_nestguard_Isolator"]
+        );
         assert_eq!(w.flags.launcher(), LauncherKind::Posix);
-        let w = Wrapper::try_parse_from(["x", "--work_dir=/w", "--authenticate_http_readwrite=false"]).unwrap();
+        let w =
+            Wrapper::try_parse_from(["x", "--work_dir=/w", "--authenticate_http_readwrite=false"])
+                .unwrap();
         assert!(!w.flags.authenticate_http_readwrite);
     }
 }

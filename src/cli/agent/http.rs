@@ -54,19 +54,28 @@ impl IntoResponse for ApiError {
 }
 
 /// Authenticates the request; `Err` is the 401 to send.
-fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>, Response> {
-    let Some(authenticator) = &server.authenticator else { return Ok(None) };
-    let header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>, Box<Response>> {
+    let Some(authenticator) = &server.authenticator else {
+        return Ok(None);
+    };
+    let header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
     match authenticator.authenticate(header) {
         Ok(Authentication::Principal(subject)) => Ok(Some(subject)),
         Ok(Authentication::Unauthorized(challenge)) => {
             let mut response = text(StatusCode::UNAUTHORIZED, "");
             if let Ok(value) = HeaderValue::from_str(&challenge) {
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, value);
             }
-            Err(response)
+            Err(Box::new(response))
         }
-        Err(e) => Err(text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+        Err(e) => Err(Box::new(text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            e.to_string(),
+        ))),
     }
 }
 
@@ -74,20 +83,31 @@ fn unversioned(id: &v1::ContainerId) -> ContainerId {
     nestguard::proto::convert(id).unwrap_or_default()
 }
 
-fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(format: Format, message: &M) -> Response {
+fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
+    format: Format,
+    message: &M,
+) -> Response {
     let mut response = (StatusCode::OK, format.encode(message)).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(format.media_type()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.media_type()),
+    );
     response
 }
 
-async fn api(State(server): State<Arc<Server>>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
+async fn api(
+    State(server): State<Arc<Server>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let (call, format) = match decode_call(&method, &headers, &body) {
         Ok(ok) => ok,
         Err(rejection) => return text(rejection.0, rejection.1),
     };
     let subject = match authenticate(&server, &headers) {
         Ok(s) => s,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     match dispatch(&server.agent, subject.as_ref(), call, format).await {
         Ok(response) => response,
@@ -95,8 +115,12 @@ async fn api(State(server): State<Arc<Server>>, method: Method, headers: HeaderM
     }
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::Internal(format!("worker failed: {e}")))?
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(format!("worker failed: {e}")))?
 }
 
 fn launched(result: Launched) -> Response {
@@ -114,43 +138,92 @@ fn wait_response(kind: call::Type, t: &mesos::slave::ContainerTermination) -> v1
     match kind {
         call::Type::WaitNestedContainer => v1::agent::Response {
             r#type: Some(response::Type::WaitNestedContainer as i32),
-            wait_nested_container: Some(response::WaitNestedContainer { exit_status, state, reason, message, limitation: None }),
+            wait_nested_container: Some(response::WaitNestedContainer {
+                exit_status,
+                state,
+                reason,
+                message,
+                limitation: None,
+            }),
             ..Default::default()
         },
         _ => v1::agent::Response {
             r#type: Some(response::Type::WaitContainer as i32),
-            wait_container: Some(response::WaitContainer { exit_status, state, reason, message, limitation: None }),
+            wait_container: Some(response::WaitContainer {
+                exit_status,
+                state,
+                reason,
+                message,
+                limitation: None,
+            }),
             ..Default::default()
         },
     }
 }
 
-async fn dispatch(agent: &Arc<Agent>, subject: Option<&Subject>, call: Call, format: Format) -> Result<Response, ApiError> {
+async fn dispatch(
+    agent: &Arc<Agent>,
+    subject: Option<&Subject>,
+    call: Call,
+    format: Format,
+) -> Result<Response, ApiError> {
     let kind = call::Type::try_from(call.r#type.unwrap_or(0)).unwrap_or(call::Type::Unknown);
-    let nested_or = |id: &ContainerId, nested: Action, standalone: Action| if id.parent.is_some() { nested } else { standalone };
+    let nested_or = |id: &ContainerId, nested: Action, standalone: Action| {
+        if id.parent.is_some() {
+            nested
+        } else {
+            standalone
+        }
+    };
     match kind {
         call::Type::LaunchNestedContainer | call::Type::LaunchContainer => {
-            let (id, command, container) = match (call.launch_nested_container, call.launch_container) {
-                (Some(l), _) => (unversioned(&l.container_id), l.command, l.container),
-                (_, Some(l)) => (unversioned(&l.container_id), l.command, l.container),
-                _ => return Err(ApiError::BadRequest("Expecting 'launch_container' to be present".into())),
-            };
-            let command: Option<mesos::CommandInfo> = command.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
-            let container: Option<mesos::ContainerInfo> = container.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
-            let action = nested_or(&id, Action::LaunchNestedContainer, Action::LaunchStandaloneContainer);
+            let (id, command, container) =
+                match (call.launch_nested_container, call.launch_container) {
+                    (Some(l), _) => (unversioned(&l.container_id), l.command, l.container),
+                    (_, Some(l)) => (unversioned(&l.container_id), l.command, l.container),
+                    _ => {
+                        return Err(ApiError::BadRequest(
+                            "Expecting 'launch_container' to be present".into(),
+                        ));
+                    }
+                };
+            let command: Option<mesos::CommandInfo> =
+                command.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
+            let container: Option<mesos::ContainerInfo> =
+                container.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
+            let action = nested_or(
+                &id,
+                Action::LaunchNestedContainer,
+                Action::LaunchStandaloneContainer,
+            );
             // The agent always passes a command (empty when absent) to the authorizer.
             let for_authz = command.clone().unwrap_or_default();
             agent.authorize(subject, action, &id, Some(&for_authz))?;
             let agent = Arc::clone(agent);
-            Ok(launched(blocking(move || agent.launch(&id, command, container)).await?))
+            Ok(launched(
+                blocking(move || agent.launch(&id, command, container)).await?,
+            ))
         }
         call::Type::WaitNestedContainer | call::Type::WaitContainer => {
             let id = match (&call.wait_nested_container, &call.wait_container) {
                 (Some(w), _) => unversioned(&w.container_id),
                 (_, Some(w)) => unversioned(&w.container_id),
-                _ => return Err(ApiError::BadRequest("Expecting 'wait_container' to be present".into())),
+                _ => {
+                    return Err(ApiError::BadRequest(
+                        "Expecting 'wait_container' to be present".into(),
+                    ));
+                }
             };
-            agent.authorize(subject, nested_or(&id, Action::WaitNestedContainer, Action::WaitStandaloneContainer), &id, None)?;
+            agent.authorize(
+                subject,
+                nested_or(
+                    &id,
+                    Action::WaitNestedContainer,
+                    Action::WaitStandaloneContainer,
+                ),
+                &id,
+                None,
+            )?;
             let termination = agent.wait(&id).await?;
             Ok(encoded(format, &wait_response(kind, &termination)))
         }
@@ -158,9 +231,22 @@ async fn dispatch(agent: &Arc<Agent>, subject: Option<&Subject>, call: Call, for
             let (id, signal) = match (&call.kill_nested_container, &call.kill_container) {
                 (Some(k), _) => (unversioned(&k.container_id), k.signal),
                 (_, Some(k)) => (unversioned(&k.container_id), k.signal),
-                _ => return Err(ApiError::BadRequest("Expecting 'kill_container' to be present".into())),
+                _ => {
+                    return Err(ApiError::BadRequest(
+                        "Expecting 'kill_container' to be present".into(),
+                    ));
+                }
             };
-            agent.authorize(subject, nested_or(&id, Action::KillNestedContainer, Action::KillStandaloneContainer), &id, None)?;
+            agent.authorize(
+                subject,
+                nested_or(
+                    &id,
+                    Action::KillNestedContainer,
+                    Action::KillStandaloneContainer,
+                ),
+                &id,
+                None,
+            )?;
             let agent = Arc::clone(agent);
             blocking(move || agent.kill(&id, signal.unwrap_or(libc::SIGKILL))).await?;
             Ok(StatusCode::OK.into_response())
@@ -169,15 +255,32 @@ async fn dispatch(agent: &Arc<Agent>, subject: Option<&Subject>, call: Call, for
             let id = match (&call.remove_nested_container, &call.remove_container) {
                 (Some(r), _) => unversioned(&r.container_id),
                 (_, Some(r)) => unversioned(&r.container_id),
-                _ => return Err(ApiError::BadRequest("Expecting 'remove_container' to be present".into())),
+                _ => {
+                    return Err(ApiError::BadRequest(
+                        "Expecting 'remove_container' to be present".into(),
+                    ));
+                }
             };
-            agent.authorize(subject, nested_or(&id, Action::RemoveNestedContainer, Action::RemoveStandaloneContainer), &id, None)?;
+            agent.authorize(
+                subject,
+                nested_or(
+                    &id,
+                    Action::RemoveNestedContainer,
+                    Action::RemoveStandaloneContainer,
+                ),
+                &id,
+                None,
+            )?;
             let agent = Arc::clone(agent);
             blocking(move || agent.remove(&id)).await?;
             Ok(StatusCode::OK.into_response())
         }
         call::Type::GetContainers => {
-            let show_nested = call.get_containers.as_ref().and_then(|g| g.show_nested).unwrap_or(false);
+            let show_nested = call
+                .get_containers
+                .as_ref()
+                .and_then(|g| g.show_nested)
+                .unwrap_or(false);
             let containers = agent.list(show_nested);
             let response = v1::agent::Response {
                 r#type: Some(response::Type::GetContainers as i32),
@@ -193,10 +296,14 @@ async fn dispatch(agent: &Arc<Agent>, subject: Option<&Subject>, call: Call, for
     }
 }
 
-async fn launch_pod(State(server): State<Arc<Server>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn launch_pod(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let subject = match authenticate(&server, &headers) {
         Ok(s) => s,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let Ok(text_body) = std::str::from_utf8(&body) else {
         return text(StatusCode::BAD_REQUEST, "the pod spec is not UTF-8");
@@ -215,29 +322,54 @@ async fn launch_pod(State(server): State<Arc<Server>>, headers: HeaderMap, body:
     }
 }
 
-async fn pod_status(State(server): State<Arc<Server>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn pod_status(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     if let Err(response) = authenticate(&server, &headers) {
-        return response;
+        return *response;
     }
     let Some(exec) = server.agent.executor(&id) else {
-        return text(StatusCode::NOT_FOUND, format!("Container {id} cannot be found"));
+        return text(
+            StatusCode::NOT_FOUND,
+            format!("Container {id} cannot be found"),
+        );
     };
-    let root = ContainerId { value: id.clone(), parent: None };
-    let body = match tokio::time::timeout(std::time::Duration::from_millis(1), server.agent.wait(&root)).await {
-        Ok(Ok(t)) => serde_json::json!({"container_id": id, "state": "TERMINATED", "exit_status": t.status,
-                                         "sandbox": exec.sandbox}),
+    let root = ContainerId {
+        value: id.clone(),
+        parent: None,
+    };
+    let body = match tokio::time::timeout(
+        std::time::Duration::from_millis(1),
+        server.agent.wait(&root),
+    )
+    .await
+    {
+        Ok(Ok(t)) => {
+            serde_json::json!({"container_id": id, "state": "TERMINATED", "exit_status": t.status,
+                                         "sandbox": exec.sandbox})
+        }
         _ => serde_json::json!({"container_id": id, "state": "RUNNING", "sandbox": exec.sandbox}),
     };
     ([(header::CONTENT_TYPE, APPLICATION_JSON)], body.to_string()).into_response()
 }
 
-async fn kill_pod(State(server): State<Arc<Server>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn kill_pod(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     if let Err(response) = authenticate(&server, &headers) {
-        return response;
+        return *response;
     }
     let agent = Arc::clone(&server.agent);
     match blocking(move || agent.kill_pod(&id)).await {
-        Ok(t) => ([(header::CONTENT_TYPE, APPLICATION_JSON)], serde_json::json!({"exit_status": t.status}).to_string()).into_response(),
+        Ok(t) => (
+            [(header::CONTENT_TYPE, APPLICATION_JSON)],
+            serde_json::json!({"exit_status": t.status}).to_string(),
+        )
+            .into_response(),
         Err(e) => e.into_response(),
     }
 }

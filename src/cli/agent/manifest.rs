@@ -24,11 +24,12 @@ pub fn read(value: &str) -> anyhow::Result<Vec<ModuleSpec>> {
         (value.to_owned(), "--modules".to_owned())
     } else {
         let path = value.strip_prefix("file://").unwrap_or(value);
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading the modules manifest {path}"))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the modules manifest {path}"))?;
         (text, path.to_owned())
     };
-    let modules: Modules =
-        nestguard::json::from_json(&text).with_context(|| format!("parsing the modules manifest {origin}"))?;
+    let modules: Modules = nestguard::json::from_json(&text)
+        .with_context(|| format!("parsing the modules manifest {origin}"))?;
     let mut specs = Vec::new();
     for (i, library) in modules.libraries.iter().enumerate() {
         // Mesos: `file` wins over `name`; a name maps to lib<name>.so.
@@ -41,7 +42,11 @@ pub fn read(value: &str) -> anyhow::Result<Vec<ModuleSpec>> {
             let Some(name) = module.name.clone().filter(|n| !n.is_empty()) else {
                 bail!("{origin}: libraries[{i}]: a module has no name");
             };
-            specs.push(ModuleSpec { name, parameters: module.parameters.clone(), library: path.clone() });
+            specs.push(ModuleSpec {
+                name,
+                parameters: module.parameters.clone(),
+                library: path.clone(),
+            });
         }
     }
     Ok(specs)
@@ -79,6 +84,9 @@ mod tests {
         assert_eq!(specs[0].library, PathBuf::from("libnestguard.so"));
         assert_eq!(specs[0].parameters[1].key, "strict");
         let e = read(r#"{"libraries":[{"modules":[]}]}"#).unwrap_err();
-        assert!(e.to_string().contains("Library name or path not provided"), "{e}");
+        assert!(
+            e.to_string().contains("Library name or path not provided"),
+            "{e}"
+        );
     }
 }

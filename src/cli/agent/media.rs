@@ -49,7 +49,11 @@ fn media_type(value: &str) -> &str {
 
 /// Whether the `Accept` header allows `wanted` (absent header: anything).
 pub fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
-    let values: Vec<&str> = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect();
+    let values: Vec<&str> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
     if values.is_empty() {
         return true;
     }
@@ -59,7 +63,8 @@ pub fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
         let range = parts.next().unwrap_or("").trim();
         let zero_q = parts.any(|p| {
             let p = p.trim();
-            p.strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+            p.strip_prefix("q=")
+                .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
         });
         !zero_q && (range == wanted || range == "*/*" || range == format!("{kind}/*"))
     })
@@ -67,7 +72,11 @@ pub fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
 
 /// Checks method and headers and decodes the call; returns the call and the
 /// response format.
-pub fn decode_call(method: &Method, headers: &HeaderMap, body: &[u8]) -> Result<(Call, Format), Rejection> {
+pub fn decode_call(
+    method: &Method,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Call, Format), Rejection> {
     if method != Method::POST {
         return Err(Rejection(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -75,7 +84,10 @@ pub fn decode_call(method: &Method, headers: &HeaderMap, body: &[u8]) -> Result<
         ));
     }
     let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
-        return Err(Rejection(StatusCode::BAD_REQUEST, "Expecting 'Content-Type' to be present".into()));
+        return Err(Rejection(
+            StatusCode::BAD_REQUEST,
+            "Expecting 'Content-Type' to be present".into(),
+        ));
     };
     let content = match media_type(content_type.to_str().unwrap_or("")) {
         APPLICATION_JSON => Format::Json,
@@ -89,7 +101,9 @@ pub fn decode_call(method: &Method, headers: &HeaderMap, body: &[u8]) -> Result<
         _ => {
             return Err(Rejection(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("Expecting 'Content-Type' of {APPLICATION_JSON} or {APPLICATION_PROTOBUF} or {APPLICATION_RECORDIO}"),
+                format!(
+                    "Expecting 'Content-Type' of {APPLICATION_JSON} or {APPLICATION_PROTOBUF} or {APPLICATION_RECORDIO}"
+                ),
             ));
         }
     };
@@ -100,24 +114,45 @@ pub fn decode_call(method: &Method, headers: &HeaderMap, body: &[u8]) -> Result<
     } else {
         return Err(Rejection(
             StatusCode::NOT_ACCEPTABLE,
-            format!("Expecting 'Accept' to allow {APPLICATION_JSON} or {APPLICATION_PROTOBUF} or {APPLICATION_RECORDIO}"),
+            format!(
+                "Expecting 'Accept' to allow {APPLICATION_JSON} or {APPLICATION_PROTOBUF} or {APPLICATION_RECORDIO}"
+            ),
         ));
     };
     let call = match content {
-        Format::Protobuf => Call::decode(body)
-            .map_err(|_| Rejection(StatusCode::BAD_REQUEST, "Failed to parse body into Call protobuf".into()))?,
+        Format::Protobuf => Call::decode(body).map_err(|_| {
+            Rejection(
+                StatusCode::BAD_REQUEST,
+                "Failed to parse body into Call protobuf".into(),
+            )
+        })?,
         Format::Json => {
-            let text = std::str::from_utf8(body)
-                .map_err(|e| Rejection(StatusCode::BAD_REQUEST, format!("Failed to parse body into JSON: {e}")))?;
-            serde_json::from_str::<serde_json::Value>(text)
-                .map_err(|e| Rejection(StatusCode::BAD_REQUEST, format!("Failed to parse body into JSON: {e}")))?;
+            let text = std::str::from_utf8(body).map_err(|e| {
+                Rejection(
+                    StatusCode::BAD_REQUEST,
+                    format!("Failed to parse body into JSON: {e}"),
+                )
+            })?;
+            serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
+                Rejection(
+                    StatusCode::BAD_REQUEST,
+                    format!("Failed to parse body into JSON: {e}"),
+                )
+            })?;
             nestguard::json::from_json::<Call>(text).map_err(|e| {
-                Rejection(StatusCode::BAD_REQUEST, format!("Failed to convert JSON into Call protobuf: {e}"))
+                Rejection(
+                    StatusCode::BAD_REQUEST,
+                    format!("Failed to convert JSON into Call protobuf: {e}"),
+                )
             })?
         }
     };
-    nestguard::validation::validate_agent_call(&call)
-        .map_err(|e| Rejection(StatusCode::BAD_REQUEST, format!("Failed to validate agent::Call: {e}")))?;
+    nestguard::validation::validate_agent_call(&call).map_err(|e| {
+        Rejection(
+            StatusCode::BAD_REQUEST,
+            format!("Failed to validate agent::Call: {e}"),
+        )
+    })?;
     Ok((call, accept))
 }
 
@@ -137,19 +172,42 @@ mod tests {
     #[test]
     fn negotiation() {
         let body = br#"{"type":"GET_CONTAINERS"}"#;
-        let (_, f) = decode_call(&Method::POST, &headers(&[("content-type", APPLICATION_JSON)]), body).unwrap();
+        let (_, f) = decode_call(
+            &Method::POST,
+            &headers(&[("content-type", APPLICATION_JSON)]),
+            body,
+        )
+        .unwrap();
         assert_eq!(f, Format::Json);
-        let h = headers(&[("content-type", APPLICATION_JSON), ("accept", "application/x-protobuf")]);
-        assert_eq!(decode_call(&Method::POST, &h, body).unwrap().1, Format::Protobuf);
+        let h = headers(&[
+            ("content-type", APPLICATION_JSON),
+            ("accept", "application/x-protobuf"),
+        ]);
+        assert_eq!(
+            decode_call(&Method::POST, &h, body).unwrap().1,
+            Format::Protobuf
+        );
         let h = headers(&[("content-type", APPLICATION_JSON), ("accept", "text/html")]);
-        assert_eq!(decode_call(&Method::POST, &h, body).unwrap_err().0, StatusCode::NOT_ACCEPTABLE);
+        assert_eq!(
+            decode_call(&Method::POST, &h, body).unwrap_err().0,
+            StatusCode::NOT_ACCEPTABLE
+        );
         let h = headers(&[("content-type", "text/plain")]);
-        assert_eq!(decode_call(&Method::POST, &h, body).unwrap_err().0, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-        assert_eq!(decode_call(&Method::GET, &h, body).unwrap_err().0, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(
+            decode_call(&Method::POST, &h, body).unwrap_err().0,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE
+        );
+        assert_eq!(
+            decode_call(&Method::GET, &h, body).unwrap_err().0,
+            StatusCode::METHOD_NOT_ALLOWED
+        );
         let e = decode_call(&Method::POST, &headers(&[]), body).unwrap_err();
         assert_eq!(e.1, "Expecting 'Content-Type' to be present");
         let h = headers(&[("content-type", APPLICATION_JSON)]);
         let e = decode_call(&Method::POST, &h, br#"{"type":"KILL_NESTED_CONTAINER"}"#).unwrap_err();
-        assert_eq!(e.1, "Failed to validate agent::Call: Expecting 'kill_nested_container' to be present");
+        assert_eq!(
+            e.1,
+            "Failed to validate agent::Call: Expecting 'kill_nested_container' to be present"
+        );
     }
 }

@@ -33,17 +33,27 @@ pub const ISOLATOR_MODULE: &str = "io_nestguard_Isolator";
 pub const HOOK_MODULE: &str = "io_nestguard_CredentialHook";
 
 fn find<'a>(specs: &'a [ModuleSpec], name: &str) -> anyhow::Result<&'a ModuleSpec> {
-    specs.iter().find(|s| s.name == name).with_context(|| format!("Module '{name}' unknown"))
+    specs
+        .iter()
+        .find(|s| s.name == name)
+        .with_context(|| format!("Module '{name}' unknown"))
 }
 
 fn param<'a>(spec: &'a ModuleSpec, key: &str) -> Option<&'a str> {
-    spec.parameters.iter().rev().find(|p| p.key == key).map(|p| p.value.as_str())
+    spec.parameters
+        .iter()
+        .rev()
+        .find(|p| p.key == key)
+        .map(|p| p.value.as_str())
 }
 
 /// Runs the agent until SIGINT/SIGTERM.
 pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     if !flags.ip.is_loopback() {
-        bail!("nestguard agent serves on loopback only; --ip={} is not a loopback address", flags.ip);
+        bail!(
+            "nestguard agent serves on loopback only; --ip={} is not a loopback address",
+            flags.ip
+        );
     }
     let exe = std::env::current_exe().context("locating the nestguard executable")?;
     let exe_dir = exe.parent().map(PathBuf::from);
@@ -69,7 +79,11 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             Some(Authorizer::create(&abi, &spec.parameters)?)
         }
     };
-    let credentials = flags.http_credentials.as_deref().map(|p| Credentials::load(&abi, p)).transpose()?;
+    let credentials = flags
+        .http_credentials
+        .as_deref()
+        .map(|p| Credentials::load(&abi, p))
+        .transpose()?;
     let mut injector = None;
     for name in AgentFlags::list(&flags.hooks) {
         let spec = find(&specs, &name)?;
@@ -80,41 +94,82 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             "auto" => 0,
             "token" => 1,
             "secret" => 2,
-            other => bail!("{HOOK_MODULE}: parameter 'mode' must be auto, token or secret, not '{other}'"),
+            other => bail!(
+                "{HOOK_MODULE}: parameter 'mode' must be auto, token or secret, not '{other}'"
+            ),
         };
-        let hook = CredentialInjector::create(&abi, mode, flags.jwt_secret_key.as_deref(), credentials.as_ref())?;
-        tracing::info!(mode = if hook.mode == 1 { "token" } else { "secret" }, "credential hook ready");
+        let hook = CredentialInjector::create(
+            &abi,
+            mode,
+            flags.jwt_secret_key.as_deref(),
+            credentials.as_ref(),
+        )?;
+        tracing::info!(
+            mode = if hook.mode == 1 { "token" } else { "secret" },
+            "credential hook ready"
+        );
         injector = Some(hook);
     }
     for name in AgentFlags::list(&flags.isolation) {
         match name.as_str() {
             ISOLATOR_MODULE => {
                 find(&specs, &name)?;
-                tracing::warn!("{ISOLATOR_MODULE} is not wired into this agent yet; containers get no resource isolation");
+                tracing::warn!(
+                    "{ISOLATOR_MODULE} is not wired into this agent yet; containers get no resource isolation"
+                );
             }
             // Mesos' defaults: accepted, nothing to do in a simulated agent.
             "posix/cpu" | "posix/mem" => {}
-            other => bail!("Unknown or unsupported isolator '{other}' (supported: {ISOLATOR_MODULE}, posix/cpu, posix/mem)"),
+            other => bail!(
+                "Unknown or unsupported isolator '{other}' (supported: {ISOLATOR_MODULE}, posix/cpu, posix/mem)"
+            ),
         }
     }
     let authenticator = if flags.authenticate_http_readwrite {
-        Some(HttpAuthenticator::create(&abi, "mesos-agent-readwrite", credentials.as_ref(), flags.jwt_secret_key.as_deref())?)
+        Some(HttpAuthenticator::create(
+            &abi,
+            "mesos-agent-readwrite",
+            credentials.as_ref(),
+            flags.jwt_secret_key.as_deref(),
+        )?)
     } else {
         None
     };
 
     let launcher_kind = flags.launcher();
     if launcher_kind == LauncherKind::Posix {
-        tracing::warn!("using the posix launcher: containers are plain processes without namespaces or cgroups");
+        tracing::warn!(
+            "using the posix launcher: containers are plain processes without namespaces or cgroups"
+        );
     }
-    std::fs::create_dir_all(&flags.work_dir).with_context(|| format!("creating {}", flags.work_dir.display()))?;
+    std::fs::create_dir_all(&flags.work_dir)
+        .with_context(|| format!("creating {}", flags.work_dir.display()))?;
     let runtime_dir = flags.runtime_dir();
     let helper = exe_dir.as_ref().map(|d| d.join("nestguard-launch"));
-    let launcher = Launcher::create(&abi, &runtime_dir, helper.as_deref(), launcher_kind == LauncherKind::Posix)?;
-    let layout = paths::Layout { work_dir: flags.work_dir.clone(), agent_id: paths::agent_id(&flags.work_dir)? };
+    let launcher = Launcher::create(
+        &abi,
+        &runtime_dir,
+        helper.as_deref(),
+        launcher_kind == LauncherKind::Posix,
+    )?;
+    let layout = paths::Layout {
+        work_dir: flags.work_dir.clone(),
+        agent_id: paths::agent_id(&flags.work_dir)?,
+    };
 
-    let agent = Arc::new(Agent::new(Modules { authorizer, injector, launcher }, layout, exe));
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let agent = Arc::new(Agent::new(
+        Modules {
+            authorizer,
+            injector,
+            launcher,
+        },
+        layout,
+        exe,
+    ));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind((flags.ip, flags.port))
             .await
@@ -124,8 +179,13 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         let recovering = Arc::clone(&agent);
         tokio::task::spawn_blocking(move || recovering.recover()).await??;
         println!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
-        let server = Arc::new(http::Server { agent, authenticator });
-        axum::serve(listener, http::router(server)).with_graceful_shutdown(shutdown()).await?;
+        let server = Arc::new(http::Server {
+            agent,
+            authenticator,
+        });
+        axum::serve(listener, http::router(server))
+            .with_graceful_shutdown(shutdown())
+            .await?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

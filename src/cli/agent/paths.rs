@@ -17,8 +17,16 @@ pub struct Layout {
 
 impl Layout {
     /// `<work_dir>/slaves/<agent>/frameworks/<fw>/executors/<ex>/runs/<container>`.
-    pub fn executor_sandbox(&self, framework: &FrameworkInfo, executor: &ExecutorInfo, id: &ContainerId) -> PathBuf {
-        let fw = framework.id.as_ref().map_or("unknown-framework", |f| f.value.as_str());
+    pub fn executor_sandbox(
+        &self,
+        framework: &FrameworkInfo,
+        executor: &ExecutorInfo,
+        id: &ContainerId,
+    ) -> PathBuf {
+        let fw = framework
+            .id
+            .as_ref()
+            .map_or("unknown-framework", |f| f.value.as_str());
         self.work_dir
             .join("slaves")
             .join(&self.agent_id)
