@@ -2,8 +2,11 @@
 
 mod acls;
 mod agent;
+mod client;
 mod credentials;
+mod executor;
 mod library;
+mod pod;
 mod smoke;
 
 use std::path::PathBuf;
@@ -29,6 +32,11 @@ pub enum Command {
     Version,
     /// Run the simulated Mesos agent (loads libnestguard.so from --modules).
     Agent(agent::flags::AgentFlags),
+    /// Run nestguard's default executor (inside a pod's executor container).
+    Executor,
+    /// Launch pods on an agent.
+    #[command(subcommand)]
+    Pod(pod::PodCommand),
     /// Load libnestguard.so through its C ABI and exercise it end to end.
     Smoke {
         /// Path of libnestguard.so (default: next to this executable).
@@ -78,6 +86,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Smoke { library } => smoke::run(library),
         Command::Agent(flags) => agent::run(flags),
+        Command::Executor => executor::run(),
+        Command::Pod(command) => pod::run(command),
         Command::Acls(command) => acls::run(command),
         Command::Credentials(cmd) => credentials::run_credentials(cmd),
         Command::Token(cmd) => credentials::run_token(cmd),

@@ -17,6 +17,7 @@ pub enum LauncherKind {
 
 /// `nestguard agent` flags.
 #[derive(Debug, Clone, Args)]
+#[command(rename_all = "snake_case")]
 pub struct AgentFlags {
     /// The modules manifest: inline JSON, a path, or a file:// URL (Mesos' `--modules`).
     #[arg(long)]

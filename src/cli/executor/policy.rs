@@ -62,20 +62,33 @@ pub enum Decision {
 /// Applies the task's restart policy to an exit, given how many times the
 /// task was already restarted.
 pub fn decide(policy: Option<&RestartPolicy>, exit: Exit, restarts_so_far: u32) -> Decision {
-    let terminal = if exit.success() { Decision::Finished } else { Decision::Failed };
-    let Some(policy) = policy else { return terminal };
+    let terminal = if exit.success() {
+        Decision::Finished
+    } else {
+        Decision::Failed
+    };
+    let Some(policy) = policy else {
+        return terminal;
+    };
     let wants_restart = match policy.r#type() {
         restart_policy::Type::Always => true,
         restart_policy::Type::OnFailure => !exit.success(),
         restart_policy::Type::Unknown => false,
     };
-    let budget_left = policy.max_restarts.is_none_or(|max| i64::from(restarts_so_far) < i64::from(max));
+    let budget_left = policy
+        .max_restarts
+        .is_none_or(|max| i64::from(restarts_so_far) < i64::from(max));
     if wants_restart && budget_left {
         let delay = policy
             .min_restart_delay
             .as_ref()
-            .map_or(Duration::ZERO, |d| Duration::from_nanos(u64::try_from(d.nanoseconds).unwrap_or(0)));
-        Decision::Restart { delay, attempt: restarts_so_far + 1 }
+            .map_or(Duration::ZERO, |d| {
+                Duration::from_nanos(u64::try_from(d.nanoseconds).unwrap_or(0))
+            });
+        Decision::Restart {
+            delay,
+            attempt: restarts_so_far + 1,
+        }
     } else {
         terminal
     }
@@ -97,7 +110,9 @@ mod tests {
         RestartPolicy {
             r#type: Some(kind as i32),
             max_restarts: max,
-            min_restart_delay: Some(DurationInfo { nanoseconds: delay_ms * 1_000_000 }),
+            min_restart_delay: Some(DurationInfo {
+                nanoseconds: delay_ms * 1_000_000,
+            }),
         }
     }
 
@@ -117,8 +132,20 @@ mod tests {
     #[test]
     fn on_failure_restarts_until_the_budget_is_spent() {
         let p = policy(restart_policy::Type::OnFailure, Some(2), 100);
-        assert_eq!(decide(Some(&p), Exit::Code(1), 0), Decision::Restart { delay: Duration::from_millis(100), attempt: 1 });
-        assert_eq!(decide(Some(&p), Exit::Signal(9), 1), Decision::Restart { delay: Duration::from_millis(100), attempt: 2 });
+        assert_eq!(
+            decide(Some(&p), Exit::Code(1), 0),
+            Decision::Restart {
+                delay: Duration::from_millis(100),
+                attempt: 1
+            }
+        );
+        assert_eq!(
+            decide(Some(&p), Exit::Signal(9), 1),
+            Decision::Restart {
+                delay: Duration::from_millis(100),
+                attempt: 2
+            }
+        );
         assert_eq!(decide(Some(&p), Exit::Code(1), 2), Decision::Failed);
         assert_eq!(decide(Some(&p), Exit::Code(0), 0), Decision::Finished);
     }
@@ -126,7 +153,10 @@ mod tests {
     #[test]
     fn always_restarts_success_too_and_unlimited_by_default() {
         let p = policy(restart_policy::Type::Always, None, 0);
-        assert!(matches!(decide(Some(&p), Exit::Code(0), 1000), Decision::Restart { attempt: 1001, .. }));
+        assert!(matches!(
+            decide(Some(&p), Exit::Code(0), 1000),
+            Decision::Restart { attempt: 1001, .. }
+        ));
     }
 
     #[test]
