@@ -48,8 +48,6 @@ pub struct TaskEvent {
 /// How a pod ended.
 #[derive(Debug, Clone)]
 pub struct PodOutcome {
-    /// The executor container.
-    pub container_id: String,
     /// The executor's raw exit status.
     pub exit_status: Option<i64>,
     /// The last state of every task.
