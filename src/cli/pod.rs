@@ -116,7 +116,6 @@ pub fn follow(
         if status.status != 200 || v["state"] == "TERMINATED" {
             read_new(&mut final_states)?;
             return Ok(PodOutcome {
-                container_id: id.to_owned(),
                 exit_status: v["exit_status"].as_i64(),
                 final_states,
             });
