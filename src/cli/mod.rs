@@ -4,6 +4,7 @@ mod acls;
 mod agent;
 mod client;
 mod credentials;
+mod demo;
 mod executor;
 mod library;
 mod pod;
@@ -28,6 +29,8 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the demo: a pod through the simulated agent, then clean up.
+    Demo,
     /// Print the library, ABI and protocol versions.
     Version,
     /// Run the simulated Mesos agent (loads libnestguard.so from --modules).
@@ -87,6 +90,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Smoke { library } => smoke::run(library),
         Command::Agent(flags) => agent::run(flags),
         Command::Executor => executor::run(),
+        Command::Demo => demo::run(),
         Command::Pod(command) => pod::run(command),
         Command::Acls(command) => acls::run(command),
         Command::Credentials(cmd) => credentials::run_credentials(cmd),

@@ -1,0 +1,350 @@
+//! `nestguard demo`: the README's first command. Starts the simulated agent
+//! with the ACLs in `acls/demo.json` and example credentials, runs a pod (an
+//! app, a sidecar logger, a transient backup task and a flaky task with a
+//! restart policy) sharing a directory of the executor's sandbox, shows a
+//! call denied with 403 and the deciding ACL, kills the app, prints the
+//! final statuses, and cleans up everything it made.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use super::client::{AgentClient, Credential};
+use super::pod::{self, TaskEvent};
+
+const DEMO_ACLS: &str = include_str!("../../acls/demo.json");
+
+/// The agent child process; killed and reaped on drop, whatever happens.
+struct AgentProcess {
+    child: Child,
+    address: String,
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn current_user() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| {
+            if is_root() {
+                "root".into()
+            } else {
+                "nobody".into()
+            }
+        })
+}
+
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn start_agent(dir: &Path, library: &Path, log: &Path) -> anyhow::Result<AgentProcess> {
+    let manifest = serde_json::json!({"libraries": [{"file": library, "modules": [
+        {"name": "io_nestguard_Authorizer", "parameters": [
+            {"key": "acls", "value": dir.join("acls.json")}, {"key": "strict", "value": "true"}]},
+        {"name": "io_nestguard_CredentialHook"}]}]});
+    std::fs::write(
+        dir.join("modules.json"),
+        serde_json::to_string_pretty(&manifest)?,
+    )?;
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .arg("agent")
+        .arg(format!("--work_dir={}", dir.join("work").display()))
+        .arg(format!("--modules={}", dir.join("modules.json").display()))
+        .arg("--authorizer=io_nestguard_Authorizer")
+        .arg("--hooks=io_nestguard_CredentialHook")
+        .arg(format!(
+            "--http_credentials={}",
+            dir.join("credentials.json").display()
+        ))
+        .arg(format!(
+            "--jwt_secret_key={}",
+            dir.join("jwt.key").display()
+        ))
+        .arg("--authenticate_http_readwrite")
+        .arg("--port=0")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log)?)
+        .spawn()
+        .context("starting nestguard agent")?;
+    let stdout = child.stdout.take().context("agent stdout")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let Some(address) = line.split_whitespace().find(|w| w.starts_with("http://")) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!("the agent did not start (see {}): {line}", log.display());
+    };
+    Ok(AgentProcess {
+        address: address.to_owned(),
+        child,
+    })
+}
+
+/// The demo pod: four tasks sharing `shared/` in the executor's sandbox
+/// (two levels up from each task's own sandbox, `<executor>/containers/<id>`).
+fn pod_spec(user: &str) -> String {
+    let shared = "../../shared";
+    serde_json::json!({
+        "framework": {"user": user, "name": "nestguard-demo", "id": {"value": "demo-framework"}, "principal": "ops"},
+        "executor": {"executor_id": {"value": "demo-pod"}, "type": "DEFAULT", "framework_id": {"value": "demo-framework"}},
+        "tasks": [
+            {"task": {"name": "app", "task_id": {"value": "app"}, "agent_id": {"value": "demo"},
+                "command": {"value": format!("mkdir -p {shared}; i=0; while true; do i=$((i+1)); echo \"heartbeat $i\" >> {shared}/app.log; sleep 0.2; done")}}},
+            {"task": {"name": "logger", "task_id": {"value": "logger"}, "agent_id": {"value": "demo"},
+                "command": {"value": format!("while [ ! -f {shared}/app.log ]; do sleep 0.1; done; exec tail -n +1 -f {shared}/app.log")}}},
+            {"task": {"name": "backup", "task_id": {"value": "backup"}, "agent_id": {"value": "demo"},
+                "command": {"value": format!("sleep 1; cp {shared}/app.log {shared}/backup.log && echo \"backed up $(wc -l < {shared}/backup.log) lines\"")}},
+             "transient": true},
+            {"task": {"name": "flaky", "task_id": {"value": "flaky"}, "agent_id": {"value": "demo"},
+                "command": {"value": format!("mkdir -p {shared}; n=$(cat {shared}/flaky.attempts 2>/dev/null || echo 0); echo $((n+1)) > {shared}/flaky.attempts; [ \"$n\" -ge 2 ]")}},
+             "restart_policy": {"type": "ON_FAILURE", "max_restarts": 3, "min_restart_delay": {"nanoseconds": 200_000_000}}}
+        ]
+    })
+    .to_string()
+}
+
+fn step(started: Instant, text: &str) {
+    println!("[{:>6.2}s] == {text}", started.elapsed().as_secs_f64());
+}
+
+/// Runs the demo.
+pub fn run() -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    println!("nestguard demo: a pod through the simulated agent and the loaded libnestguard.so\n");
+    if is_root() {
+        println!("running as root: the Linux launcher (namespaces, supervised nested containers)");
+    } else {
+        println!(
+            "not running as root: falling back to the posix launcher (plain processes, no namespaces or cgroups)"
+        );
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("nestguard-demo-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    let library = super::library::default_path()?;
+    std::fs::write(dir.path().join("acls.json"), DEMO_ACLS)?;
+    write_private(
+        &dir.path().join("credentials.json"),
+        r#"{"credentials":[{"principal":"ops","secret":"demo-ops-secret"},{"principal":"intruder","secret":"demo-intruder-secret"}]}"#,
+    )?;
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
+    write_private(
+        &dir.path().join("jwt.key"),
+        &key.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+    )?;
+    let log = dir.path().join("agent.log");
+    let agent = start_agent(dir.path(), &library, &log)?;
+    step(
+        started,
+        &format!(
+            "agent up at {} with ACLs acls/demo.json, executor tokens on",
+            agent.address
+        ),
+    );
+
+    let ops = AgentClient::new(
+        &agent.address,
+        Credential::Basic {
+            principal: "ops".into(),
+            secret: "demo-ops-secret".into(),
+        },
+    );
+    let intruder = AgentClient::new(
+        &agent.address,
+        Credential::Basic {
+            principal: "intruder".into(),
+            secret: "demo-intruder-secret".into(),
+        },
+    );
+    let user = if is_root() {
+        "root".to_owned()
+    } else {
+        current_user()
+    };
+    let (pod_id, sandbox) = pod::submit(&ops, &pod_spec(&user))?;
+    step(
+        started,
+        &format!(
+            "pod {pod_id} launched by 'ops' (executor sandbox {})",
+            sandbox.display()
+        ),
+    );
+
+    let events: Arc<Mutex<Vec<TaskEvent>>> = Arc::default();
+    let seen = Arc::clone(&events);
+    let follower = {
+        let address = agent.address.clone();
+        let (pod_id, sandbox) = (pod_id.clone(), sandbox.clone());
+        std::thread::spawn(move || {
+            let client = AgentClient::new(
+                &address,
+                Credential::Basic {
+                    principal: "ops".into(),
+                    secret: "demo-ops-secret".into(),
+                },
+            );
+            pod::follow(
+                &client,
+                &pod_id,
+                &sandbox,
+                |e| {
+                    println!("{}", pod::describe(e, started));
+                    seen.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(e.clone());
+                },
+                || {},
+            )
+        })
+    };
+    let container_of = |task: &str| -> Option<String> {
+        events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .rev()
+            .find(|e| e.task_id == task && e.state == "TASK_RUNNING")
+            .and_then(|e| e.detail["container_id"].as_str().map(str::to_owned))
+    };
+    let state_of = |task: &str| -> Option<String> {
+        events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .rev()
+            .find(|e| e.task_id == task)
+            .map(|e| e.state.clone())
+    };
+    let wait_until = |what: &str, cond: &dyn Fn() -> bool| -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !cond() {
+            if Instant::now() > deadline {
+                bail!(
+                    "timed out waiting for {what} (agent log: {})",
+                    log.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    };
+
+    wait_until("the app to run", &|| container_of("app").is_some())?;
+    let app = container_of("app").unwrap_or_default();
+    std::thread::sleep(Duration::from_millis(500));
+    step(
+        started,
+        "'intruder' (authenticated, but not in the ACLs) tries to kill the app",
+    );
+    let reply = intruder.kill_nested(&app, libc::SIGKILL)?;
+    println!(
+        "           -> HTTP {} {}",
+        reply.status,
+        if reply.status == 403 { "Forbidden" } else { "" }
+    );
+    if let Ok(why) = serde_json::from_str::<serde_json::Value>(&reply.body) {
+        println!(
+            "           -> decided by {}[{}] (line {}): allowed={}",
+            why["list"].as_str().unwrap_or("?"),
+            why["index"],
+            why["line"],
+            why["allowed"]
+        );
+    }
+    if reply.status != 403 {
+        bail!(
+            "the intruder's kill was not refused: {} {}",
+            reply.status,
+            reply.body
+        );
+    }
+
+    wait_until("the backup and the flaky task to finish", &|| {
+        state_of("backup").as_deref() == Some("TASK_FINISHED")
+            && state_of("flaky").as_deref() == Some("TASK_FINISHED")
+    })?;
+    step(
+        started,
+        "'ops' kills the app: a non-transient task ending for good ends the pod",
+    );
+    let reply = ops.kill_nested(&app, libc::SIGKILL)?;
+    println!("           -> HTTP {}", reply.status);
+
+    let outcome = follower
+        .join()
+        .map_err(|_| anyhow::anyhow!("the follower thread panicked"))??;
+    step(
+        started,
+        &format!("pod ended; executor exit status {:?}", outcome.exit_status),
+    );
+    println!("\nfinal task states:");
+    for (task, state) in &outcome.final_states {
+        println!("  {task:<8} {state}");
+    }
+    let backup = std::fs::read_to_string(sandbox.join("shared/backup.log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0);
+    println!("\nshared volume: app.log heartbeats backed up by the transient task: {backup} lines");
+
+    pod::remove(&ops, &pod_id)?;
+    drop(agent);
+    let work: PathBuf = dir.path().to_path_buf();
+    dir.close()
+        .with_context(|| format!("removing {}", work.display()))?;
+    step(
+        started,
+        "cleaned up: pod destroyed, agent stopped, work directory removed",
+    );
+    let expected = [
+        ("app", "TASK_KILLED"),
+        ("backup", "TASK_FINISHED"),
+        ("flaky", "TASK_FINISHED"),
+        ("logger", "TASK_KILLED"),
+    ];
+    let ok = expected
+        .iter()
+        .all(|(t, s)| outcome.final_states.get(*t).map(String::as_str) == Some(*s));
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
