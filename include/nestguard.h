@@ -921,6 +921,9 @@ nestguard_result nestguard_launcher_new(const char *runtime_dir,
  * `ContainerRecoverInfo` whose `orphan_container_ids` lists every
  * container whose root is not known, nested ones included; they are
  * managed (wait, destroy work) and should be destroyed by the caller.
+ * Its `checkpointed_container_states` lists every other recovered
+ * container (id, supervisor pid, sandbox), parents first, running or
+ * exited while the host was down.
  */
 nestguard_result nestguard_launcher_recover(const nestguard_launcher *launcher,
                                             const uint8_t *recover_info,

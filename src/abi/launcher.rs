@@ -131,6 +131,9 @@ impl nestguard_launcher {
     /// `ContainerRecoverInfo` whose `orphan_container_ids` lists every
     /// container whose root is not known, nested ones included; they are
     /// managed (wait, destroy work) and should be destroyed by the caller.
+    /// Its `checkpointed_container_states` lists every other recovered
+    /// container (id, supervisor pid, sandbox), parents first, running or
+    /// exited while the host was down.
     #[unsafe(no_mangle)]
     pub extern "C" fn nestguard_launcher_recover(
         launcher: *const nestguard_launcher,
@@ -143,7 +146,17 @@ impl nestguard_launcher {
             try_not_null!(out, "out");
             let info = try_decode!(ContainerRecoverInfo, recover_info, recover_info_len, "recover_info");
             let orphans = try_abi!(l.recover(&info.known_container_ids));
-            let reply = ContainerRecoverInfo { orphan_container_ids: orphans, ..Default::default() };
+            let orphan_keys: Vec<String> = orphans.iter().map(crate::container_id::to_dotted).collect();
+            let states = l
+                .states()
+                .into_iter()
+                .filter(|s| !orphan_keys.contains(&crate::container_id::to_dotted(&s.container_id)))
+                .collect();
+            let reply = ContainerRecoverInfo {
+                checkpointed_container_states: states,
+                orphan_container_ids: orphans,
+                ..Default::default()
+            };
             write_out(out, nestguard_bytes::into_raw(prost::Message::encode_to_vec(&reply)));
             nestguard_result::Ok
         }

@@ -350,6 +350,24 @@ impl Launcher {
             .and_then(|c| c.sandbox.clone())
     }
 
+    /// Mesos' `ContainerState` of every managed container, parents first:
+    /// its id, supervisor pid (0 if it never started) and sandbox.
+    pub fn states(&self) -> Vec<crate::proto::mesos::slave::ContainerState> {
+        self.lock()
+            .values()
+            .map(|c| crate::proto::mesos::slave::ContainerState {
+                container_id: c.id.clone(),
+                pid: c.pid.map_or(0, |p| u64::try_from(p.pid).unwrap_or(0)),
+                directory: c
+                    .sandbox
+                    .as_ref()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                ..Default::default()
+            })
+            .collect()
+    }
+
     /// Every container this launcher manages (dotted form), parents first.
     pub fn containers(&self) -> Vec<ContainerId> {
         self.lock().values().map(|c| c.id.clone()).collect()

@@ -111,6 +111,33 @@ fn stop_pod(client: &AgentClient, shared: &Mutex<Shared>, except: &str) {
     }
 }
 
+/// How long the executor keeps retrying while the agent is unreachable (an
+/// agent restart), as Mesos' default executor keeps reconnecting.
+const AGENT_RECOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// WAIT_NESTED_CONTAINER, retried while the agent is down or recovering;
+/// a container the agent no longer knows reads as killed.
+fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
+    let deadline = std::time::Instant::now() + AGENT_RECOVERY_TIMEOUT;
+    loop {
+        match client.wait_nested(child) {
+            Ok(reply) if reply.status == 200 => {
+                return exit_status(&reply.body).unwrap_or(libc::SIGKILL);
+            }
+            Ok(reply) if reply.status == 404 => return libc::SIGKILL,
+            Ok(reply) => eprintln!(
+                "executor: waiting on {child}: {} {}",
+                reply.status, reply.body
+            ),
+            Err(e) => eprintln!("executor: agent unreachable while waiting on {child}: {e:#}"),
+        }
+        if std::time::Instant::now() > deadline {
+            return libc::SIGKILL;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// Runs one task through its restarts; true if it ended well.
 fn run_task(client: &AgentClient, shared: &Mutex<Shared>, root: &str, task: &PodTask) -> bool {
     let info = &task.task;
@@ -167,11 +194,7 @@ fn run_task(client: &AgentClient, shared: &Mutex<Shared>, root: &str, task: &Pod
             Some(&child),
             serde_json::json!({"restarts": restarts}),
         );
-        let status = client
-            .wait_nested(&child)
-            .ok()
-            .and_then(|r| exit_status(&r.body))
-            .unwrap_or(libc::SIGKILL);
+        let status = wait_surviving_restarts(client, &child);
         lock(shared).running.retain(|(_, c)| *c != child);
         let exit = Exit::from_raw(status);
         let killed = matches!(exit, Exit::Signal(s) if s == libc::SIGKILL || s == libc::SIGTERM);

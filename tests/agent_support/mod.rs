@@ -1,0 +1,298 @@
+//! A real `nestguard agent` process for end-to-end tests: temp work dir,
+//! credentials, a JWT key, ACLs and a modules manifest pointing at the built
+//! libnestguard.so. Dropping it kills the agent, destroys what it launched
+//! and removes the directory, even when the test failed.
+
+#![allow(dead_code, reason = "each test file uses a different part")]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const OPS: (&str, &str) = ("ops", "ops-secret-1");
+pub const INTRUDER: (&str, &str) = ("intruder", "intruder-secret-1");
+
+pub const ACLS: &str = r#"{
+  "permissive": false,
+  "run_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "kill_nested_containers": [
+    {"principals": {"values": ["ops"]}, "users": {"type": "ANY"}},
+    {"principals": {"type": "ANY"}, "users": {"type": "NONE"}}
+  ],
+  "manage_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "wait_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "kill_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
+}"#;
+
+pub fn require_root() -> bool {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "this test needs root and CI=true forbids skipping it"
+    );
+    eprintln!("skipping: needs root");
+    false
+}
+
+/// `target/<profile>/deps/libnestguard.so` (where `cargo test` builds it).
+pub fn library() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().join("libnestguard.so")
+}
+
+pub struct TestAgent {
+    pub dir: tempfile::TempDir,
+    pub address: String,
+    child: Option<Child>,
+}
+
+impl TestAgent {
+    pub fn start() -> TestAgent {
+        let dir = tempfile::Builder::new()
+            .prefix("nestguard-e2e-")
+            .tempdir()
+            .unwrap();
+        std::fs::write(dir.path().join("acls.json"), ACLS).unwrap();
+        let creds = format!(
+            r#"{{"credentials":[{{"principal":"{}","secret":"{}"}},{{"principal":"{}","secret":"{}"}}]}}"#,
+            OPS.0, OPS.1, INTRUDER.0, INTRUDER.1
+        );
+        write_private(&dir.path().join("credentials.json"), &creds);
+        write_private(
+            &dir.path().join("jwt.key"),
+            "e2e-test-signing-key-0123456789abcdef",
+        );
+        let manifest = serde_json::json!({"libraries": [{"file": library(), "modules": [
+            {"name": "io_nestguard_Authorizer", "parameters": [{"key": "acls", "value": dir.path().join("acls.json")}]},
+            {"name": "io_nestguard_CredentialHook"}]}]});
+        std::fs::write(dir.path().join("modules.json"), manifest.to_string()).unwrap();
+        let mut agent = TestAgent {
+            dir,
+            address: String::new(),
+            child: None,
+        };
+        agent.spawn();
+        agent
+    }
+
+    /// Starts (or restarts) the agent process on the same directories.
+    pub fn spawn(&mut self) {
+        let d = self.dir.path();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
+            .arg("agent")
+            .arg(format!("--work_dir={}", d.join("work").display()))
+            .arg(format!("--modules={}", d.join("modules.json").display()))
+            .arg("--authorizer=io_nestguard_Authorizer")
+            .arg("--hooks=io_nestguard_CredentialHook")
+            .arg(format!(
+                "--http_credentials={}",
+                d.join("credentials.json").display()
+            ))
+            .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
+            .arg("--authenticate_http_readwrite")
+            .arg("--port=0")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(d.join("agent.log"))
+                    .unwrap(),
+            )
+            .spawn()
+            .expect("start nestguard agent");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let address = line.split_whitespace().find(|w| w.starts_with("http://"));
+        assert!(
+            address.is_some(),
+            "agent did not start: {line}\n{}",
+            self.log()
+        );
+        self.address = address.unwrap().to_owned();
+        self.child = Some(child);
+    }
+
+    /// SIGKILLs the agent (containers keep running).
+    pub fn sigkill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
+    }
+
+    /// `curl` against the agent: returns (status, body).
+    pub fn curl(&self, auth: Option<(&str, &str)>, path: &str, body: &str) -> (u16, String) {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-s",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+        ]);
+        if let Some((p, s)) = auth {
+            cmd.args(["-u", &format!("{p}:{s}")]);
+        }
+        cmd.args(["--data-binary", body, &format!("{}{path}", self.address)]);
+        curl_output(cmd)
+    }
+
+    /// `curl` with a bearer token.
+    pub fn curl_bearer(&self, token: &str, path: &str, body: &str) -> (u16, String) {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-s",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+        ]);
+        cmd.args(["-H", &format!("Authorization: Bearer {token}")]);
+        cmd.args(["--data-binary", body, &format!("{}{path}", self.address)]);
+        curl_output(cmd)
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-s",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "-u",
+            &format!("{}:{}", OPS.0, OPS.1),
+        ]);
+        cmd.arg(format!("{}{path}", self.address));
+        curl_output(cmd)
+    }
+
+    pub fn delete(&self, path: &str) -> (u16, String) {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-s",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "-X",
+            "DELETE",
+            "-u",
+            &format!("{}:{}", OPS.0, OPS.1),
+        ]);
+        cmd.arg(format!("{}{path}", self.address));
+        curl_output(cmd)
+    }
+
+    /// Launches a pod; returns its executor container id and sandbox.
+    pub fn launch_pod(&self, spec: &serde_json::Value) -> (String, PathBuf) {
+        let (status, body) = self.curl(Some(OPS), "/nestguard/v1/pods", &spec.to_string());
+        assert_eq!(status, 200, "pod launch: {body}\n{}", self.log());
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let id = v["container_id"].as_str().unwrap().to_owned();
+        let (_, status) = self.get(&format!("/nestguard/v1/pods/{id}"));
+        let v: serde_json::Value = serde_json::from_str(&status).unwrap();
+        (id, PathBuf::from(v["sandbox"].as_str().unwrap()))
+    }
+
+    /// Waits until the executor reported `state` for `task`; returns that line.
+    pub fn wait_task(&self, sandbox: &Path, task: &str, state: &str) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(sandbox.join("stdout")).unwrap_or_default();
+            for line in text.lines() {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line)
+                    && v["task_id"] == task
+                    && v["state"] == state
+                {
+                    return v;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{task} never reached {state}; executor said:\n{text}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for TestAgent {
+    fn drop(&mut self) {
+        // Destroy every pod this agent knows, then stop it.
+        let meta = self.dir.path().join("work/meta/executors");
+        if self.child.is_some() {
+            if let Ok(entries) = std::fs::read_dir(&meta) {
+                for e in entries.flatten() {
+                    let _ = self.delete(&format!(
+                        "/nestguard/v1/pods/{}",
+                        e.file_name().to_string_lossy()
+                    ));
+                }
+            }
+        }
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = c.wait();
+        }
+    }
+}
+
+fn write_private(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+fn curl_output(mut cmd: Command) -> (u16, String) {
+    let out = cmd.output().expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+pub fn pod(tasks: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "framework": {"user": "root", "name": "e2e", "id": {"value": "e2e-framework"}, "principal": "ops"},
+        "executor": {"executor_id": {"value": format!("e2e-{}", uuid_like())}, "type": "DEFAULT", "framework_id": {"value": "e2e-framework"}},
+        "tasks": tasks
+    })
+}
+
+pub fn task(name: &str, command: &str) -> serde_json::Value {
+    serde_json::json!({"task": {"name": name, "task_id": {"value": name}, "agent_id": {"value": "e2e"}, "command": {"value": command}}})
+}
+
+fn uuid_like() -> String {
+    let mut b = [0u8; 6];
+    getrandom::fill(&mut b).unwrap();
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub fn nested(parent: &str, child: &str) -> serde_json::Value {
+    serde_json::json!({"value": child, "parent": {"value": parent}})
+}
