@@ -244,14 +244,14 @@ impl Drop for TestAgent {
     fn drop(&mut self) {
         // Destroy every pod this agent knows, then stop it.
         let meta = self.dir.path().join("work/meta/executors");
-        if self.child.is_some() {
-            if let Ok(entries) = std::fs::read_dir(&meta) {
-                for e in entries.flatten() {
-                    let _ = self.delete(&format!(
-                        "/nestguard/v1/pods/{}",
-                        e.file_name().to_string_lossy()
-                    ));
-                }
+        if self.child.is_some()
+            && let Ok(entries) = std::fs::read_dir(&meta)
+        {
+            for e in entries.flatten() {
+                let _ = self.delete(&format!(
+                    "/nestguard/v1/pods/{}",
+                    e.file_name().to_string_lossy()
+                ));
             }
         }
         if let Some(mut c) = self.child.take() {
