@@ -435,7 +435,13 @@ fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
                     .map_err(|e| format!("prctl(PR_SET_KEEPCAPS): {e}"))?;
             }
         }
-        if let Some(user) = &p.user {
+        // Already that user (the posix launcher run by a non-root host):
+        // nothing to switch, and an unprivileged setgroups would fail.
+        let already = p
+            .user
+            .as_ref()
+            .is_some_and(|u| nix::unistd::geteuid() == u.uid && !nix::unistd::geteuid().is_root());
+        if let Some(user) = p.user.as_ref().filter(|_| !already) {
             nix::unistd::setgroups(&user.groups).map_err(|e| format!("setgroups: {e}"))?;
             nix::unistd::setgid(user.gid).map_err(|e| format!("setgid({}): {e}", user.gid))?;
             nix::unistd::setuid(user.uid).map_err(|e| format!("setuid({}): {e}", user.uid))?;
