@@ -18,7 +18,9 @@ use super::watch::{LimitationSource, Watch};
 use super::{Isolator, ResourceLimits};
 use crate::container_id::{root, to_dotted};
 use crate::isolation::cgroups::Cgroups;
-use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerState};
+use crate::proto::mesos::slave::{
+    ContainerConfig, ContainerLaunchInfo, ContainerMountInfo, ContainerState,
+};
 use crate::proto::mesos::{ContainerId, ContainerStatus, Resource, ResourceStatistics};
 
 /// Isolators in order, driven as one.
@@ -79,9 +81,9 @@ fn merge_message<M: Message>(into: &mut M, from: &M) -> Result<()> {
 }
 
 /// After merging: namespaces and supplementary groups de-duplicated (sorted,
-/// as Mesos' `std::set`); masked paths only kept when the container gets its
-/// own mount namespace — masking in a shared one would hide the host's (or
-/// the parent's) `/proc` entries.
+/// as Mesos' `std::set`); masked paths become mounts ([`mask_mounts`]), and
+/// only when the container gets its own mount namespace — masking in a
+/// shared one would hide the host's (or the parent's) `/proc` entries.
 fn finish(merged: &mut ContainerLaunchInfo) {
     fn dedup<T: Ord + Copy>(v: &mut Vec<T>) {
         let set: BTreeSet<T> = v.iter().copied().collect();
@@ -91,14 +93,62 @@ fn finish(merged: &mut ContainerLaunchInfo) {
     dedup(&mut merged.clone_namespaces);
     dedup(&mut merged.supplementary_groups);
     let mut seen = BTreeSet::new();
-    merged.masked_paths.retain(|p| seen.insert(p.clone()));
-    if !merged.masked_paths.is_empty() && !merged.clone_namespaces.contains(&libc::CLONE_NEWNS) {
+    let masked: Vec<String> = std::mem::take(&mut merged.masked_paths)
+        .into_iter()
+        .filter(|p| seen.insert(p.clone()))
+        .collect();
+    if masked.is_empty() {
+        return;
+    }
+    if !merged.clone_namespaces.contains(&libc::CLONE_NEWNS) {
         tracing::debug!(
-            paths = merged.masked_paths.len(),
+            paths = masked.len(),
             "no own mount namespace: masked paths dropped"
         );
-        merged.masked_paths.clear();
+        return;
     }
+    merged.mounts.extend(mask_mounts(&masked));
+}
+
+/// Masked paths as mounts, the way Mesos' launch helper masks them (a file
+/// under a read-only bind of `/dev/null`, a directory under an empty
+/// read-only tmpfs; a path that does not exist is skipped). Expressed as
+/// `mounts` so every launcher that executes mounts masks them — nestguard's
+/// launcher has no `masked_paths` support — and placed last, after any
+/// `/proc` mount. Whether a path is a file or a directory is read on the
+/// host (`/proc` and `/sys` entries look the same in the container).
+pub fn mask_mounts(paths: &[String]) -> Vec<ContainerMountInfo> {
+    let flags = |f: libc::c_ulong| u32::try_from(f).unwrap_or(0);
+    let mut out = Vec::new();
+    for path in paths {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => out.push(ContainerMountInfo {
+                source: Some("tmpfs".into()),
+                target: path.clone(),
+                r#type: Some("tmpfs".into()),
+                flags: Some(flags(libc::MS_RDONLY)),
+                options: Some("size=0".into()),
+            }),
+            Ok(_) => {
+                out.push(ContainerMountInfo {
+                    source: Some("/dev/null".into()),
+                    target: path.clone(),
+                    r#type: None,
+                    flags: Some(flags(libc::MS_BIND)),
+                    options: None,
+                });
+                out.push(ContainerMountInfo {
+                    source: None,
+                    target: path.clone(),
+                    r#type: None,
+                    flags: Some(flags(libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY)),
+                    options: None,
+                });
+            }
+            Err(_) => tracing::debug!(path = %path, "masked path does not exist: skipped"),
+        }
+    }
+    out
 }
 
 impl Composite {
@@ -483,9 +533,12 @@ mod tests {
         assert_eq!(without_mnt.enter_namespaces.len(), 2);
         assert_eq!(without_mnt.clone_namespaces, vec![libc::CLONE_NEWPID]);
         assert_eq!(without_mnt.supplementary_groups, vec![3, 5]);
-        assert!(without_mnt.masked_paths.is_empty());
+        assert!(without_mnt.masked_paths.is_empty() && without_mnt.mounts.is_empty());
         m.clone_namespaces.push(libc::CLONE_NEWNS);
         finish(&mut m);
-        assert_eq!(m.masked_paths, vec!["/proc/kcore".to_owned()]);
+        assert!(m.masked_paths.is_empty());
+        assert_eq!(m.mounts.len(), 2, "{:?}", m.mounts);
+        assert_eq!(m.mounts[0].source.as_deref(), Some("/dev/null"));
+        assert_eq!(m.mounts[0].target, "/proc/kcore");
     }
 }
