@@ -164,3 +164,36 @@ fn after_a_crash_recover_and_cleanup_leave_no_cgroup_behind() {
     agent.iso().cleanup(&id("never.seen")).unwrap();
     agent.iso().cleanup(&exec).unwrap();
 }
+
+#[test]
+fn sub_containers_share_their_parents_cgroups_by_default() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("share", &[]);
+    let mut exec_config = config("exec sleep 120");
+    exec_config.resources = vec![scalar("mem", 64.0)];
+    let (exec, _) = agent.launch("exec", exec_config);
+    // No LinuxInfo: share_cgroups defaults to true.
+    let (sharer, sharer_pid) = agent.launch("exec.sharer", config("exec sleep 120"));
+    let memory_cgroup = std::fs::read_to_string(format!("/proc/{sharer_pid}/cgroup"))
+        .unwrap()
+        .lines()
+        .find(|l| l.contains(":memory:"))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(
+        memory_cgroup.ends_with("/exec"),
+        "the sharer is in its parent's memory cgroup: {memory_cgroup}"
+    );
+    // It is its parent's memory limit that applies.
+    let usage = agent.iso().usage(&sharer).unwrap();
+    assert_eq!(usage.mem_limit_bytes, Some(64 << 20));
+    // A sharing container cannot carry resources.
+    let mut greedy = config("true");
+    greedy.resources = vec![scalar("mem", 32.0)];
+    let err = agent.try_launch(&id("exec.greedy"), greedy).unwrap_err();
+    assert!(err.contains("share_cgroups"), "{err}");
+    agent.destroy(&exec, None);
+    assert!(agent.cg().scan().unwrap().is_empty());
+}

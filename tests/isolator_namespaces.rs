@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use isolator_support::*;
+use nestguard::proto::mesos::linux_info::IpcMode;
 use nestguard::proto::mesos::{
     CapabilityInfo, ContainerInfo, ExecutorId, ExecutorInfo, FrameworkId, LinuxInfo,
 };
@@ -54,7 +55,19 @@ fn nested_containers_enter_the_executors_network_and_get_their_own_pid_and_mount
         ..Default::default()
     });
     let (named, _) = agent.launch("exec.named", named);
-    for c in [&own, &shared, &named] {
+    let mut private = config(&format!(
+        "{NS_SCRIPT}; stat -f -c %T /dev/shm > shm-type; touch /dev/shm/nestguard-private-shm"
+    ));
+    private.container_info = Some(ContainerInfo {
+        linux_info: Some(LinuxInfo {
+            ipc_mode: Some(IpcMode::Private as i32),
+            shm_size: Some(16),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let (private, _) = agent.launch("exec.private", private);
+    for c in [&own, &shared, &named, &private] {
         assert_eq!(agent.wait(c, Duration::from_secs(20)), Some(0), "{c:?}");
     }
     let own_ns = namespaces_of(&agent.sandbox(&own).join("ns"));

@@ -447,7 +447,147 @@ impl LimitationSource for Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::mesos::{CapabilityInfo, RLimitInfo};
+    use crate::container_id::parse_dotted;
+    use crate::proto::mesos::{CapabilityInfo, ExecutorInfo, RLimitInfo};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// Records calls; `isolate` of the two `pair` isolators only returns
+    /// once the other one has started (so it fails unless run in parallel).
+    struct Probe {
+        name: &'static str,
+        nesting: bool,
+        standalone: bool,
+        log: Arc<Mutex<Vec<String>>>,
+        started: Arc<[AtomicBool; 2]>,
+        slot: usize,
+    }
+
+    impl Isolator for Probe {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn supports_nesting(&self) -> bool {
+            self.nesting
+        }
+        fn supports_standalone(&self) -> bool {
+            self.standalone
+        }
+        fn prepare(
+            &self,
+            id: &ContainerId,
+            _config: &ContainerConfig,
+        ) -> Result<Option<ContainerLaunchInfo>> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("prepare {} {}", self.name, to_dotted(id)));
+            Ok(Some(ContainerLaunchInfo {
+                clone_namespaces: vec![libc::CLONE_NEWNS],
+                ..Default::default()
+            }))
+        }
+        fn isolate(&self, _id: &ContainerId, _pid: u32) -> Result<()> {
+            self.started[self.slot].store(true, Ordering::SeqCst);
+            let other = &self.started[1 - self.slot];
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !other.load(Ordering::SeqCst) {
+                if Instant::now() > deadline {
+                    return Err(IsolatorError::Invalid("isolate ran alone".into()));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(())
+        }
+        fn cleanup(&self, id: &ContainerId) -> Result<()> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("cleanup {} {}", self.name, to_dotted(id)));
+            Ok(())
+        }
+    }
+
+    fn probes() -> (Composite, Arc<Mutex<Vec<String>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let started = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let make = |name, nesting, standalone, slot| -> Arc<dyn Isolator> {
+            Arc::new(Probe {
+                name,
+                nesting,
+                standalone,
+                log: log.clone(),
+                started: started.clone(),
+                slot,
+            })
+        };
+        let composite = Composite::new(vec![
+            make("first", true, true, 0),
+            make("flat", false, true, 0),
+            make("last", true, false, 1),
+        ]);
+        (composite, log)
+    }
+
+    #[test]
+    fn mesos_order_parallel_isolate_and_nesting_support() {
+        let (c, log) = probes();
+        let exec = parse_dotted("exec").unwrap();
+        let task = parse_dotted("exec.task").unwrap();
+        let executor = ContainerConfig {
+            executor_info: Some(ExecutorInfo::default()),
+            ..Default::default()
+        };
+        let info = c.prepare(&exec, &executor).unwrap().unwrap();
+        assert_eq!(
+            info.clone_namespaces,
+            vec![libc::CLONE_NEWNS],
+            "de-duplicated"
+        );
+        c.prepare(&task, &executor).unwrap();
+        // `first` and `last` isolate in parallel (each waits for the other).
+        c.isolate(&task, 1).unwrap();
+        c.cleanup(&task).unwrap();
+        c.cleanup(&exec).unwrap();
+        c.cleanup(&parse_dotted("unknown").unwrap()).unwrap();
+        let log = log.lock().unwrap().clone();
+        assert_eq!(
+            log[..9],
+            [
+                "prepare first exec",
+                "prepare flat exec",
+                "prepare last exec",
+                // `flat` does not support nesting: skipped for the task.
+                "prepare first exec.task",
+                "prepare last exec.task",
+                "cleanup last exec.task",
+                "cleanup first exec.task",
+                "cleanup last exec",
+                "cleanup flat exec",
+            ]
+        );
+    }
+
+    #[test]
+    fn standalone_trees_skip_isolators_without_standalone_support() {
+        let (c, log) = probes();
+        let solo = parse_dotted("solo").unwrap();
+        c.prepare(&solo, &ContainerConfig::default()).unwrap();
+        c.prepare(
+            &parse_dotted("solo.child").unwrap(),
+            &ContainerConfig::default(),
+        )
+        .unwrap();
+        let log = log.lock().unwrap().clone();
+        assert_eq!(
+            log,
+            [
+                "prepare first solo",
+                "prepare flat solo",
+                "prepare first solo.child"
+            ]
+        );
+    }
 
     #[test]
     fn merge_refuses_rootfs_user_and_second_owners() {
@@ -515,14 +655,14 @@ mod tests {
                 enter_namespaces: vec![libc::CLONE_NEWNET, libc::CLONE_NEWPID],
                 clone_namespaces: vec![libc::CLONE_NEWPID],
                 supplementary_groups: vec![5, 3],
-                masked_paths: vec!["/proc/kcore".into()],
+                masked_paths: vec!["/proc/keys".into()],
                 ..Default::default()
             },
             ContainerLaunchInfo {
                 enter_namespaces: vec![libc::CLONE_NEWPID],
                 clone_namespaces: vec![libc::CLONE_NEWPID],
                 supplementary_groups: vec![3],
-                masked_paths: vec!["/proc/kcore".into()],
+                masked_paths: vec!["/proc/keys".into()],
                 ..Default::default()
             },
         ] {
@@ -539,6 +679,6 @@ mod tests {
         assert!(m.masked_paths.is_empty());
         assert_eq!(m.mounts.len(), 2, "{:?}", m.mounts);
         assert_eq!(m.mounts[0].source.as_deref(), Some("/dev/null"));
-        assert_eq!(m.mounts[0].target, "/proc/kcore");
+        assert_eq!(m.mounts[0].target, "/proc/keys");
     }
 }

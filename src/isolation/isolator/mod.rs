@@ -32,6 +32,35 @@
 //!
 //! Build the composite from module parameters with [`Composite::from_parameters`]
 //! (see [`params`] for the keys).
+//!
+//! # How an agent drives it
+//!
+//! ```no_run
+//! use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
+//! use nestguard::isolation::{Launcher, LauncherOptions};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let (id, config): (nestguard::proto::mesos::ContainerId, nestguard::proto::mesos::slave::ContainerConfig) = Default::default();
+//! let params = IsolatorParams::parse([("cgroups_pids_max", "512")])?;
+//! let isolators = Composite::from_parameters(&params)?;
+//! // Processes join their cgroups before they run, and die through them.
+//! let launcher = match isolators.cgroups() {
+//!     Some(cg) => Launcher::with_cgroups(LauncherOptions::new("/var/run/nestguard"), cg)?,
+//!     None => Launcher::new(LauncherOptions::new("/var/run/nestguard"))?,
+//! };
+//! isolators.recover(&[], &[])?; // at start: states and orphans
+//! // Per container, its sandbox (config.directory) already created:
+//! let mut info = isolators.prepare(&id, &config)?.unwrap_or_default();
+//! info.command = Some(config.command_info.clone());
+//! let sandbox = std::path::Path::new(&config.directory);
+//! let pid = launcher.launch(&id, &info, config.container_info.as_ref(), sandbox)?;
+//! let mut watch = isolators.watch_all(&id)?; // poll watch.fd(), then watch.check()
+//! isolators.isolate(&id, u32::try_from(pid)?)?;
+//! // … on exit or a limitation (destroy with its reason):
+//! if let Some(limitation) = watch.check()? { /* ContainerTermination.reason */ }
+//! launcher.destroy(&id)?;
+//! isolators.cleanup(&id)?;
+//! # Ok(()) }
+//! ```
 
 pub mod cgroups;
 pub mod composite;
