@@ -147,7 +147,7 @@ fn prepare_watch_usage_cleanup_through_the_abi() {
     let exec_id = id_bytes("exec");
     let mut watch = null_mut();
     assert_eq!(
-        nestguard_isolator_watch(iso, exec_id.as_ptr(), exec_id.len(), &mut watch),
+        nestguard_isolator_watch_new(iso, exec_id.as_ptr(), exec_id.len(), &mut watch),
         nestguard_result::Ok
     );
     assert!(nestguard_isolator_watch_fd(watch) >= 0);

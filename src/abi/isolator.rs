@@ -10,7 +10,7 @@
 //! | `recover(states, orphans)` | `nestguard_isolator_recover` |
 //! | `prepare` → `Option<ContainerLaunchInfo>` | `nestguard_isolator_prepare` (`*out` NULL = `None()`) |
 //! | `isolate(id, pid)` | `nestguard_isolator_isolate` |
-//! | `watch` → `Future<ContainerLimitation>` | `nestguard_isolator_watch` + poll `nestguard_isolator_watch_fd` + `nestguard_isolator_watch_check` |
+//! | `watch` → `Future<ContainerLimitation>` | `nestguard_isolator_watch_new` + poll `nestguard_isolator_watch_fd` + `nestguard_isolator_watch_check` |
 //! | `update(id, requests, limits)` | `nestguard_isolator_update` |
 //! | `usage` → `ResourceStatistics` | `nestguard_isolator_usage` |
 //! | `status` → `ContainerStatus` | `nestguard_isolator_status` |
@@ -148,7 +148,7 @@ pub extern "C" fn nestguard_isolator_isolate(
 /// `nestguard_isolator_watch_check`. Free with `nestguard_isolator_watch_free`
 /// (the fd closes with it).
 #[unsafe(no_mangle)]
-pub extern "C" fn nestguard_isolator_watch(
+pub extern "C" fn nestguard_isolator_watch_new(
     isolator: *const nestguard_isolator,
     container_id: *const u8,
     container_id_len: usize,
@@ -184,7 +184,7 @@ pub extern "C" fn nestguard_isolator_watch_check(
     ffi_panic_boundary! {
         try_not_null!(watch, "watch");
         try_not_null!(out, "out");
-        // SAFETY: non-NULL handles come from `nestguard_isolator_watch` and
+        // SAFETY: non-NULL handles come from `nestguard_isolator_watch_new` and
         // are used by one thread at a time (documented).
         let Some(w) = (unsafe { watch.as_mut() }) else {
             return fail(nestguard_result::NullParameter, "argument `watch` must not be NULL");
