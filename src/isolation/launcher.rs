@@ -285,8 +285,9 @@ pub fn read_status(runtime: &Path) -> Result<i32, LauncherError> {
 }
 
 /// The nesting-aware launcher. All methods take `&self` and may be called
-/// from several threads; operations are serialized by one lock except the
-/// blocking part of [`Launcher::wait`].
+/// from several threads. Launches overlap (the helper handshake runs outside
+/// the container lock); a blocking [`Launcher::wait`] holds no lock; destroy
+/// holds the lock while it kills and waits for its subtree.
 pub struct Launcher {
     options: LauncherOptions,
     killer: Box<dyn ContainerKiller>,
