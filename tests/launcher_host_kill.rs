@@ -2,7 +2,7 @@
 //! launcher recovers them with exact statuses (root). In its own test binary:
 //! it makes this process a child subreaper to reap what the killed host left.
 
-mod support;
+mod launcher_support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::{Launcher, LauncherOptions, Mode, process};
-use support::*;
+use launcher_support::*;
 
 const HOST_ENV: &str = "NESTGUARD_TEST_HOST_RUNTIME";
 

@@ -2,12 +2,12 @@
 //! destroyed without leaving a process or mount; 1,000 launches in a loop
 //! have no failures and leak no fds or zombies.
 
-mod support;
+mod launcher_support;
 
 use std::time::Duration;
 
 use nestguard::isolation::{Mode, process};
-use support::*;
+use launcher_support::*;
 
 /// fd and zombie counts are per process: the two tests must not overlap.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
