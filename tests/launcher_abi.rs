@@ -2,13 +2,13 @@
 
 mod launcher_support;
 
+use launcher_support::*;
 use nestguard::abi::bytes::nestguard_bytes;
 use nestguard::abi::launcher::nestguard_launcher;
 use nestguard::abi::result::nestguard_result as R;
 use nestguard::container_id::parse_dotted;
 use nestguard::proto::mesos::slave::ContainerRecoverInfo;
 use prost::Message;
-use launcher_support::*;
 
 fn new(dir: &str, flags: u32) -> *mut nestguard_launcher {
     let mut l = std::ptr::null_mut();

@@ -6,10 +6,10 @@ mod launcher_support;
 
 use std::sync::Arc;
 
+use launcher_support::*;
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::cgroups::{Cgroups, CgroupsConfig, ContainerProcesses, CreateOptions};
 use nestguard::isolation::{Launcher, Mode, process};
-use launcher_support::*;
 
 struct CgroupsGuard(Arc<Cgroups>);
 

@@ -4,9 +4,9 @@ mod launcher_support;
 
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::isolation::Mode;
 use nestguard::isolation::process;
-use launcher_support::*;
 
 #[test]
 fn exit_codes_and_signals() {

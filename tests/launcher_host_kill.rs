@@ -8,9 +8,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::{Launcher, LauncherOptions, Mode, process};
-use launcher_support::*;
 
 const HOST_ENV: &str = "NESTGUARD_TEST_HOST_RUNTIME";
 

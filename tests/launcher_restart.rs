@@ -6,9 +6,9 @@ mod launcher_support;
 
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::{paths, process};
-use launcher_support::*;
 
 fn wait_until_exited(pid: i32) {
     for _ in 0..500 {

@@ -6,8 +6,8 @@ mod launcher_support;
 
 use std::time::Duration;
 
-use nestguard::isolation::{Mode, process};
 use launcher_support::*;
+use nestguard::isolation::{Mode, process};
 
 /// fd and zombie counts are per process: the two tests must not overlap.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
