@@ -1,12 +1,12 @@
 //! Launch, wait, kill, nesting and destroy with real processes (root).
 
-mod support;
+mod launcher_support;
 
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::isolation::Mode;
 use nestguard::isolation::process;
-use support::*;
 
 #[test]
 fn exit_codes_and_signals() {
@@ -272,6 +272,19 @@ fn posix_launcher() {
     assert_eq!(f.l().destroy(&id).unwrap(), Some(9));
     std::thread::sleep(Duration::from_millis(50));
     assert!(process::session_members(pid).unwrap().is_empty());
+    // The command exits but leaves a process in its session: destroy of the
+    // exited container still kills it.
+    let (left, left_pid) = f.launch("nestguard-px-left", "sleep 100 & exit 0");
+    assert_eq!(f.wait(&left), 0);
+    let leftovers = process::session_members(left_pid).unwrap();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    assert_eq!(f.l().destroy(&left).unwrap(), Some(0));
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        process::stat(leftovers[0])
+            .unwrap()
+            .is_none_or(|s| s.exited())
+    );
     let (one, _) = f.launch("nestguard-px-one", "exit 1");
     assert_eq!(f.wait(&one), 256);
     f.l().destroy(&one).unwrap();

@@ -2,13 +2,13 @@
 //! including containers that exited while no launcher was watching; orphans;
 //! pid reuse (root).
 
-mod support;
+mod launcher_support;
 
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::{paths, process};
-use support::*;
 
 fn wait_until_exited(pid: i32) {
     for _ in 0..500 {
@@ -57,6 +57,26 @@ fn drop_handle_then_recover_gives_exact_statuses() {
     assert!(f.l().kill(&slow, libc::SIGTERM).unwrap());
     assert_eq!(f.wait(&slow), libc::SIGTERM);
     assert!(f.l().wait_fd(&exec).unwrap().is_some(), "still running");
+
+    // Destroying a checkpointed container that was not recovered still
+    // kills it (never just drops its checkpoints).
+    let mut g = Fixture::new(nestguard::isolation::Mode::Linux);
+    let (lost, lost_pid) = g.launch("nestguard-r-lost", "sleep 100");
+    let (_, lost_child) = g.launch("nestguard-r-lost.c", "sleep 100");
+    g.reopen();
+    assert_eq!(
+        g.l().destroy(&lost).unwrap(),
+        None,
+        "unknown to this launcher"
+    );
+    for pid in [lost_pid, lost_child] {
+        assert!(
+            process::stat(pid).unwrap().is_none_or(|s| s.exited()),
+            "{pid} survived"
+        );
+    }
+    assert!(!paths::runtime_path(&g.runtime_dir(), &lost).exists());
+    drop(g);
 
     // Recover again in the same process: nothing is duplicated.
     assert_eq!(

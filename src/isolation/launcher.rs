@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -285,13 +285,50 @@ pub fn read_status(runtime: &Path) -> Result<i32, LauncherError> {
 }
 
 /// The nesting-aware launcher. All methods take `&self` and may be called
-/// from several threads; operations are serialized by one lock except the
-/// blocking part of [`Launcher::wait`].
+/// from several threads. Launches overlap (the helper handshake runs outside
+/// the container lock); a blocking [`Launcher::wait`] holds no lock; destroy
+/// holds the lock while it kills and waits for its subtree.
 pub struct Launcher {
     options: LauncherOptions,
     killer: Box<dyn ContainerKiller>,
     cgroups: Option<Arc<dyn ContainerProcesses>>,
     containers: Mutex<BTreeMap<String, Container>>,
+    /// Launches in flight and destroys in progress (dotted ids): the slow
+    /// part of a launch runs without the `containers` lock, so launches from
+    /// several host threads overlap.
+    pending: Mutex<Pending>,
+    /// Signalled when a launch finishes.
+    launched: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    launching: HashSet<String>,
+    destroying: HashSet<String>,
+}
+
+fn in_subtree(key: &str, root: &str) -> bool {
+    key == root || (key.starts_with(root) && key.as_bytes().get(root.len()) == Some(&b'.'))
+}
+
+/// Removes a key from the pending sets when a launch or destroy ends, on
+/// every path.
+struct PendingGuard<'a> {
+    launcher: &'a Launcher,
+    key: String,
+    destroying: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        let mut pending = self.launcher.pending();
+        if self.destroying {
+            pending.destroying.remove(&self.key);
+        } else {
+            pending.launching.remove(&self.key);
+        }
+        self.launcher.launched.notify_all();
+    }
 }
 
 impl Launcher {
@@ -313,6 +350,8 @@ impl Launcher {
             killer,
             cgroups: None,
             containers: Mutex::new(BTreeMap::new()),
+            pending: Mutex::new(Pending::default()),
+            launched: Condvar::new(),
         })
     }
 
@@ -334,6 +373,12 @@ impl Launcher {
     /// The options this launcher was built with.
     pub fn options(&self) -> &LauncherOptions {
         &self.options
+    }
+
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Container>> {
@@ -371,10 +416,14 @@ impl Launcher {
         let nested = id.parent.is_some();
         let plan = namespaces::plan(nested, self.options.mode == Mode::Posix, info, container)?;
         let key = container_id::to_dotted(id);
-        let mut containers = self.lock();
+        let containers = self.lock();
+        let mut pending = self.pending();
         let runtime = paths::runtime_path(&self.options.runtime_dir, id);
-        if containers.contains_key(&key) || runtime.exists() {
+        if containers.contains_key(&key) || pending.launching.contains(&key) || runtime.exists() {
             return Err(LauncherError::Exists(key));
+        }
+        if let Some(d) = pending.destroying.iter().find(|d| in_subtree(&key, d)) {
+            return Err(LauncherError::ParentNotRunning(d.clone()));
         }
         let parent = match id.parent.as_deref() {
             None => None,
@@ -388,6 +437,14 @@ impl Launcher {
                     .map(|r| (r.pid, r.start_time));
                 Some(running.ok_or(LauncherError::ParentNotRunning(pkey))?)
             }
+        };
+        pending.launching.insert(key.clone());
+        drop(pending);
+        drop(containers);
+        let _pending = PendingGuard {
+            launcher: self,
+            key: key.clone(),
+            destroying: false,
         };
         sandbox::create(sandbox, info.user.as_deref())?;
         if let Some(up) = runtime.parent() {
@@ -416,7 +473,7 @@ impl Launcher {
             .ok()
             .filter(|_| process::is_running(pid, start_time).unwrap_or(false));
         tracing::debug!(container = %key, pid, nested, "container launched");
-        containers.insert(
+        self.lock().insert(
             key,
             Container {
                 id: id.clone(),
@@ -602,6 +659,23 @@ impl Launcher {
         container_id::validate(id)?;
         let key = container_id::to_dotted(id);
         let prefix = format!("{key}.");
+        // Block new launches under `id`, and let those in flight finish so
+        // that they are destroyed too.
+        {
+            let mut pending = self.pending();
+            pending.destroying.insert(key.clone());
+            while pending.launching.iter().any(|k| in_subtree(k, &key)) {
+                pending = self
+                    .launched
+                    .wait(pending)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        }
+        let _pending = PendingGuard {
+            launcher: self,
+            key: key.clone(),
+            destroying: true,
+        };
         let mut containers = self.lock();
         let mut subtree: Vec<String> = containers
             .keys()
@@ -613,8 +687,13 @@ impl Launcher {
             return match self.terminated_status(id) {
                 Ok(s) => Ok(Some(s)),
                 Err(LauncherError::Unknown(_)) => {
-                    self.remove_leftover_runtime(id)?;
-                    Ok(None)
+                    if self.adopt_checkpointed(id)? {
+                        // Checkpointed but never recovered: destroy it for
+                        // real rather than dropping its checkpoints.
+                        self.destroy(id).map(|_| None)
+                    } else {
+                        Ok(None)
+                    }
                 }
                 Err(e) => Err(e),
             };
@@ -624,8 +703,9 @@ impl Launcher {
         // Signal every container first (children first) so the kernel tears
         // them down in parallel; then wait for each and record its status.
         for k in &subtree {
+            // Exited containers too: in a shared pid namespace, what the
+            // command left behind lives on in its session.
             if let Some(c) = containers.get(k)
-                && c.status.is_none()
                 && let Some(target) = c.target()
             {
                 self.killer
@@ -663,20 +743,33 @@ impl Launcher {
         Ok(result)
     }
 
-    fn remove_leftover_runtime(&self, id: &ContainerId) -> Result<(), LauncherError> {
-        if id.parent.is_none() {
-            let runtime = paths::runtime_path(&self.options.runtime_dir, id);
-            if runtime.exists() {
-                std::fs::remove_dir_all(&runtime).map_err(io("remove", &runtime))?;
-            }
+    /// Takes over a top-level container that has checkpoints but is not
+    /// managed (recover was not called for it), with everything under it.
+    /// Returns false if there is nothing to take over.
+    fn adopt_checkpointed(&self, id: &ContainerId) -> Result<bool, LauncherError> {
+        let runtime = paths::runtime_path(&self.options.runtime_dir, id);
+        if id.parent.is_some() || !runtime.is_dir() {
+            return Ok(false);
         }
-        Ok(())
+        let key = container_id::to_dotted(id);
+        let mut containers = self.lock();
+        if !containers.contains_key(&key) {
+            containers.insert(key.clone(), recover_one(id, &runtime)?);
+        }
+        let known = HashSet::from([key]);
+        let mut orphans = Vec::new();
+        self.recover_dir(
+            &runtime.join(paths::CONTAINERS),
+            Some(id),
+            &known,
+            &mut containers,
+            &mut orphans,
+        )?;
+        Ok(true)
     }
 
     fn destroy_one(&self, key: &str, c: &mut Container) -> Result<i32, LauncherError> {
-        if c.status.is_none()
-            && let Some(target) = c.target()
-        {
+        if let Some(target) = c.target() {
             self.killer
                 .kill_all(&target)
                 .map_err(|e| LauncherError::Kill(key.to_owned(), e))?;
