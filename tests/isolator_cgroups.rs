@@ -197,3 +197,46 @@ fn sub_containers_share_their_parents_cgroups_by_default() {
     agent.destroy(&exec, None);
     assert!(agent.cg().scan().unwrap().is_empty());
 }
+
+/// Under Mesos' LinuxLauncher the process must stay in Mesos' freezer
+/// cgroup: `cgroups_skip_freezer` joins only the resource controllers.
+#[test]
+fn isolate_can_leave_the_freezer_to_mesos_launcher() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new(
+        "skipfreezer",
+        &[("cgroups_skip_freezer", "true"), ("isolation", "cgroups")],
+    );
+    let exec = id("exec");
+    let mut c = config("true");
+    c.directory = agent.dir.path().to_string_lossy().into_owned();
+    c.resources = vec![scalar("mem", 64.0)];
+    agent.iso().prepare(&exec, &c).unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let placed = agent.iso().isolate(&exec, pid);
+    let cgroups = read(format!("/proc/{pid}/cgroup"));
+    let _ = child.kill();
+    let _ = child.wait();
+    placed.unwrap();
+    let line = |controller: &str| {
+        cgroups
+            .lines()
+            .find(|l| {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c.split(',').any(|x| x == controller))
+            })
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(line("memory").ends_with("/exec"), "{cgroups}");
+    assert!(!line("freezer").ends_with("/exec"), "{cgroups}");
+    agent.iso().cleanup(&exec).unwrap();
+    assert!(agent.cg().scan().unwrap().is_empty());
+}

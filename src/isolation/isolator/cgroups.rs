@@ -35,6 +35,11 @@ pub struct CgroupsOptions {
     pub enable_cfs: bool,
     /// `pids.max` for every container with its own cgroup.
     pub pids_max: Option<u64>,
+    /// Whether `isolate` also moves the process into our freezer cgroup.
+    /// Turn off (cgroup v1 only) when Mesos' LinuxLauncher runs the
+    /// containers: it tracks and kills them through its own freezer cgroup,
+    /// which a process would otherwise leave (one cgroup per hierarchy).
+    pub skip_freezer: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -74,12 +79,20 @@ fn megabytes(mb: f64) -> u64 {
 impl CgroupsIsolator {
     /// An isolator over an existing manager (share it with the launcher:
     /// `Launcher::with_cgroups(options, isolator.cgroups())`).
-    pub fn new(cgroups: Arc<Cgroups>, options: CgroupsOptions) -> Self {
-        Self {
+    /// `skip_freezer` needs cgroup v1.
+    pub fn new(cgroups: Arc<Cgroups>, options: CgroupsOptions) -> Result<Self> {
+        if options.skip_freezer && cgroups.is_v2() {
+            return Err(IsolatorError::Parameter {
+                key: "cgroups_skip_freezer".into(),
+                expected: "'false' on cgroup v2 (a process has one cgroup there)",
+                found: "true".into(),
+            });
+        }
+        Ok(Self {
             cgroups,
             options,
             infos: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     /// The manager, for the launcher to place and kill processes.
@@ -226,9 +239,21 @@ impl Isolator for CgroupsIsolator {
     }
 
     /// Moves `pid` into the container's cgroups (a no-op if a cgroup-aware
-    /// launcher already placed it).
+    /// launcher already placed it); with `skip_freezer`, into all but the
+    /// freezer.
     fn isolate(&self, id: &ContainerId, pid: u32) -> Result<()> {
-        Ok(self.cgroups.add_pid(id, pid)?)
+        if !self.options.skip_freezer {
+            return Ok(self.cgroups.add_pid(id, pid)?);
+        }
+        let freezer = self.cgroups.config().mount_root.join("freezer");
+        for file in self.cgroups.procs_files(id)? {
+            if file.starts_with(&freezer) {
+                continue;
+            }
+            std::fs::write(&file, pid.to_string())
+                .map_err(IsolatorError::io("write a pid into", &file))?;
+        }
+        Ok(())
     }
 
     /// An OOM watch on the container's own memory cgroup; none for a

@@ -10,6 +10,7 @@
 //! | `cgroups_destroy_timeout_secs` | `60` | how long killing may take |
 //! | `cgroups_enable_cfs` | `false` | the CPU request is also a hard quota |
 //! | `cgroups_pids_max` | none | `pids.max` of every container with its own cgroup |
+//! | `cgroups_skip_freezer` | `false` | v1: `isolate` leaves the freezer alone (set it under Mesos' LinuxLauncher, which tracks processes in its own freezer cgroup) |
 //! | `disallow_sharing_agent_pid_namespace` | `false` | as Mesos' flag |
 //! | `hardening_no_new_privileges` | `true` | set `no_new_privileges` |
 //! | `hardening_capabilities` | Docker's default set | comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched |
@@ -54,13 +55,14 @@ pub const ISOLATORS: [&str; 7] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 14] = [
     "isolation",
     "cgroups_mount_root",
     "cgroups_root",
     "cgroups_destroy_timeout_secs",
     "cgroups_enable_cfs",
     "cgroups_pids_max",
+    "cgroups_skip_freezer",
     "disallow_sharing_agent_pid_namespace",
     "hardening_no_new_privileges",
     "hardening_capabilities",
@@ -160,6 +162,9 @@ impl IsolatorParams {
                 .get("cgroups_pids_max")
                 .map(|v| number("cgroups_pids_max", v))
                 .transpose()?,
+            skip_freezer: map
+                .get("cgroups_skip_freezer")
+                .map_or(Ok(false), |v| boolean("cgroups_skip_freezer", v))?,
         };
         let mut hardening = HardeningIsolator::default();
         if let Some(v) = map.get("hardening_no_new_privileges") {
@@ -294,7 +299,7 @@ impl Composite {
                     Arc::new(CgroupsIsolator::new(
                         manager,
                         params.cgroups_options.clone(),
-                    ))
+                    )?)
                 }
                 "namespaces" => Arc::new(NamespacesIsolator {
                     disallow_sharing_agent_pid_namespace: params
