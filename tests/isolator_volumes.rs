@@ -25,9 +25,19 @@ fn a_parent_volume_shares_files_between_siblings_and_ro_refuses_writes() {
 
     let (writer, _) = agent.launch(
         "exec.writer",
-        with_volumes(config("echo hello-from-writer > shared/msg"), vec![rw]),
+        with_volumes(
+            config(
+                "head -c 2097152 /dev/urandom > shared/blob; echo hello-from-writer > shared/msg",
+            ),
+            vec![rw],
+        ),
     );
     assert_eq!(agent.wait(&writer, Duration::from_secs(20)), Some(0));
+    // disk/du: the shared data is its owner's disk, not the sharer's.
+    let exec_disk = agent.iso().usage(&exec).unwrap().disk_used_bytes.unwrap();
+    let writer_disk = agent.iso().usage(&writer).unwrap().disk_used_bytes.unwrap();
+    assert!(exec_disk >= 2 << 20, "executor: {exec_disk}");
+    assert!(writer_disk < 1 << 20, "writer: {writer_disk}");
     let source = agent.sandbox(&exec).join("shared");
     assert_eq!(read(source.join("msg")), "hello-from-writer\n");
     // The writer's own sandbox only holds the (empty) mount point.
