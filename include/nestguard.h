@@ -191,6 +191,32 @@ enum nestguard_result
    * Killing, freezing or removing a cgroup did not finish in time.
    */
   NESTGUARD_RESULT_CGROUP_TIMEOUT = 504,
+  /**
+   * An isolator module parameter is unknown or malformed (the message
+   * names the key).
+   */
+  NESTGUARD_RESULT_ISOLATOR_PARAMETER = 550,
+  /**
+   * Launch infos of isolators conflict, or an isolator set a field
+   * isolators must not set (Mesos' merge rules).
+   */
+  NESTGUARD_RESULT_ISOLATOR_LAUNCH_INFO_CONFLICT = 551,
+  /**
+   * A volume is invalid (Mesos' validation message).
+   */
+  NESTGUARD_RESULT_ISOLATOR_VOLUME_INVALID = 552,
+  /**
+   * A volume path leaves its sandbox (`..`, a symbolic link).
+   */
+  NESTGUARD_RESULT_ISOLATOR_VOLUME_ESCAPE = 553,
+  /**
+   * The isolator does not know the container.
+   */
+  NESTGUARD_RESULT_ISOLATOR_UNKNOWN_CONTAINER = 554,
+  /**
+   * An isolator failed (the message names the isolator and phase).
+   */
+  NESTGUARD_RESULT_ISOLATOR_FAILED = 555,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -375,6 +401,16 @@ typedef struct nestguard_credentials nestguard_credentials;
  * Immutable: may be used from several threads at once.
  */
 typedef struct nestguard_http_authenticator nestguard_http_authenticator;
+
+/**
+ * The configured isolators. Thread-safe. Under the hood a `Box<Composite>`.
+ */
+typedef struct nestguard_isolator nestguard_isolator;
+
+/**
+ * A container's limitation watch. Use from one thread at a time.
+ */
+typedef struct nestguard_isolator_watch nestguard_isolator_watch;
 
 /**
  * A launcher bound to one runtime directory. Safe to use from several
@@ -895,6 +931,127 @@ nestguard_result nestguard_error_message(char *buf, size_t len, size_t *out_n);
 const char *nestguard_result_describe(uint32_t code);
 
 /**
+ * Creates the isolators from module parameters: `parameters` is a
+ * serialized `mesos.Parameters` (keys `isolation`, `cgroups_root`,
+ * `cgroups_pids_max`, `hardening_capabilities`, `credentials_jwt_key`, …;
+ * see the isolator documentation). Unknown keys are refused. An empty
+ * buffer means all defaults. Free with `nestguard_isolator_free`.
+ */
+nestguard_result nestguard_isolator_new(const uint8_t *parameters,
+                                        size_t parameters_len,
+                                        nestguard_isolator **out);
+
+/**
+ * Mesos' `recover(states, orphans)`: `recover_info` is a serialized
+ * `mesos.slave.ContainerRecoverInfo` whose `checkpointed_container_states`
+ * are the states and `orphan_container_ids` the orphans
+ * (`known_container_ids` is ignored). Cgroups of containers in neither are
+ * killed and removed; orphans are left for the caller to destroy and then
+ * `nestguard_isolator_cleanup`.
+ */
+nestguard_result nestguard_isolator_recover(const nestguard_isolator *isolator,
+                                            const uint8_t *recover_info,
+                                            size_t recover_info_len);
+
+/**
+ * Mesos' `prepare`: `container_id` is a serialized `mesos.ContainerID`,
+ * `config` a serialized `mesos.slave.ContainerConfig`. `*out` receives a
+ * serialized `mesos.slave.ContainerLaunchInfo`, or NULL when no isolator
+ * has anything to add (Mesos' `None()`). The launch info may carry a
+ * credential in `environment`: do not log it. After a failure call
+ * `nestguard_isolator_cleanup`, as Mesos does.
+ */
+nestguard_result nestguard_isolator_prepare(const nestguard_isolator *isolator,
+                                            const uint8_t *container_id,
+                                            size_t container_id_len,
+                                            const uint8_t *config,
+                                            size_t config_len,
+                                            nestguard_bytes **out);
+
+/**
+ * Mesos' `isolate`: `pid` is the container's first process in the host's
+ * pid namespace. Isolators run in parallel threads; blocks until all end.
+ */
+nestguard_result nestguard_isolator_isolate(const nestguard_isolator *isolator,
+                                            const uint8_t *container_id,
+                                            size_t container_id_len,
+                                            uint32_t pid);
+
+/**
+ * Mesos' `watch`: a watch handle for the container's limitations (OOM
+ * kills …). Poll `nestguard_isolator_watch_fd` for readability, then call
+ * `nestguard_isolator_watch_check`. Free with `nestguard_isolator_watch_free`
+ * (the fd closes with it).
+ */
+nestguard_result nestguard_isolator_watch_new(const nestguard_isolator *isolator,
+                                              const uint8_t *container_id,
+                                              size_t container_id_len,
+                                              nestguard_isolator_watch **out);
+
+/**
+ * The descriptor to poll for readability (an epoll fd; owned by the
+ * watch, do not close). -1 for a NULL watch.
+ */
+int32_t nestguard_isolator_watch_fd(const nestguard_isolator_watch *watch);
+
+/**
+ * Non-blocking: `*out` receives a serialized `mesos.slave.ContainerLimitation`
+ * (e.g. `reason` = `REASON_CONTAINER_LIMITATION_MEMORY` after an OOM kill)
+ * once one happened — and again on later calls — or NULL while none has.
+ */
+nestguard_result nestguard_isolator_watch_check(nestguard_isolator_watch *watch,
+                                                nestguard_bytes **out);
+
+/**
+ * Frees a watch. NULL is a no-op.
+ */
+void nestguard_isolator_watch_free(nestguard_isolator_watch *watch);
+
+/**
+ * Mesos' `update(id, requests, limits)`: `resources` is a serialized
+ * `mesos.slave.ContainerConfig` of which only `resources` (the requests)
+ * and `limits` are read — the shim copies `Resources` and the limits map
+ * into it (`SerializePartialToString`: required fields may be absent).
+ */
+nestguard_result nestguard_isolator_update(const nestguard_isolator *isolator,
+                                           const uint8_t *container_id,
+                                           size_t container_id_len,
+                                           const uint8_t *resources,
+                                           size_t resources_len);
+
+/**
+ * Mesos' `usage`: `*out` receives a serialized `mesos.ResourceStatistics`
+ * (CPU times and throttling, memory, processes, `disk_used_bytes`).
+ */
+nestguard_result nestguard_isolator_usage(const nestguard_isolator *isolator,
+                                          const uint8_t *container_id,
+                                          size_t container_id_len,
+                                          nestguard_bytes **out);
+
+/**
+ * Mesos' `status`: `*out` receives a serialized `mesos.ContainerStatus`.
+ */
+nestguard_result nestguard_isolator_status(const nestguard_isolator *isolator,
+                                           const uint8_t *container_id,
+                                           size_t container_id_len,
+                                           nestguard_bytes **out);
+
+/**
+ * Mesos' `cleanup`: after all the container's processes are gone; undoes
+ * everything prepare did (cgroups removed, registrations dropped), in
+ * reverse isolator order. A no-op for an unknown container.
+ */
+nestguard_result nestguard_isolator_cleanup(const nestguard_isolator *isolator,
+                                            const uint8_t *container_id,
+                                            size_t container_id_len);
+
+/**
+ * Frees the isolators. Containers' cgroups stay (a new handle recovers
+ * them). NULL is a no-op; not while another thread uses the handle.
+ */
+void nestguard_isolator_free(nestguard_isolator *isolator);
+
+/**
  * Creates a launcher.
  *
  * `runtime_dir` (UTF-8, not NUL-terminated) is Mesos' `--runtime_dir`;
@@ -911,6 +1068,22 @@ nestguard_result nestguard_launcher_new(const char *runtime_dir,
                                         size_t helper_len,
                                         uint32_t flags,
                                         nestguard_launcher **out);
+
+/**
+ * Like `nestguard_launcher_new`, but the launcher shares the cgroups of
+ * `isolator` (a `nestguard_isolator` with the cgroups isolator, or
+ * NULL): it puts each container's supervisor into the container's
+ * cgroups before the command starts, so no process of the container ever
+ * runs outside them, and kills through the cgroups on destroy. The
+ * isolator must outlive the launcher.
+ */
+nestguard_result nestguard_launcher_new_with_isolator(const char *runtime_dir,
+                                                      size_t runtime_dir_len,
+                                                      const char *helper,
+                                                      size_t helper_len,
+                                                      uint32_t flags,
+                                                      const nestguard_isolator *isolator,
+                                                      nestguard_launcher **out);
 
 /**
  * Rebuilds the container tree from the runtime directory after a restart.

@@ -272,7 +272,7 @@ fn pods_restart_policies_and_transient_tasks() {
         task("steady", "sleep 60")
     ])));
     let failed = agent.wait_task(&sandbox, "failing", "TASK_FAILED");
-    assert_eq!(failed["exit_status"], 512);
+    assert_eq!(failed["exit_status"], 512, "{failed}");
     assert_eq!(failed["restarts"], 2);
     agent.wait_task(&sandbox, "steady", "TASK_KILLED");
     let log = std::fs::read_to_string(sandbox.join("stdout")).unwrap();
@@ -376,5 +376,50 @@ fn agent_sigkill_then_recovery() {
     // The pod's executor kept running through the restart and still manages its task.
     let (status, body) = agent.get(&format!("/nestguard/v1/pods/{pod_id}"));
     assert_eq!(status, 200);
+    assert!(body.contains("RUNNING"), "{body}");
+}
+
+#[test]
+fn memory_limit_kills_only_that_sub_container() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start();
+    let (pod_id, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("app", "sleep 60")])));
+    agent.wait_task(&sandbox, "app", "TASK_RUNNING");
+    let hog = serde_json::json!({"type": "LAUNCH_CONTAINER", "launch_container": {
+        "container_id": nested(&pod_id, "hog"),
+        "command": {"value": "head -c 64m /dev/zero | tail"},
+        "resources": [{"name": "mem", "type": "SCALAR", "scalar": {"value": 32}}, {"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.5}}],
+        "container": {"type": "MESOS", "linux_info": {"share_cgroups": false}}}});
+    let (status, body) = agent.curl(Some(OPS), "/api/v1", &hog.to_string());
+    assert_eq!(status, 200, "{body}\n{}", agent.log());
+    let (status, body) = agent.curl(
+        Some(OPS),
+        "/api/v1",
+        &by_id(
+            "WAIT_NESTED_CONTAINER",
+            "wait_nested_container",
+            &pod_id,
+            "hog",
+        ),
+    );
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let wait = &v["wait_nested_container"];
+    assert_eq!(
+        wait["reason"], "REASON_CONTAINER_LIMITATION_MEMORY",
+        "{body}"
+    );
+    assert_eq!(wait["state"], "TASK_FAILED", "{body}");
+    assert!(
+        wait["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Memory limit exceeded"),
+        "{body}"
+    );
+    // The executor and its app live on.
+    let (_, body) = agent.get(&format!("/nestguard/v1/pods/{pod_id}"));
     assert!(body.contains("RUNNING"), "{body}");
 }

@@ -1,14 +1,14 @@
 //! The launcher's C ABI driven as C would (root, real processes).
 
-mod support;
+mod launcher_support;
 
+use launcher_support::*;
 use nestguard::abi::bytes::nestguard_bytes;
 use nestguard::abi::launcher::nestguard_launcher;
 use nestguard::abi::result::nestguard_result as R;
 use nestguard::container_id::parse_dotted;
 use nestguard::proto::mesos::slave::ContainerRecoverInfo;
 use prost::Message;
-use support::*;
 
 fn new(dir: &str, flags: u32) -> *mut nestguard_launcher {
     let mut l = std::ptr::null_mut();

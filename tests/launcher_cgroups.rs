@@ -2,14 +2,14 @@
 //! a container, including one that escapes the session, is in its cgroup and
 //! dies with it; destroy leaves no cgroup behind.
 
-mod support;
+mod launcher_support;
 
 use std::sync::Arc;
 
+use launcher_support::*;
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::cgroups::{Cgroups, CgroupsConfig, ContainerProcesses, CreateOptions};
 use nestguard::isolation::{Launcher, Mode, process};
-use support::*;
 
 struct CgroupsGuard(Arc<Cgroups>);
 

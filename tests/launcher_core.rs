@@ -1,12 +1,12 @@
 //! Launch, wait, kill, nesting and destroy with real processes (root).
 
-mod support;
+mod launcher_support;
 
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::isolation::Mode;
 use nestguard::isolation::process;
-use support::*;
 
 #[test]
 fn exit_codes_and_signals() {

@@ -2,15 +2,15 @@
 //! launcher recovers them with exact statuses (root). In its own test binary:
 //! it makes this process a child subreaper to reap what the killed host left.
 
-mod support;
+mod launcher_support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::{Launcher, LauncherOptions, Mode, process};
-use support::*;
 
 const HOST_ENV: &str = "NESTGUARD_TEST_HOST_RUNTIME";
 

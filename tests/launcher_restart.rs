@@ -2,13 +2,13 @@
 //! including containers that exited while no launcher was watching; orphans;
 //! pid reuse (root).
 
-mod support;
+mod launcher_support;
 
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::{paths, process};
-use support::*;
 
 fn wait_until_exited(pid: i32) {
     for _ in 0..500 {

@@ -2,12 +2,12 @@
 //! destroyed without leaving a process or mount; 1,000 launches in a loop
 //! have no failures and leak no fds or zombies.
 
-mod support;
+mod launcher_support;
 
 use std::time::Duration;
 
+use launcher_support::*;
 use nestguard::isolation::{Mode, process};
-use support::*;
 
 /// fd and zombie counts are per process: the two tests must not overlap.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -114,4 +114,45 @@ fn concurrent_launches_from_many_host_threads() {
     });
     f.l().destroy(&pod).unwrap();
     assert!(f.l().containers().is_empty());
+}
+
+#[test]
+fn destroy_races_with_nested_launches() {
+    if !root_or_skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let f = Fixture::new_tmpfs(Mode::Linux);
+    let (pod, _) = f
+        .try_launch("nestguard-race", executor("sleep 100"))
+        .unwrap();
+    let pids = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..40 {
+                // Launches after the destroy began must fail, not leak.
+                if let Ok((_, pid)) =
+                    f.try_launch(&format!("nestguard-race.c{i}"), shell("sleep 100"))
+                {
+                    pids.lock().unwrap().push(pid);
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(60));
+        f.l().destroy(&pod).unwrap();
+    });
+    // Whatever launched before the destroy is gone with the pod; whatever
+    // came after was refused (its parent is no longer running).
+    for pid in pids.into_inner().unwrap() {
+        assert!(
+            process::stat(pid).unwrap().is_none_or(|s| s.exited()),
+            "{pid} survived"
+        );
+    }
+    for id in f.l().containers() {
+        let status = f.l().wait(&id, Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(status, Some(9), "late launch {id:?} is not running");
+        f.l().destroy(&id).unwrap();
+    }
+    assert!(!f.runtime_dir().join("containers/nestguard-race").exists());
 }

@@ -110,6 +110,12 @@ fn describe(code: u32) -> &'static str {
         CgroupExists => "the container's cgroup already exists",
         CgroupUnavailable => "no usable cgroup hierarchy or controller",
         CgroupTimeout => "a cgroup operation timed out",
+        IsolatorParameter => "invalid isolator parameter",
+        IsolatorLaunchInfoConflict => "conflicting isolator launch infos",
+        IsolatorVolumeInvalid => "invalid volume",
+        IsolatorVolumeEscape => "a volume path escapes its sandbox",
+        IsolatorUnknownContainer => "the isolator does not know the container",
+        IsolatorFailed => "an isolator failed",
     );
     "unknown result code\0"
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::bytes::nestguard_bytes;
 use super::error::{fail, fail_with};
 use super::ffi::{free_handle, handle_ref, into_handle, write_out};
+use super::isolator::nestguard_isolator;
 use super::result::{AbiError, nestguard_result};
 use crate::isolation::command::CommandError;
 use crate::isolation::launcher::{
@@ -103,23 +104,28 @@ impl nestguard_launcher {
         out: *mut *mut nestguard_launcher,
     ) -> nestguard_result {
         ffi_panic_boundary! {
-            try_not_null!(out, "out");
-            let runtime_dir = try_str!(runtime_dir, runtime_dir_len, "runtime_dir");
-            let helper = try_str!(helper, helper_len, "helper");
-            if runtime_dir.is_empty() {
-                return fail(nestguard_result::InvalidArgument, "argument `runtime_dir` must not be empty");
-            }
-            if flags & !NESTGUARD_LAUNCHER_POSIX != 0 {
-                return fail(nestguard_result::InvalidArgument, format!("unknown launcher flags {flags:#x}"));
-            }
-            let options = LauncherOptions {
-                runtime_dir: PathBuf::from(runtime_dir),
-                helper: if helper.is_empty() { default_helper_path() } else { PathBuf::from(helper) },
-                mode: if flags & NESTGUARD_LAUNCHER_POSIX != 0 { Mode::Posix } else { Mode::Linux },
-            };
-            let inner = try_abi!(Launcher::new(options));
-            write_out(out, into_handle(nestguard_launcher { inner }));
-            nestguard_result::Ok
+            new_launcher(runtime_dir, runtime_dir_len, helper, helper_len, flags, std::ptr::null(), out)
+        }
+    }
+
+    /// Like `nestguard_launcher_new`, but the launcher shares the cgroups of
+    /// `isolator` (a `nestguard_isolator` with the cgroups isolator, or
+    /// NULL): it puts each container's supervisor into the container's
+    /// cgroups before the command starts, so no process of the container ever
+    /// runs outside them, and kills through the cgroups on destroy. The
+    /// isolator must outlive the launcher.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_new_with_isolator(
+        runtime_dir: *const std::ffi::c_char,
+        runtime_dir_len: usize,
+        helper: *const std::ffi::c_char,
+        helper_len: usize,
+        flags: u32,
+        isolator: *const nestguard_isolator,
+        out: *mut *mut nestguard_launcher,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            new_launcher(runtime_dir, runtime_dir_len, helper, helper_len, flags, isolator, out)
         }
     }
 
@@ -326,4 +332,51 @@ impl nestguard_launcher {
             free_handle(launcher)
         }
     }
+}
+
+/// Shared body of the two constructors (inside their panic boundaries).
+fn new_launcher(
+    runtime_dir: *const std::ffi::c_char,
+    runtime_dir_len: usize,
+    helper: *const std::ffi::c_char,
+    helper_len: usize,
+    flags: u32,
+    isolator: *const nestguard_isolator,
+    out: *mut *mut nestguard_launcher,
+) -> nestguard_result {
+    try_not_null!(out, "out");
+    let runtime_dir = try_str!(runtime_dir, runtime_dir_len, "runtime_dir");
+    let helper = try_str!(helper, helper_len, "helper");
+    if runtime_dir.is_empty() {
+        return fail(
+            nestguard_result::InvalidArgument,
+            "argument `runtime_dir` must not be empty",
+        );
+    }
+    if flags & !NESTGUARD_LAUNCHER_POSIX != 0 {
+        return fail(
+            nestguard_result::InvalidArgument,
+            format!("unknown launcher flags {flags:#x}"),
+        );
+    }
+    let options = LauncherOptions {
+        runtime_dir: PathBuf::from(runtime_dir),
+        helper: if helper.is_empty() {
+            default_helper_path()
+        } else {
+            PathBuf::from(helper)
+        },
+        mode: if flags & NESTGUARD_LAUNCHER_POSIX != 0 {
+            Mode::Posix
+        } else {
+            Mode::Linux
+        },
+    };
+    let cgroups = handle_ref(isolator).and_then(|i| i.composite().cgroups());
+    let inner = match cgroups {
+        Some(cg) => try_abi!(Launcher::with_cgroups(options, cg)),
+        None => try_abi!(Launcher::new(options)),
+    };
+    write_out(out, into_handle(nestguard_launcher { inner }));
+    nestguard_result::Ok
 }

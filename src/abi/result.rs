@@ -76,6 +76,20 @@ pub enum nestguard_result {
     CgroupUnavailable = 503,
     /// Killing, freezing or removing a cgroup did not finish in time.
     CgroupTimeout = 504,
+    /// An isolator module parameter is unknown or malformed (the message
+    /// names the key).
+    IsolatorParameter = 550,
+    /// Launch infos of isolators conflict, or an isolator set a field
+    /// isolators must not set (Mesos' merge rules).
+    IsolatorLaunchInfoConflict = 551,
+    /// A volume is invalid (Mesos' validation message).
+    IsolatorVolumeInvalid = 552,
+    /// A volume path leaves its sandbox (`..`, a symbolic link).
+    IsolatorVolumeEscape = 553,
+    /// The isolator does not know the container.
+    IsolatorUnknownContainer = 554,
+    /// An isolator failed (the message names the isolator and phase).
+    IsolatorFailed = 555,
 }
 
 impl nestguard_result {
@@ -114,6 +128,12 @@ impl nestguard_result {
             Self::CgroupExists => "the container's cgroup already exists",
             Self::CgroupUnavailable => "no usable cgroup hierarchy or controller",
             Self::CgroupTimeout => "a cgroup operation timed out",
+            Self::IsolatorParameter => "invalid isolator parameter",
+            Self::IsolatorLaunchInfoConflict => "conflicting isolator launch infos",
+            Self::IsolatorVolumeInvalid => "invalid volume",
+            Self::IsolatorVolumeEscape => "a volume path escapes its sandbox",
+            Self::IsolatorUnknownContainer => "the isolator does not know the container",
+            Self::IsolatorFailed => "an isolator failed",
         }
     }
 }

@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -285,13 +285,50 @@ pub fn read_status(runtime: &Path) -> Result<i32, LauncherError> {
 }
 
 /// The nesting-aware launcher. All methods take `&self` and may be called
-/// from several threads; operations are serialized by one lock except the
-/// blocking part of [`Launcher::wait`].
+/// from several threads. Launches overlap (the helper handshake runs outside
+/// the container lock); a blocking [`Launcher::wait`] holds no lock; destroy
+/// holds the lock while it kills and waits for its subtree.
 pub struct Launcher {
     options: LauncherOptions,
     killer: Box<dyn ContainerKiller>,
     cgroups: Option<Arc<dyn ContainerProcesses>>,
     containers: Mutex<BTreeMap<String, Container>>,
+    /// Launches in flight and destroys in progress (dotted ids): the slow
+    /// part of a launch runs without the `containers` lock, so launches from
+    /// several host threads overlap.
+    pending: Mutex<Pending>,
+    /// Signalled when a launch finishes.
+    launched: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    launching: HashSet<String>,
+    destroying: HashSet<String>,
+}
+
+fn in_subtree(key: &str, root: &str) -> bool {
+    key == root || (key.starts_with(root) && key.as_bytes().get(root.len()) == Some(&b'.'))
+}
+
+/// Removes a key from the pending sets when a launch or destroy ends, on
+/// every path.
+struct PendingGuard<'a> {
+    launcher: &'a Launcher,
+    key: String,
+    destroying: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        let mut pending = self.launcher.pending();
+        if self.destroying {
+            pending.destroying.remove(&self.key);
+        } else {
+            pending.launching.remove(&self.key);
+        }
+        self.launcher.launched.notify_all();
+    }
 }
 
 impl Launcher {
@@ -313,6 +350,8 @@ impl Launcher {
             killer,
             cgroups: None,
             containers: Mutex::new(BTreeMap::new()),
+            pending: Mutex::new(Pending::default()),
+            launched: Condvar::new(),
         })
     }
 
@@ -334,6 +373,12 @@ impl Launcher {
     /// The options this launcher was built with.
     pub fn options(&self) -> &LauncherOptions {
         &self.options
+    }
+
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Container>> {
@@ -389,10 +434,14 @@ impl Launcher {
         let nested = id.parent.is_some();
         let plan = namespaces::plan(nested, self.options.mode == Mode::Posix, info, container)?;
         let key = container_id::to_dotted(id);
-        let mut containers = self.lock();
+        let containers = self.lock();
+        let mut pending = self.pending();
         let runtime = paths::runtime_path(&self.options.runtime_dir, id);
-        if containers.contains_key(&key) || runtime.exists() {
+        if containers.contains_key(&key) || pending.launching.contains(&key) || runtime.exists() {
             return Err(LauncherError::Exists(key));
+        }
+        if let Some(d) = pending.destroying.iter().find(|d| in_subtree(&key, d)) {
+            return Err(LauncherError::ParentNotRunning(d.clone()));
         }
         let parent = match id.parent.as_deref() {
             None => None,
@@ -406,6 +455,14 @@ impl Launcher {
                     .map(|r| (r.pid, r.start_time));
                 Some(running.ok_or(LauncherError::ParentNotRunning(pkey))?)
             }
+        };
+        pending.launching.insert(key.clone());
+        drop(pending);
+        drop(containers);
+        let _pending = PendingGuard {
+            launcher: self,
+            key: key.clone(),
+            destroying: false,
         };
         sandbox::create(sandbox, info.user.as_deref())?;
         if let Some(up) = runtime.parent() {
@@ -434,7 +491,7 @@ impl Launcher {
             .ok()
             .filter(|_| process::is_running(pid, start_time).unwrap_or(false));
         tracing::debug!(container = %key, pid, nested, "container launched");
-        containers.insert(
+        self.lock().insert(
             key,
             Container {
                 id: id.clone(),
@@ -620,6 +677,23 @@ impl Launcher {
         container_id::validate(id)?;
         let key = container_id::to_dotted(id);
         let prefix = format!("{key}.");
+        // Block new launches under `id`, and let those in flight finish so
+        // that they are destroyed too.
+        {
+            let mut pending = self.pending();
+            pending.destroying.insert(key.clone());
+            while pending.launching.iter().any(|k| in_subtree(k, &key)) {
+                pending = self
+                    .launched
+                    .wait(pending)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        }
+        let _pending = PendingGuard {
+            launcher: self,
+            key: key.clone(),
+            destroying: true,
+        };
         let mut containers = self.lock();
         let mut subtree: Vec<String> = containers
             .keys()

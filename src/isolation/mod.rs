@@ -22,6 +22,7 @@
 pub mod cgroups;
 pub mod channel;
 pub mod command;
+pub mod isolator;
 pub mod kill;
 pub mod launcher;
 pub mod namespaces;

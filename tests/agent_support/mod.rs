@@ -50,6 +50,7 @@ pub struct TestAgent {
     pub dir: tempfile::TempDir,
     pub address: String,
     child: Option<Child>,
+    cgroups_root: String,
 }
 
 impl TestAgent {
@@ -68,14 +69,19 @@ impl TestAgent {
             &dir.path().join("jwt.key"),
             "e2e-test-signing-key-0123456789abcdef",
         );
+        let cgroups_root = format!("nestguard-e2e-{}-{}", std::process::id(), uuid_like());
         let manifest = serde_json::json!({"libraries": [{"file": library(), "modules": [
             {"name": "io_nestguard_Authorizer", "parameters": [{"key": "acls", "value": dir.path().join("acls.json")}]},
+            {"name": "io_nestguard_Isolator", "parameters": [
+                {"key": "cgroups_root", "value": cgroups_root},
+                {"key": "credentials_jwt_key", "value": dir.path().join("jwt.key")}]},
             {"name": "io_nestguard_CredentialHook"}]}]});
         std::fs::write(dir.path().join("modules.json"), manifest.to_string()).unwrap();
         let mut agent = TestAgent {
             dir,
             address: String::new(),
             child: None,
+            cgroups_root,
         };
         agent.spawn();
         agent
@@ -90,6 +96,7 @@ impl TestAgent {
             .arg(format!("--modules={}", d.join("modules.json").display()))
             .arg("--authorizer=io_nestguard_Authorizer")
             .arg("--hooks=io_nestguard_CredentialHook")
+            .arg("--isolation=io_nestguard_Isolator")
             .arg(format!(
                 "--http_credentials={}",
                 d.join("credentials.json").display()
@@ -259,6 +266,8 @@ impl Drop for TestAgent {
             unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
             let _ = c.wait();
         }
+        // The isolator removes container cgroups; the test's own root goes here.
+        remove_cgroup_tree(&self.cgroups_root);
     }
 }
 
@@ -295,4 +304,30 @@ fn uuid_like() -> String {
 
 pub fn nested(parent: &str, child: &str) -> serde_json::Value {
     serde_json::json!({"value": child, "parent": {"value": parent}})
+}
+
+/// Removes `<mount>/<controller>/<root>` (and anything left below it) in every
+/// hierarchy, deepest first. Only ever called with a test's own root name.
+fn remove_cgroup_tree(root: &str) {
+    assert!(root.starts_with("nestguard-e2e-"));
+    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
+    for controller in controllers.flatten() {
+        let top = controller.path().join(root);
+        if !top.is_dir() {
+            continue;
+        }
+        let mut dirs = vec![top.clone()];
+        let mut i = 0;
+        while i < dirs.len() {
+            if let Ok(children) = std::fs::read_dir(&dirs[i]) {
+                dirs.extend(children.flatten().map(|c| c.path()).filter(|p| p.is_dir()));
+            }
+            i += 1;
+        }
+        for dir in dirs.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }

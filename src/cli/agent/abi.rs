@@ -77,13 +77,23 @@ abi_functions! {
     injector_decorate = "nestguard_credential_injector_decorate_executor_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
     injector_nested = "nestguard_credential_injector_nested_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
     injector_free = "nestguard_credential_injector_free": fn(*mut c_void) -> ();
-    launcher_new = "nestguard_launcher_new": fn(*const c_char, usize, *const c_char, usize, u32, *mut *mut c_void) -> u32;
     launcher_recover = "nestguard_launcher_recover": fn(*const c_void, *const u8, usize, *mut Bytes) -> u32;
     launcher_launch = "nestguard_launcher_launch": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *const c_char, usize, *mut i32) -> u32;
     launcher_wait = "nestguard_launcher_wait": fn(*const c_void, *const u8, usize, i64, *mut i32) -> u32;
     launcher_kill = "nestguard_launcher_kill": fn(*const c_void, *const u8, usize, i32, *mut bool) -> u32;
     launcher_destroy = "nestguard_launcher_destroy": fn(*const c_void, *const u8, usize, *mut i32) -> u32;
     launcher_free = "nestguard_launcher_free": fn(*mut c_void) -> ();
+    launcher_new_with_isolator = "nestguard_launcher_new_with_isolator": fn(*const c_char, usize, *const c_char, usize, u32, *const c_void, *mut *mut c_void) -> u32;
+    isolator_new = "nestguard_isolator_new": fn(*const u8, usize, *mut *mut c_void) -> u32;
+    isolator_recover = "nestguard_isolator_recover": fn(*const c_void, *const u8, usize) -> u32;
+    isolator_prepare = "nestguard_isolator_prepare": fn(*const c_void, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
+    isolator_isolate = "nestguard_isolator_isolate": fn(*const c_void, *const u8, usize, u32) -> u32;
+    isolator_watch_new = "nestguard_isolator_watch_new": fn(*const c_void, *const u8, usize, *mut *mut c_void) -> u32;
+    isolator_watch_fd = "nestguard_isolator_watch_fd": fn(*const c_void) -> i32;
+    isolator_watch_check = "nestguard_isolator_watch_check": fn(*mut c_void, *mut Bytes) -> u32;
+    isolator_watch_free = "nestguard_isolator_watch_free": fn(*mut c_void) -> ();
+    isolator_cleanup = "nestguard_isolator_cleanup": fn(*const c_void, *const u8, usize) -> u32;
+    isolator_free = "nestguard_isolator_free": fn(*mut c_void) -> ();
 }
 
 /// The loaded library and its function table.
@@ -477,6 +487,7 @@ impl Launcher {
         runtime_dir: &Path,
         helper: Option<&Path>,
         posix: bool,
+        isolator: Option<&Isolator>,
     ) -> anyhow::Result<Launcher> {
         let rd = runtime_dir.to_str().context("runtime dir is not UTF-8")?;
         let helper = helper
@@ -486,8 +497,11 @@ impl Launcher {
         let (rp, rn) = text(rd);
         let (hp, hn) = text(helper);
         let mut out = std::ptr::null_mut();
-        // SAFETY: valid texts and out pointer.
-        let code = unsafe { (abi.f.launcher_new)(rp, rn, hp, hn, u32::from(posix), &mut out) };
+        let iso = isolator.map_or(std::ptr::null(), |i| i.handle.0.cast_const());
+        // SAFETY: valid texts, live isolator handle (or NULL), out pointer.
+        let code = unsafe {
+            (abi.f.launcher_new_with_isolator)(rp, rn, hp, hn, u32::from(posix), iso, &mut out)
+        };
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating the launcher")?;
@@ -600,5 +614,158 @@ impl Drop for Launcher {
     fn drop(&mut self) {
         // SAFETY: freed once.
         unsafe { (self.abi.f.launcher_free)(self.handle.0) }
+    }
+}
+
+/// `nestguard_isolator`: the io_nestguard_Isolator module.
+pub struct Isolator {
+    abi: Arc<Abi>,
+    handle: Handle,
+}
+
+impl Isolator {
+    /// Creates the isolators from the module's manifest parameters.
+    pub fn create(abi: &Arc<Abi>, parameters: &[mesos::Parameter]) -> anyhow::Result<Isolator> {
+        let bytes = mesos::Parameters {
+            parameter: parameters.to_vec(),
+        }
+        .encode_to_vec();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid buffer and out pointer.
+        let code = unsafe { (abi.f.isolator_new)(bytes.as_ptr(), bytes.len(), &mut out) };
+        abi.check(code)
+            .map_err(anyhow::Error::new)
+            .context("creating io_nestguard_Isolator")?;
+        Ok(Isolator {
+            abi: abi.clone(),
+            handle: Handle(out),
+        })
+    }
+
+    /// `recover(states, orphans)`.
+    pub fn recover(&self, info: &slave::ContainerRecoverInfo) -> Result<(), AbiFailure> {
+        let bytes = info.encode_to_vec();
+        // SAFETY: live handle, valid buffer.
+        self.abi.check(unsafe {
+            (self.abi.f.isolator_recover)(self.handle.0, bytes.as_ptr(), bytes.len())
+        })
+    }
+
+    /// `prepare(id, config)`.
+    pub fn prepare(
+        &self,
+        id: &mesos::ContainerId,
+        config: &slave::ContainerConfig,
+    ) -> Result<Option<slave::ContainerLaunchInfo>, AbiFailure> {
+        let (i, c) = (id.encode_to_vec(), config.encode_to_vec());
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffers, out pointer.
+        let code = unsafe {
+            (self.abi.f.isolator_prepare)(
+                self.handle.0,
+                i.as_ptr(),
+                i.len(),
+                c.as_ptr(),
+                c.len(),
+                &mut out,
+            )
+        };
+        self.abi.check(code)?;
+        if out.is_null() {
+            return Ok(None);
+        }
+        let bytes = self.abi.take(out)?;
+        slave::ContainerLaunchInfo::decode(bytes.as_slice())
+            .map(Some)
+            .map_err(|e| AbiFailure {
+                code: 100,
+                message: format!("launch info: {e}"),
+            })
+    }
+
+    /// `isolate(id, pid)`.
+    pub fn isolate(&self, id: &mesos::ContainerId, pid: u32) -> Result<(), AbiFailure> {
+        let i = id.encode_to_vec();
+        // SAFETY: live handle, valid buffer.
+        self.abi.check(unsafe {
+            (self.abi.f.isolator_isolate)(self.handle.0, i.as_ptr(), i.len(), pid)
+        })
+    }
+
+    /// `watch(id)`.
+    pub fn watch(&self, id: &mesos::ContainerId) -> Result<Watch, AbiFailure> {
+        let i = id.encode_to_vec();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe {
+            (self.abi.f.isolator_watch_new)(self.handle.0, i.as_ptr(), i.len(), &mut out)
+        };
+        self.abi.check(code)?;
+        Ok(Watch {
+            abi: self.abi.clone(),
+            handle: Handle(out),
+        })
+    }
+
+    /// `cleanup(id)`.
+    pub fn cleanup(&self, id: &mesos::ContainerId) -> Result<(), AbiFailure> {
+        let i = id.encode_to_vec();
+        // SAFETY: live handle, valid buffer.
+        self.abi
+            .check(unsafe { (self.abi.f.isolator_cleanup)(self.handle.0, i.as_ptr(), i.len()) })
+    }
+}
+
+impl Drop for Isolator {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { (self.abi.f.isolator_free)(self.handle.0) }
+    }
+}
+
+/// A container's limitation watch (one thread at a time).
+pub struct Watch {
+    abi: Arc<Abi>,
+    handle: Handle,
+}
+
+impl Watch {
+    /// Waits up to `timeout_ms` for the watch's fd, then checks for a limitation.
+    pub fn poll(
+        &mut self,
+        timeout_ms: i32,
+    ) -> Result<Option<slave::ContainerLimitation>, AbiFailure> {
+        // SAFETY: live handle.
+        let fd = unsafe { (self.abi.f.isolator_watch_fd)(self.handle.0) };
+        if fd >= 0 {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        }
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, out pointer.
+        let code = unsafe { (self.abi.f.isolator_watch_check)(self.handle.0, &mut out) };
+        self.abi.check(code)?;
+        if out.is_null() {
+            return Ok(None);
+        }
+        let bytes = self.abi.take(out)?;
+        slave::ContainerLimitation::decode(bytes.as_slice())
+            .map(Some)
+            .map_err(|e| AbiFailure {
+                code: 100,
+                message: format!("limitation: {e}"),
+            })
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { (self.abi.f.isolator_watch_free)(self.handle.0) }
     }
 }

@@ -10,14 +10,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use nestguard::container_id::{self, to_dotted};
 use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 use nestguard::proto::mesos::environment::Variable;
-use nestguard::proto::mesos::slave::{ContainerLaunchInfo, ContainerTermination};
+use nestguard::proto::mesos::slave::{
+    ContainerConfig, ContainerLaunchInfo, ContainerLimitation, ContainerTermination,
+};
 use nestguard::proto::mesos::{
     self, CommandInfo, ContainerId, ContainerInfo, Environment, ExecutorInfo, FrameworkInfo,
 };
 use nestguard::proto::nestguard::PodSpec;
 use tokio::sync::watch;
 
-use super::abi::{AbiFailure, Authorizer, CredentialInjector, Launcher, codes};
+use super::abi::{AbiFailure, Authorizer, CredentialInjector, Isolator, Launcher, Watch, codes};
 use super::paths::{Layout, nested_sandbox};
 
 /// An error that becomes an HTTP response.
@@ -77,7 +79,9 @@ pub struct Modules {
     pub authorizer: Option<Authorizer>,
     /// `--hooks` with io_nestguard_CredentialHook.
     pub injector: Option<CredentialInjector>,
-    /// The launcher.
+    /// `--isolation` with io_nestguard_Isolator.
+    pub isolator: Option<Isolator>,
+    /// The launcher (sharing the isolator's cgroups).
     pub launcher: Launcher,
 }
 
@@ -241,6 +245,8 @@ impl Agent {
         id: &ContainerId,
         command: Option<CommandInfo>,
         container: Option<ContainerInfo>,
+        resources: Vec<mesos::Resource>,
+        limits: BTreeMap<String, mesos::value::Scalar>,
     ) -> Result<Launched, ApiError> {
         let key = to_dotted(id);
         if self.terminated(&key).is_some() {
@@ -254,7 +260,7 @@ impl Agent {
             ));
         }
         let command = command.unwrap_or_default();
-        let (sandbox, user, base_env) = match &id.parent {
+        let (sandbox, user, base_env, executor) = match &id.parent {
             Some(parent) => {
                 let parent_key = to_dotted(parent);
                 let state = lock(&self.state);
@@ -273,35 +279,34 @@ impl Agent {
                 let exec = state.executors.get(&root).cloned();
                 drop(state);
                 let mut env = Environment::default();
-                if let (Some(injector), Some(exec)) = (&self.modules.injector, exec) {
+                if let (Some(injector), Some(exec)) = (&self.modules.injector, &exec) {
                     env = injector.nested(&exec.executor, &exec.framework, &exec.container_id)?;
                 }
-                (sandbox, user, env)
+                (sandbox, user, env, exec.map(|e| e.executor))
             }
             None => (
                 self.layout.standalone_sandbox(id),
                 command.user.clone(),
                 Environment::default(),
+                None,
             ),
         };
         self.create_sandbox(&sandbox)?;
         let sandbox_env = Environment {
             variables: vec![env_var("MESOS_SANDBOX", sandbox.to_string_lossy())],
         };
-        let command_env = command.environment.clone().unwrap_or_default();
-        let info = ContainerLaunchInfo {
-            environment: Some(merge_env(&[&sandbox_env, &base_env, &command_env])),
-            command: Some(CommandInfo {
-                environment: None,
-                user: None,
-                uris: Vec::new(),
-                ..command
-            }),
-            working_directory: Some(sandbox.to_string_lossy().into_owned()),
+        let config = ContainerConfig {
+            directory: sandbox.to_string_lossy().into_owned(),
             user: user.clone(),
+            executor_info: executor,
+            command_info: command,
+            container_info: container,
+            resources,
+            limits,
+            container_class: Some(mesos::slave::ContainerClass::Default as i32),
             ..Default::default()
         };
-        self.start(id.clone(), info, container, sandbox, user)?;
+        self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]))?;
         Ok(Launched::Now)
     }
 
@@ -319,71 +324,146 @@ impl Agent {
             })
     }
 
-    /// Launches through the launcher and starts reaping the container.
+    /// Mesos' launch sequence: isolators prepare, the launcher forks, the
+    /// isolators isolate the new pid and start watching; then the container
+    /// is reaped. `agent_env` is the agent's part of the environment (lowest
+    /// priority, under the isolators' and then the command's).
     fn start(
         self: &Arc<Self>,
         id: ContainerId,
-        info: ContainerLaunchInfo,
-        container: Option<ContainerInfo>,
-        sandbox: PathBuf,
-        user: Option<String>,
+        config: ContainerConfig,
+        agent_env: Environment,
     ) -> Result<(), ApiError> {
         let key = to_dotted(&id);
-        let pid = match self
-            .modules
-            .launcher
-            .launch(&id, &info, container.as_ref(), &sandbox)
-        {
-            Ok(pid) => pid,
-            Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => return Ok(()),
-            Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
-                let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
-                return Err(ApiError::BadRequest(format!(
-                    "Parent container {parent} does not exist"
-                )));
-            }
-            Err(e) => {
-                // Mesos destroys a container whose launch failed.
-                let _ = self.modules.launcher.destroy(&id);
-                return Err(ApiError::BadRequest(format!(
-                    "Failed to launch container {key}: {}",
-                    e.message
-                )));
+        let sandbox = PathBuf::from(&config.directory);
+        let prepared = match &self.modules.isolator {
+            Some(isolator) => match isolator.prepare(&id, &config) {
+                Ok(info) => info.unwrap_or_default(),
+                Err(e) => {
+                    let _ = isolator.cleanup(&id);
+                    return Err(ApiError::BadRequest(format!(
+                        "Failed to prepare isolation for container {key}: {}",
+                        e.message
+                    )));
+                }
+            },
+            None => ContainerLaunchInfo::default(),
+        };
+        let command = config.command_info.clone();
+        let command_env = command.environment.clone().unwrap_or_default();
+        let isolator_env = prepared.environment.clone().unwrap_or_default();
+        let info = ContainerLaunchInfo {
+            environment: Some(merge_env(&[&agent_env, &isolator_env, &command_env])),
+            command: Some(CommandInfo {
+                environment: None,
+                user: None,
+                uris: Vec::new(),
+                ..command
+            }),
+            working_directory: Some(config.directory.clone()),
+            user: config.user.clone(),
+            ..prepared
+        };
+        let cleanup = |agent: &Agent| {
+            if let Some(isolator) = &agent.modules.isolator {
+                let _ = isolator.cleanup(&id);
             }
         };
+        let pid =
+            match self
+                .modules
+                .launcher
+                .launch(&id, &info, config.container_info.as_ref(), &sandbox)
+            {
+                Ok(pid) => pid,
+                Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => return Ok(()),
+                Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
+                    cleanup(self);
+                    let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
+                    return Err(ApiError::BadRequest(format!(
+                        "Parent container {parent} does not exist"
+                    )));
+                }
+                Err(e) => {
+                    // Mesos destroys a container whose launch failed.
+                    let _ = self.modules.launcher.destroy(&id);
+                    cleanup(self);
+                    return Err(ApiError::BadRequest(format!(
+                        "Failed to launch container {key}: {}",
+                        e.message
+                    )));
+                }
+            };
+        let mut watch = None;
+        if let Some(isolator) = &self.modules.isolator {
+            let isolated = isolator
+                .isolate(&id, u32::try_from(pid).unwrap_or(0))
+                .and_then(|()| isolator.watch(&id));
+            match isolated {
+                Ok(w) => watch = Some(w),
+                Err(e) => {
+                    let _ = self.modules.launcher.destroy(&id);
+                    cleanup(self);
+                    return Err(ApiError::BadRequest(format!(
+                        "Failed to isolate container {key}: {}",
+                        e.message
+                    )));
+                }
+            }
+        }
         tracing::info!(container_id = %key, pid, "launched container");
         let (tx, _) = watch::channel(None);
-        lock(&self.state).containers.insert(
-            key,
-            ContainerRecord {
-                id: id.clone(),
-                sandbox,
-                user,
-                termination: tx,
-            },
-        );
-        self.reap(id);
+        let record = ContainerRecord {
+            id: id.clone(),
+            sandbox,
+            user: config.user.clone(),
+            termination: tx,
+        };
+        lock(&self.state).containers.insert(key, record);
+        self.reap(id, watch);
         Ok(())
     }
 
-    /// Waits for the container's exit on a blocking thread, then destroys it
-    /// (its nested containers too) and publishes the termination.
-    fn reap(self: &Arc<Self>, id: ContainerId) {
+    /// Waits for the container's exit on a blocking thread while watching
+    /// for limitations (an OOM kill ends the container with Mesos' reason),
+    /// then destroys it (its nested containers too) and publishes the
+    /// termination.
+    fn reap(self: &Arc<Self>, id: ContainerId, mut watch: Option<Watch>) {
         let agent = Arc::clone(self);
         std::thread::spawn(move || {
             let key = to_dotted(&id);
-            let status = match agent.modules.launcher.wait(&id, -1) {
-                Ok(s) => s.unwrap_or(9),
-                Err(e) => {
-                    tracing::warn!(container_id = %key, error = %e, "wait failed; treating as killed");
-                    9
+            let mut limitation: Option<ContainerLimitation> = None;
+            let status = loop {
+                match agent
+                    .modules
+                    .launcher
+                    .wait(&id, if watch.is_some() { 250 } else { -1 })
+                {
+                    Ok(Some(status)) => break status,
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(container_id = %key, error = %e, "wait failed; treating as killed");
+                        break 9;
+                    }
+                }
+                if let Some(Ok(Some(l))) = watch.as_mut().map(|w| w.poll(0)) {
+                    tracing::info!(container_id = %key, message = l.message.as_deref().unwrap_or(""), "container limitation");
+                    limitation = Some(l);
+                    let _ = agent.modules.launcher.destroy(&id);
                 }
             };
-            agent.finish(&id, status);
+            // A limitation that killed the container may be reported just after its exit.
+            if limitation.is_none()
+                && let Some(Ok(Some(l))) = watch.as_mut().map(|w| w.poll(100))
+            {
+                limitation = Some(l);
+            }
+            drop(watch);
+            agent.finish(&id, status, limitation);
         });
     }
 
-    fn finish(&self, id: &ContainerId, status: i32) {
+    fn finish(&self, id: &ContainerId, status: i32, limitation: Option<ContainerLimitation>) {
         let key = to_dotted(id);
         // Children first: destroy every known descendant still running.
         let children: Vec<ContainerId> = lock(&self.state)
@@ -398,12 +478,26 @@ impl Agent {
             }
         }
         let destroyed = self.modules.launcher.destroy(id);
+        if let Some(isolator) = &self.modules.isolator
+            && let Err(e) = isolator.cleanup(id)
+        {
+            tracing::warn!(container_id = %key, error = %e, "isolator cleanup failed");
+        }
         let status = destroyed.ok().flatten().unwrap_or(status);
-        let termination = ContainerTermination {
-            status: Some(status),
-            ..Default::default()
+        let termination = match limitation {
+            Some(l) => ContainerTermination {
+                status: Some(status),
+                state: Some(mesos::TaskState::TaskFailed as i32),
+                reason: l.reason,
+                message: l.message,
+                limited_resources: l.resources,
+            },
+            None => ContainerTermination {
+                status: Some(status),
+                ..Default::default()
+            },
         };
-        tracing::info!(container_id = %key, status, "container terminated");
+        tracing::info!(container_id = %key, status, reason = ?termination.reason, "container terminated");
         if let Some(c) = lock(&self.state).containers.get(&key) {
             c.termination.send_replace(Some(termination));
         }
@@ -577,28 +671,23 @@ impl Agent {
                 ..Default::default()
             },
         };
-        let command_env = command.environment.clone().unwrap_or_default();
         let user = Some(pod.framework.user.clone()).filter(|u| !u.is_empty());
-        let info = ContainerLaunchInfo {
-            environment: Some(merge_env(&[&agent_env, &hook_env, &command_env])),
-            command: Some(CommandInfo {
-                environment: None,
-                user: None,
-                uris: Vec::new(),
-                ..command
-            }),
-            working_directory: Some(sandbox.to_string_lossy().into_owned()),
-            user: user.clone(),
+        let config = ContainerConfig {
+            directory: sandbox.to_string_lossy().into_owned(),
+            user,
+            executor_info: Some(pod.executor.clone()),
+            command_info: command,
+            container_info: pod.executor.container.clone(),
+            resources: pod.executor.resources.clone(),
+            container_class: Some(mesos::slave::ContainerClass::Default as i32),
             ..Default::default()
         };
         lock(&self.state).executors.insert(id.value.clone(), record);
-        self.start(
-            id.clone(),
-            info,
-            pod.executor.container.clone(),
-            sandbox,
-            user,
-        )?;
+        if let Err(e) = self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env])) {
+            lock(&self.state).executors.remove(&id.value);
+            let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
+            return Err(e);
+        }
         tracing::info!(container_id = %id.value, executor_id = %pod.executor.executor_id.value, "pod launched");
         Ok(id)
     }
@@ -684,9 +773,15 @@ impl Agent {
             }
         }
         let reply = self.modules.launcher.recover(&known)?;
+        if let Some(isolator) = &self.modules.isolator {
+            isolator.recover(&reply)?;
+        }
         for orphan in &reply.orphan_container_ids {
             tracing::info!(container_id = %to_dotted(orphan), "destroying orphan container");
             let _ = self.modules.launcher.destroy(orphan);
+            if let Some(isolator) = &self.modules.isolator {
+                let _ = isolator.cleanup(orphan);
+            }
         }
         // Every known container and its checkpointed descendants come back
         // under management: running ones are reaped, exited ones answer WAIT.
@@ -715,7 +810,12 @@ impl Agent {
                     termination: tx,
                 },
             );
-            self.reap(id);
+            let watch = self
+                .modules
+                .isolator
+                .as_ref()
+                .and_then(|i| i.watch(&id).ok());
+            self.reap(id, watch);
         }
         tracing::info!(
             executors = known.len(),

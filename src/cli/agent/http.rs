@@ -177,10 +177,22 @@ async fn dispatch(
     };
     match kind {
         call::Type::LaunchNestedContainer | call::Type::LaunchContainer => {
-            let (id, command, container) =
+            let (id, command, container, resources, limits) =
                 match (call.launch_nested_container, call.launch_container) {
-                    (Some(l), _) => (unversioned(&l.container_id), l.command, l.container),
-                    (_, Some(l)) => (unversioned(&l.container_id), l.command, l.container),
+                    (Some(l), _) => (
+                        unversioned(&l.container_id),
+                        l.command,
+                        l.container,
+                        Vec::new(),
+                        Default::default(),
+                    ),
+                    (_, Some(l)) => (
+                        unversioned(&l.container_id),
+                        l.command,
+                        l.container,
+                        l.resources,
+                        l.limits,
+                    ),
                     _ => {
                         return Err(ApiError::BadRequest(
                             "Expecting 'launch_container' to be present".into(),
@@ -191,6 +203,14 @@ async fn dispatch(
                 command.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
             let container: Option<mesos::ContainerInfo> =
                 container.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
+            let resources: Vec<mesos::Resource> = resources
+                .iter()
+                .map(|r| nestguard::proto::convert(r).unwrap_or_default())
+                .collect();
+            let limits: std::collections::BTreeMap<String, mesos::value::Scalar> = limits
+                .iter()
+                .map(|(k, v)| (k.clone(), mesos::value::Scalar { value: v.value }))
+                .collect();
             let action = nested_or(
                 &id,
                 Action::LaunchNestedContainer,
@@ -201,7 +221,7 @@ async fn dispatch(
             agent.authorize(subject, action, &id, Some(&for_authz))?;
             let agent = Arc::clone(agent);
             Ok(launched(
-                blocking(move || agent.launch(&id, command, container)).await?,
+                blocking(move || agent.launch(&id, command, container, resources, limits)).await?,
             ))
         }
         call::Type::WaitNestedContainer | call::Type::WaitContainer => {

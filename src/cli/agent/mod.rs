@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 
-use self::abi::{Abi, Authorizer, CredentialInjector, Credentials, HttpAuthenticator, Launcher};
+use self::abi::{
+    Abi, Authorizer, CredentialInjector, Credentials, HttpAuthenticator, Isolator, Launcher,
+};
 use self::core::{Agent, Modules};
 use self::flags::{AgentFlags, LauncherKind};
 use self::manifest::ModuleSpec;
@@ -110,13 +112,12 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         );
         injector = Some(hook);
     }
+    let mut isolator = None;
     for name in AgentFlags::list(&flags.isolation) {
         match name.as_str() {
             ISOLATOR_MODULE => {
-                find(&specs, &name)?;
-                tracing::warn!(
-                    "{ISOLATOR_MODULE} is not wired into this agent yet; containers get no resource isolation"
-                );
+                let spec = find(&specs, &name)?;
+                isolator = Some(Isolator::create(&abi, &spec.parameters)?);
             }
             // Mesos' defaults: accepted, nothing to do in a simulated agent.
             "posix/cpu" | "posix/mem" => {}
@@ -151,6 +152,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         &runtime_dir,
         helper.as_deref(),
         launcher_kind == LauncherKind::Posix,
+        isolator.as_ref(),
     )?;
     let layout = paths::Layout {
         work_dir: flags.work_dir.clone(),
@@ -161,6 +163,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         Modules {
             authorizer,
             injector,
+            isolator,
             launcher,
         },
         layout,
