@@ -71,11 +71,25 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start_agent(dir: &Path, library: &Path, log: &Path) -> anyhow::Result<AgentProcess> {
-    let manifest = serde_json::json!({"libraries": [{"file": library, "modules": [
-        {"name": "io_nestguard_Authorizer", "parameters": [
-            {"key": "acls", "value": dir.join("acls.json")}, {"key": "strict", "value": "true"}]},
-        {"name": "io_nestguard_CredentialHook"}]}]});
+fn start_agent(
+    dir: &Path,
+    library: &Path,
+    log: &Path,
+    cgroups_root: Option<&str>,
+) -> anyhow::Result<AgentProcess> {
+    let mut modules = vec![
+        serde_json::json!({"name": "io_nestguard_Authorizer", "parameters": [
+            {"key": "acls", "value": dir.join("acls.json")}, {"key": "strict", "value": "true"}]}),
+        serde_json::json!({"name": "io_nestguard_CredentialHook"}),
+    ];
+    if let Some(root) = cgroups_root {
+        modules.push(
+            serde_json::json!({"name": "io_nestguard_Isolator", "parameters": [
+            {"key": "cgroups_root", "value": root},
+            {"key": "credentials_jwt_key", "value": dir.join("jwt.key")}]}),
+        );
+    }
+    let manifest = serde_json::json!({"libraries": [{"file": library, "modules": modules}]});
     std::fs::write(
         dir.join("modules.json"),
         serde_json::to_string_pretty(&manifest)?,
@@ -96,6 +110,11 @@ fn start_agent(dir: &Path, library: &Path, log: &Path) -> anyhow::Result<AgentPr
             dir.join("jwt.key").display()
         ))
         .arg("--authenticate_http_readwrite")
+        .arg(if cgroups_root.is_some() {
+            "--isolation=io_nestguard_Isolator"
+        } else {
+            "--isolation="
+        })
         .arg("--port=0")
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
@@ -116,27 +135,54 @@ fn start_agent(dir: &Path, library: &Path, log: &Path) -> anyhow::Result<AgentPr
     })
 }
 
-/// The demo pod: four tasks sharing `shared/` in the executor's sandbox
-/// (two levels up from each task's own sandbox, `<executor>/containers/<id>`).
-fn pod_spec(user: &str) -> String {
-    let shared = "../../shared";
+/// The demo pod: four tasks sharing `shared/`, a SANDBOX_PATH volume of the
+/// executor's sandbox (the logger mounts it read-only). Without the isolator
+/// (no root) there are no bind mounts, so the tasks reach the same directory
+/// by its path, two levels up from their own sandboxes.
+fn pod_spec(user: &str, volumes: bool) -> String {
+    let shared = if volumes { "shared" } else { "../../shared" };
+    let container = |mode: &str| {
+        if volumes {
+            serde_json::json!({"type": "MESOS", "volumes": [{"container_path": "shared", "mode": mode,
+                "source": {"type": "SANDBOX_PATH", "sandbox_path": {"type": "PARENT", "path": "shared"}}}]})
+        } else {
+            serde_json::Value::Null
+        }
+    };
+    let task = |name: &str, command: String, mode: &str| {
+        let mut t = serde_json::json!({"name": name, "task_id": {"value": name}, "command": {"value": command}});
+        if volumes {
+            t["container"] = container(mode);
+        }
+        t
+    };
     serde_json::json!({
         "framework": {"user": user, "name": "nestguard-demo", "id": {"value": "demo-framework"}, "principal": "ops"},
         "executor": {"executor_id": {"value": "demo-pod"}, "type": "DEFAULT", "framework_id": {"value": "demo-framework"}},
         "tasks": [
-            {"task": {"name": "app", "task_id": {"value": "app"}, "agent_id": {"value": "demo"},
-                "command": {"value": format!("mkdir -p {shared}; i=0; while true; do i=$((i+1)); echo \"heartbeat $i\" >> {shared}/app.log; sleep 0.2; done")}}},
-            {"task": {"name": "logger", "task_id": {"value": "logger"}, "agent_id": {"value": "demo"},
-                "command": {"value": format!("while [ ! -f {shared}/app.log ]; do sleep 0.1; done; exec tail -n +1 -f {shared}/app.log")}}},
-            {"task": {"name": "backup", "task_id": {"value": "backup"}, "agent_id": {"value": "demo"},
-                "command": {"value": format!("sleep 1; cp {shared}/app.log {shared}/backup.log && echo \"backed up $(wc -l < {shared}/backup.log) lines\"")}},
+            {"task": task("app", format!("mkdir -p {shared}; i=0; while true; do i=$((i+1)); echo \"heartbeat $i\" >> {shared}/app.log; sleep 0.2; done"), "RW")},
+            {"task": task("logger", format!("while [ ! -f {shared}/app.log ]; do sleep 0.1; done; exec tail -n +1 -f {shared}/app.log"), "RO")},
+            {"task": task("backup", format!("sleep 1; cp {shared}/app.log {shared}/backup.log && echo \"backed up $(wc -l < {shared}/backup.log) lines\""), "RW"),
              "transient": true},
-            {"task": {"name": "flaky", "task_id": {"value": "flaky"}, "agent_id": {"value": "demo"},
-                "command": {"value": format!("mkdir -p {shared}; n=$(cat {shared}/flaky.attempts 2>/dev/null || echo 0); echo $((n+1)) > {shared}/flaky.attempts; [ \"$n\" -ge 2 ]")}},
+            {"task": task("flaky", format!("mkdir -p {shared}; n=$(cat {shared}/flaky.attempts 2>/dev/null || echo 0); echo $((n+1)) > {shared}/flaky.attempts; [ \"$n\" -ge 2 ]"), "RW"),
              "restart_policy": {"type": "ON_FAILURE", "max_restarts": 3, "min_restart_delay": {"nanoseconds": 200_000_000}}}
         ]
     })
     .to_string()
+}
+
+/// Removes the demo's cgroups root (`<mount>/<controller>/<root>`) in every
+/// hierarchy once the agent has cleaned up the containers below it.
+fn remove_cgroups_root(root: &str) {
+    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
+    for controller in controllers.flatten() {
+        let top = controller.path().join(root);
+        if top.is_dir() {
+            let _ = std::fs::remove_dir(&top);
+        }
+    }
 }
 
 fn step(started: Instant, text: &str) {
@@ -171,7 +217,13 @@ pub fn run() -> anyhow::Result<ExitCode> {
         &key.iter().map(|b| format!("{b:02x}")).collect::<String>(),
     )?;
     let log = dir.path().join("agent.log");
-    let agent = start_agent(dir.path(), &library, &log)?;
+    let cgroups_root = is_root().then(|| format!("nestguard-demo-{}", std::process::id()));
+    let agent = start_agent(dir.path(), &library, &log, cgroups_root.as_deref())?;
+    if cgroups_root.is_some() {
+        println!(
+            "isolation: io_nestguard_Isolator (nested cgroups, namespaces, sandbox volumes, hardening)"
+        );
+    }
     step(
         started,
         &format!(
@@ -199,7 +251,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     } else {
         current_user()
     };
-    let (pod_id, sandbox) = pod::submit(&ops, &pod_spec(&user))?;
+    let (pod_id, sandbox) = pod::submit(&ops, &pod_spec(&user, cgroups_root.is_some()))?;
     step(
         started,
         &format!(
@@ -326,6 +378,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
 
     pod::remove(&ops, &pod_id)?;
     drop(agent);
+    if let Some(root) = &cgroups_root {
+        remove_cgroups_root(root);
+    }
     let work: PathBuf = dir.path().to_path_buf();
     dir.close()
         .with_context(|| format!("removing {}", work.display()))?;
