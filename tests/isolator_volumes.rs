@@ -231,3 +231,52 @@ fn escapes_and_invalid_volumes_are_refused_with_clear_errors() {
     iso.cleanup(&id("exec.task")).unwrap();
     iso.cleanup(&id("exec")).unwrap();
 }
+
+/// After an agent restart, recovered sandboxes serve PARENT volumes of new
+/// nested containers (and a parent never recovered is reported as Mesos does).
+#[test]
+fn recovered_sandboxes_serve_parent_volumes() {
+    let dir = tempfile::Builder::new()
+        .prefix("nestguard-isolator-test-")
+        .tempdir()
+        .unwrap();
+    let exec_sandbox = dir.path().join("runs/exec");
+    std::fs::create_dir_all(exec_sandbox.join("containers/task")).unwrap();
+    let volume = || {
+        let mut c = with_volumes(
+            config("true"),
+            vec![sandbox_volume(
+                SandboxPathType::Parent,
+                "shared",
+                "shared",
+                VolumeMode::Rw,
+            )],
+        );
+        c.directory = exec_sandbox
+            .join("containers/task")
+            .to_string_lossy()
+            .into_owned();
+        c
+    };
+    let fresh = fs_only();
+    let err = fresh.prepare(&id("exec.task"), &volume()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Failed to locate the sandbox for the parent container"),
+        "{err}"
+    );
+    fresh.cleanup(&id("exec.task")).unwrap();
+
+    let iso = fs_only();
+    let state = nestguard::proto::mesos::slave::ContainerState {
+        container_id: id("exec"),
+        pid: 1,
+        directory: exec_sandbox.to_string_lossy().into_owned(),
+        ..Default::default()
+    };
+    iso.recover(&[state], &[]).unwrap();
+    let info = iso.prepare(&id("exec.task"), &volume()).unwrap().unwrap();
+    assert_eq!(info.mounts.len(), 1);
+    assert!(exec_sandbox.join("shared").is_dir());
+    iso.cleanup(&id("exec.task")).unwrap();
+}

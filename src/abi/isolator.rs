@@ -172,7 +172,10 @@ pub extern "C" fn nestguard_isolator_watch_new(
 }
 
 /// The descriptor to poll for readability (an epoll fd; owned by the
-/// watch, do not close). -1 for a NULL watch.
+/// watch, do not close). -1 for a NULL watch. Also call
+/// `nestguard_isolator_watch_check` on a timer (every second or so): on
+/// cgroup v2 an OOM notification can race with a check and be consumed
+/// before the kernel's counter shows it.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_isolator_watch_fd(watch: *const nestguard_isolator_watch) -> i32 {
     ffi_panic_boundary! {
