@@ -990,7 +990,10 @@ nestguard_result nestguard_isolator_watch_new(const nestguard_isolator *isolator
 
 /**
  * The descriptor to poll for readability (an epoll fd; owned by the
- * watch, do not close). -1 for a NULL watch.
+ * watch, do not close). -1 for a NULL watch. Also call
+ * `nestguard_isolator_watch_check` on a timer (every second or so): on
+ * cgroup v2 an OOM notification can race with a check and be consumed
+ * before the kernel's counter shows it.
  */
 int32_t nestguard_isolator_watch_fd(const nestguard_isolator_watch *watch);
 

@@ -99,13 +99,10 @@ fn corpus_through_the_rust_api() {
 }
 
 fn library_path() -> PathBuf {
-    // target/<profile>/deps/<test binary> → target/<profile>/libnestguard.so
+    // `cargo test` builds libnestguard.so next to the test binary
+    // (target/<profile>/deps/); only `cargo build` copies it one level up.
     let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("libnestguard.so")
+    exe.parent().unwrap().join("libnestguard.so")
 }
 
 type New = unsafe extern "C" fn(*const u8, usize, bool, *mut *mut u8) -> u32;
