@@ -113,10 +113,7 @@ impl Isolator for DiskIsolator {
     }
 
     fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
-        for state in states {
-            self.sandboxes
-                .insert(&state.container_id, Path::new(&state.directory));
-        }
+        self.sandboxes.insert_recovered(states);
         Ok(())
     }
 

@@ -46,10 +46,7 @@ impl Isolator for FilesystemIsolator {
     }
 
     fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
-        for state in states {
-            self.sandboxes
-                .insert(&state.container_id, Path::new(&state.directory));
-        }
+        self.sandboxes.insert_recovered(states);
         Ok(())
     }
 

@@ -56,6 +56,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl SandboxRegistry {
     /// Remembers a container's sandbox.
+    /// Remembers the sandbox of every recovered container.
+    pub fn insert_recovered(&self, states: &[ContainerState]) {
+        for state in states {
+            self.insert(&state.container_id, Path::new(&state.directory));
+        }
+    }
+
     pub fn insert(&self, id: &ContainerId, sandbox: &Path) {
         lock(&self.sandboxes).insert(to_dotted(id), sandbox.to_path_buf());
     }
@@ -294,10 +301,7 @@ impl Isolator for SandboxPathIsolator {
     }
 
     fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
-        for state in states {
-            self.sandboxes
-                .insert(&state.container_id, Path::new(&state.directory));
-        }
+        self.sandboxes.insert_recovered(states);
         Ok(())
     }
 
