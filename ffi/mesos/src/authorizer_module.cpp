@@ -326,7 +326,7 @@ Authorizer* createAuthorizer(const Parameters& parameters)
 
 
 // The module symbol: Mesos looks the module name up with dlsym().
-mesos::modules::Module<Authorizer> io_nestguard_Authorizer(
+NESTGUARD_MODULE_EXPORT mesos::modules::Module<Authorizer> io_nestguard_Authorizer(
     MESOS_MODULE_API_VERSION,
     MESOS_VERSION,
     nestguard_mesos::kAuthorName,

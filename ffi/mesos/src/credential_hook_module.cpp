@@ -177,7 +177,7 @@ Hook* createHook(const Parameters& parameters)
 } // namespace nestguard_mesos
 
 
-mesos::modules::Module<Hook> io_nestguard_CredentialHook(
+NESTGUARD_MODULE_EXPORT mesos::modules::Module<Hook> io_nestguard_CredentialHook(
     MESOS_MODULE_API_VERSION,
     MESOS_VERSION,
     nestguard_mesos::kAuthorName,

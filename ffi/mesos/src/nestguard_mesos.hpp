@@ -29,6 +29,10 @@
 #error "the nestguard Mesos modules need the Mesos 1.10+ module interfaces"
 #endif
 
+// The shim is built with -fvisibility=hidden: only the module variables,
+// which Mesos finds with dlsym(), are exported.
+#define NESTGUARD_MODULE_EXPORT __attribute__((visibility("default")))
+
 namespace nestguard_mesos {
 
 // ModuleBase strings shared by the three modules.
