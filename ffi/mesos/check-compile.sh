@@ -109,10 +109,10 @@ step "make (objects + libnestguard_mesos.so)"
 make -s "${make_args[@]}"
 
 step "exported symbols"
-# Strong definitions only: weak (W/V) ones are inline template code of the
+# Strong definitions only: weak (W/V) and unique (u) ones are inline code of the
 # C++ standard library, whose headers force default visibility.
 exported="$(nm -D --defined-only "$out/libnestguard_mesos.so" |
-  awk '$2 !~ /^[WVwv]$/ {print $3}' | sort)"
+  awk '$2 !~ /^[WVwvu]$/ {print $3}' | sort)"
 expected="$(printf '%s\n' io_nestguard_Authorizer io_nestguard_CredentialHook io_nestguard_Isolator | sort)"
 if [ "$exported" != "$expected" ]; then
   echo "error: libnestguard_mesos.so exports:" >&2
