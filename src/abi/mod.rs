@@ -44,6 +44,8 @@ pub mod container_id;
 pub mod cram_md5;
 pub mod credentials;
 pub mod error;
+pub mod isolator;
+pub mod launcher;
 pub mod result;
 pub mod selftest;
 pub mod version;

@@ -52,6 +52,20 @@ pub enum nestguard_result {
     HttpAuthenticator = 303,
     /// Credential injection failed (missing principal, secret or ids).
     CredentialInjection = 304,
+    /// The launcher does not know the container.
+    LauncherUnknownContainer = 400,
+    /// A container with this id already exists.
+    LauncherContainerExists = 401,
+    /// A nested launch under a parent that is not running.
+    LauncherParentNotRunning = 402,
+    /// The launch helper failed before the container started.
+    LauncherHelperFailed = 403,
+    /// The container did not exit within the timeout.
+    LauncherTimeout = 404,
+    /// The launch info asks for something the launcher does not support.
+    LauncherUnsupported = 405,
+    /// A process syscall or procfs read failed, or not every process could be killed.
+    LauncherSystem = 406,
     /// A cgroup operation failed (the message names the file and OS error).
     Cgroup = 500,
     /// The container has no cgroup.
@@ -62,6 +76,20 @@ pub enum nestguard_result {
     CgroupUnavailable = 503,
     /// Killing, freezing or removing a cgroup did not finish in time.
     CgroupTimeout = 504,
+    /// An isolator module parameter is unknown or malformed (the message
+    /// names the key).
+    IsolatorParameter = 550,
+    /// Launch infos of isolators conflict, or an isolator set a field
+    /// isolators must not set (Mesos' merge rules).
+    IsolatorLaunchInfoConflict = 551,
+    /// A volume is invalid (Mesos' validation message).
+    IsolatorVolumeInvalid = 552,
+    /// A volume path leaves its sandbox (`..`, a symbolic link).
+    IsolatorVolumeEscape = 553,
+    /// The isolator does not know the container.
+    IsolatorUnknownContainer = 554,
+    /// An isolator failed (the message names the isolator and phase).
+    IsolatorFailed = 555,
 }
 
 impl nestguard_result {
@@ -88,11 +116,24 @@ impl nestguard_result {
             Self::Jwt => "JWT error",
             Self::HttpAuthenticator => "invalid HTTP authenticator configuration",
             Self::CredentialInjection => "credential injection failed",
+            Self::LauncherUnknownContainer => "unknown container",
+            Self::LauncherContainerExists => "container already exists",
+            Self::LauncherParentNotRunning => "parent container is not running",
+            Self::LauncherHelperFailed => "the launch helper failed",
+            Self::LauncherTimeout => "timed out waiting for the container",
+            Self::LauncherUnsupported => "not supported by the launcher",
+            Self::LauncherSystem => "launcher system error",
             Self::Cgroup => "cgroup operation failed",
             Self::CgroupNotFound => "the container has no cgroup",
             Self::CgroupExists => "the container's cgroup already exists",
             Self::CgroupUnavailable => "no usable cgroup hierarchy or controller",
             Self::CgroupTimeout => "a cgroup operation timed out",
+            Self::IsolatorParameter => "invalid isolator parameter",
+            Self::IsolatorLaunchInfoConflict => "conflicting isolator launch infos",
+            Self::IsolatorVolumeInvalid => "invalid volume",
+            Self::IsolatorVolumeEscape => "a volume path escapes its sandbox",
+            Self::IsolatorUnknownContainer => "the isolator does not know the container",
+            Self::IsolatorFailed => "an isolator failed",
         }
     }
 }

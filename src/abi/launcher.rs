@@ -1,0 +1,316 @@
+//! `nestguard_launcher`: the nesting-aware container launcher.
+//!
+//! Containers are identified by serialized `mesos.ContainerID` bytes (nested
+//! ids carry their parents). Each container runs under a supervisor process
+//! (`nestguard-launch`) that checkpoints its pid and the command's raw wait
+//! status under `<runtime_dir>/containers/<root>/containers/<child>/`, so
+//! statuses survive a restart of the host.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::bytes::nestguard_bytes;
+use super::error::{fail, fail_with};
+use super::ffi::{free_handle, handle_ref, into_handle, write_out};
+use super::result::{AbiError, nestguard_result};
+use crate::isolation::command::CommandError;
+use crate::isolation::launcher::{
+    Launcher, LauncherError, LauncherOptions, Mode, default_helper_path,
+};
+use crate::isolation::namespaces::NamespaceError;
+use crate::isolation::paths;
+use crate::proto::mesos::slave::{ContainerLaunchInfo, ContainerRecoverInfo};
+use crate::proto::mesos::{ContainerId, ContainerInfo};
+
+/// Flag for `nestguard_launcher_new`: use the posix launcher (no namespaces,
+/// a session per container, the session is killed on destroy), like Mesos'
+/// `--launcher=posix`. Without it the Linux launcher is used.
+pub const NESTGUARD_LAUNCHER_POSIX: u32 = 1;
+
+impl AbiError for LauncherError {
+    fn code(&self) -> nestguard_result {
+        use nestguard_result as R;
+        match self {
+            LauncherError::ContainerId(_) => R::InvalidContainerId,
+            LauncherError::Unknown(_) => R::LauncherUnknownContainer,
+            LauncherError::Exists(_) => R::LauncherContainerExists,
+            LauncherError::ParentNotRunning(_) => R::LauncherParentNotRunning,
+            LauncherError::Helper { .. } => R::LauncherHelperFailed,
+            LauncherError::Timeout(..) => R::LauncherTimeout,
+            LauncherError::Command(CommandError::Unsupported(_))
+            | LauncherError::Namespace(NamespaceError::UnknownFlag(_) | NamespaceError::Posix) => {
+                R::LauncherUnsupported
+            }
+            LauncherError::Command(_) | LauncherError::Namespace(_) | LauncherError::Signal(_) => {
+                R::InvalidArgument
+            }
+            LauncherError::Sandbox(_) | LauncherError::Io { .. } => R::Io,
+            LauncherError::Checkpoint(_)
+            | LauncherError::BadStatus(_)
+            | LauncherError::Channel(_) => R::Checkpoint,
+            LauncherError::Process(_) | LauncherError::Kill(..) => R::LauncherSystem,
+            LauncherError::Cgroup(e) => e.code(),
+        }
+    }
+}
+
+/// A launcher bound to one runtime directory. Safe to use from several
+/// threads at once; calls are serialized inside except the blocking part of
+/// `nestguard_launcher_wait`. Under the hood it is a `Box<Launcher>`.
+pub struct nestguard_launcher {
+    inner: Launcher,
+}
+
+macro_rules! try_launcher {
+    ($ptr:expr) => {
+        match handle_ref($ptr) {
+            Some(l) => &l.inner,
+            None => {
+                return fail(
+                    nestguard_result::NullParameter,
+                    "argument `launcher` must not be NULL",
+                );
+            }
+        }
+    };
+}
+
+macro_rules! try_id {
+    ($ptr:expr, $len:expr) => {{
+        let id = try_decode!(ContainerId, $ptr, $len, "id");
+        try_abi!(crate::container_id::validate(&id));
+        id
+    }};
+}
+
+impl nestguard_launcher {
+    /// Creates a launcher.
+    ///
+    /// `runtime_dir` (UTF-8, not NUL-terminated) is Mesos' `--runtime_dir`;
+    /// it is created if missing. `helper` is the path of the
+    /// `nestguard-launch` binary; with `helper_len == 0` it is looked up beside
+    /// `libnestguard.so`. `flags` is 0 (Linux launcher, needs root) or
+    /// `NESTGUARD_LAUNCHER_POSIX`. Containers of an earlier launcher are not
+    /// managed until `nestguard_launcher_recover` is called. Free with
+    /// `nestguard_launcher_free`.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_new(
+        runtime_dir: *const u8,
+        runtime_dir_len: usize,
+        helper: *const u8,
+        helper_len: usize,
+        flags: u32,
+        out: *mut *mut nestguard_launcher,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            try_not_null!(out, "out");
+            let runtime_dir = try_str!(runtime_dir, runtime_dir_len, "runtime_dir");
+            let helper = try_str!(helper, helper_len, "helper");
+            if runtime_dir.is_empty() {
+                return fail(nestguard_result::InvalidArgument, "argument `runtime_dir` must not be empty");
+            }
+            if flags & !NESTGUARD_LAUNCHER_POSIX != 0 {
+                return fail(nestguard_result::InvalidArgument, format!("unknown launcher flags {flags:#x}"));
+            }
+            let options = LauncherOptions {
+                runtime_dir: PathBuf::from(runtime_dir),
+                helper: if helper.is_empty() { default_helper_path() } else { PathBuf::from(helper) },
+                mode: if flags & NESTGUARD_LAUNCHER_POSIX != 0 { Mode::Posix } else { Mode::Linux },
+            };
+            let inner = try_abi!(Launcher::new(options));
+            write_out(out, into_handle(nestguard_launcher { inner }));
+            nestguard_result::Ok
+        }
+    }
+
+    /// Rebuilds the container tree from the runtime directory after a restart.
+    ///
+    /// `recover_info` is a serialized `mesos.slave.ContainerRecoverInfo`
+    /// whose `known_container_ids` are the containers the agent knows
+    /// (typically its executor containers). `*out` receives a serialized
+    /// `ContainerRecoverInfo` whose `orphan_container_ids` lists every
+    /// container whose root is not known, nested ones included; they are
+    /// managed (wait, destroy work) and should be destroyed by the caller.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_recover(
+        launcher: *const nestguard_launcher,
+        recover_info: *const u8,
+        recover_info_len: usize,
+        out: *mut *mut nestguard_bytes,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            let l = try_launcher!(launcher);
+            try_not_null!(out, "out");
+            let info = try_decode!(ContainerRecoverInfo, recover_info, recover_info_len, "recover_info");
+            let orphans = try_abi!(l.recover(&info.known_container_ids));
+            let reply = ContainerRecoverInfo { orphan_container_ids: orphans, ..Default::default() };
+            write_out(out, nestguard_bytes::into_raw(prost::Message::encode_to_vec(&reply)));
+            nestguard_result::Ok
+        }
+    }
+
+    /// Launches a container and writes its supervisor's pid to `*out_pid`.
+    ///
+    /// `id` is a serialized `mesos.ContainerID`; a nested id needs a running
+    /// parent. `launch_info` is a serialized `mesos.slave.ContainerLaunchInfo`
+    /// (command, environment, user, rlimits, mounts, namespaces);
+    /// `container_info` (may be NULL with length 0) is a serialized
+    /// `mesos.ContainerInfo` supplying `hostname` and
+    /// `linux_info.share_pid_namespace`. `sandbox` is the sandbox directory;
+    /// for a nested container it may be empty, meaning
+    /// `<parent sandbox>/containers/<id>`. Blocks until the container runs
+    /// and its pid is checkpointed (a few milliseconds).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_launch(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        launch_info: *const u8,
+        launch_info_len: usize,
+        container_info: *const u8,
+        container_info_len: usize,
+        sandbox: *const u8,
+        sandbox_len: usize,
+        out_pid: *mut i32,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            let l = try_launcher!(launcher);
+            try_not_null!(out_pid, "out_pid");
+            let id = try_id!(id, id_len);
+            let info = try_decode!(ContainerLaunchInfo, launch_info, launch_info_len, "launch_info");
+            let container = if container_info_len == 0 {
+                None
+            } else {
+                Some(try_decode!(ContainerInfo, container_info, container_info_len, "container_info"))
+            };
+            let sandbox = try_str!(sandbox, sandbox_len, "sandbox");
+            let sandbox = if !sandbox.is_empty() {
+                PathBuf::from(sandbox)
+            } else {
+                let Some(parent) = id.parent.as_deref() else {
+                    return fail(
+                        nestguard_result::InvalidArgument,
+                        "argument `sandbox` must not be empty for a top-level container",
+                    );
+                };
+                match l.sandbox(parent) {
+                    Some(parent_sandbox) => paths::nested_sandbox(&parent_sandbox, &id),
+                    None => return fail_with(&LauncherError::ParentNotRunning(
+                        crate::container_id::to_dotted(parent),
+                    )),
+                }
+            };
+            let pid = try_abi!(l.launch(&id, &info, container.as_ref(), &sandbox));
+            write_out(out_pid, pid);
+            nestguard_result::Ok
+        }
+    }
+
+    /// Writes a pollable fd (a pidfd: readable once the container exited) to
+    /// `*out_fd`, or -1 if the container already exited. The fd belongs to
+    /// the launcher: do not close it; it stays valid until the container is
+    /// destroyed or the launcher freed.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_wait_fd(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        out_fd: *mut i32,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            let l = try_launcher!(launcher);
+            try_not_null!(out_fd, "out_fd");
+            let id = try_id!(id, id_len);
+            let fd = try_abi!(l.wait_fd(&id));
+            write_out(out_fd, fd.unwrap_or(-1));
+            nestguard_result::Ok
+        }
+    }
+
+    /// Waits for the container to exit, up to `timeout_ms` milliseconds (a
+    /// negative value waits forever; 0 polls), and writes its raw wait status
+    /// to `*out_status` (exit 1 → 256, killed by SIGKILL → 9; unknown → 9).
+    /// Returns `NESTGUARD_RESULT_LAUNCHER_TIMEOUT` if it is still running.
+    /// Works after a restart (recovered containers, also those that exited
+    /// meanwhile) and for destroyed nested containers.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_wait(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        timeout_ms: i64,
+        out_status: *mut i32,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            let l = try_launcher!(launcher);
+            try_not_null!(out_status, "out_status");
+            let id = try_id!(id, id_len);
+            let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+            match try_abi!(l.wait(&id, timeout)) {
+                Some(status) => {
+                    write_out(out_status, status);
+                    nestguard_result::Ok
+                }
+                None => fail(
+                    nestguard_result::LauncherTimeout,
+                    format!("container '{}' is still running after {timeout_ms} ms", crate::container_id::to_dotted(&id)),
+                ),
+            }
+        }
+    }
+
+    /// Sends `signal` to the container's supervisor, which forwards it to the
+    /// command. `*out_sent` (may be NULL) is false if the container had
+    /// already exited.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_kill(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        signal: i32,
+        out_sent: *mut bool,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            let l = try_launcher!(launcher);
+            let id = try_id!(id, id_len);
+            let sent = try_abi!(l.kill(&id, signal));
+            if !out_sent.is_null() {
+                write_out(out_sent, sent);
+            }
+            nestguard_result::Ok
+        }
+    }
+
+    /// Destroys the container and everything nested in it (children first),
+    /// waits until all their processes are gone, checkpoints `termination`
+    /// for nested containers and removes a top-level container's runtime
+    /// directory. Idempotent. `*out_status` (may be NULL) receives the raw
+    /// status of the container, or -1 if it was unknown.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_destroy(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        out_status: *mut i32,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            let l = try_launcher!(launcher);
+            let id = try_id!(id, id_len);
+            let status = try_abi!(l.destroy(&id));
+            if !out_status.is_null() {
+                write_out(out_status, status.unwrap_or(-1));
+            }
+            nestguard_result::Ok
+        }
+    }
+
+    /// Frees the launcher. Running containers keep running (their statuses
+    /// are checkpointed; a new launcher recovers them). NULL is a no-op; must
+    /// not be called twice or while another thread uses the launcher.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_free(launcher: *mut nestguard_launcher) {
+        ffi_panic_boundary! {
+            free_handle(launcher)
+        }
+    }
+}

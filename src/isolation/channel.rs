@@ -1,0 +1,213 @@
+//! What travels between the host and the `nestguard-launch` helper.
+//!
+//! Host → helper, on the helper's stdin (a pipe, never argv, so nothing shows
+//! in `ps`): a 4-byte little-endian length, a JSON [`Control`] record, then the
+//! serialized `ContainerLaunchInfo` up to EOF. Helper → host, on the helper's
+//! stdout (a pipe): one line, `ok <pid> <start time>` or `error <text>`.
+//! The `pid` checkpoint is decimal lines: pid, start time, and `1` if the
+//! supervisor is the init of its own pid namespace (else `0`; absent reads
+//! as `0`, the safe choice: destroy then also kills the session).
+
+use std::path::PathBuf;
+
+use prost::Message;
+use serde::{Deserialize, Serialize};
+
+use crate::proto::mesos::slave::ContainerLaunchInfo;
+
+/// Launcher-side facts the helper needs besides the launch info.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Control {
+    /// The container's runtime directory (checkpoints go here).
+    pub runtime_dir: PathBuf,
+    /// The container's sandbox (stdout/stderr, default working directory).
+    pub sandbox: PathBuf,
+    /// Parent container's init: pid and start time; its namespaces are entered.
+    pub parent: Option<(i32, u64)>,
+    /// `CLONE_NEW*` flags to enter from the parent, as `setns` types.
+    pub enter: i32,
+    /// `CLONE_NEW*` flags to create.
+    pub clone: i32,
+    /// Hostname to set in a new UTS namespace.
+    pub hostname: Option<String>,
+}
+
+/// A malformed message between host and helper.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// Fewer bytes than the framing needs.
+    #[error("launch data on the helper's stdin is truncated: {0}")]
+    Truncated(&'static str),
+    /// The control record is not the expected JSON.
+    #[error("launch control record does not parse: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The launch info does not decode.
+    #[error("launch info does not decode as mesos.slave.ContainerLaunchInfo: {0}")]
+    Decode(#[from] prost::DecodeError),
+    /// The helper's report line is not `ok <pid> <start>` or `error <text>`.
+    #[error("unexpected report from the launch helper: {0:?}")]
+    Report(String),
+    /// The `pid` checkpoint is not two decimal lines.
+    #[error("pid checkpoint {0} is malformed: expected '<pid>\\n<start time>\\n<0|1>\\n'")]
+    PidFile(PathBuf),
+}
+
+/// Frames the launch data for the helper's stdin.
+pub fn encode(control: &Control, info: &ContainerLaunchInfo) -> Result<Vec<u8>, ChannelError> {
+    let json = serde_json::to_vec(control)?;
+    let len = u32::try_from(json.len()).map_err(|_| ChannelError::Truncated("control too long"))?;
+    let mut out = Vec::with_capacity(4 + json.len() + info.encoded_len());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&json);
+    info.encode_raw(&mut out);
+    Ok(out)
+}
+
+/// Reverses [`encode`].
+pub fn decode(bytes: &[u8]) -> Result<(Control, ContainerLaunchInfo), ChannelError> {
+    let prefix: [u8; 4] = bytes
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(ChannelError::Truncated("no length prefix"))?;
+    let len = u32::from_le_bytes(prefix) as usize;
+    let json = bytes.get(4..4 + len).ok_or(ChannelError::Truncated(
+        "control record shorter than its prefix",
+    ))?;
+    let control = serde_json::from_slice(json)?;
+    let info = ContainerLaunchInfo::decode(bytes.get(4 + len..).unwrap_or_default())?;
+    Ok((control, info))
+}
+
+/// What the helper reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// The supervisor runs with this pid and start time.
+    Started {
+        /// Supervisor pid (host pid namespace).
+        pid: i32,
+        /// Its start time.
+        start_time: u64,
+    },
+    /// The helper failed before the container started.
+    Failed(String),
+}
+
+impl Report {
+    /// The line the helper writes.
+    pub fn to_line(&self) -> String {
+        match self {
+            Report::Started { pid, start_time } => format!("ok {pid} {start_time}\n"),
+            Report::Failed(text) => format!("error {}\n", text.replace('\n', " ")),
+        }
+    }
+
+    /// Parses a line written by [`Report::to_line`].
+    pub fn parse(line: &str) -> Result<Report, ChannelError> {
+        let line = line.trim_end_matches('\n');
+        if let Some(text) = line.strip_prefix("error ") {
+            return Ok(Report::Failed(text.to_owned()));
+        }
+        let bad = || ChannelError::Report(line.to_owned());
+        let mut parts = line.strip_prefix("ok ").ok_or_else(bad)?.split(' ');
+        let pid = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let start_time = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(Report::Started { pid, start_time })
+    }
+}
+
+/// What the `pid` checkpoint records about the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidRecord {
+    /// Supervisor pid (host pid namespace).
+    pub pid: i32,
+    /// Its start time.
+    pub start_time: u64,
+    /// It is pid 1 of its own pid namespace.
+    pub own_pid_namespace: bool,
+}
+
+/// Text of the `pid` checkpoint.
+pub fn pid_file_text(record: &PidRecord) -> String {
+    format!(
+        "{}\n{}\n{}\n",
+        record.pid,
+        record.start_time,
+        u8::from(record.own_pid_namespace)
+    )
+}
+
+/// Parses the `pid` checkpoint text read from `path`.
+pub fn parse_pid_file(text: &str, path: PathBuf) -> Result<PidRecord, ChannelError> {
+    let mut lines = text.lines();
+    let pid = lines.next().and_then(|l| l.trim().parse().ok());
+    let start = lines.next().and_then(|l| l.trim().parse().ok());
+    let own = match lines.next().map(str::trim) {
+        None | Some("0") => Some(false),
+        Some("1") => Some(true),
+        Some(_) => None,
+    };
+    match (pid, start, own, lines.next()) {
+        (Some(pid), Some(start_time), Some(own_pid_namespace), None) if pid > 0 => Ok(PidRecord {
+            pid,
+            start_time,
+            own_pid_namespace,
+        }),
+        _ => Err(ChannelError::PidFile(path)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let control = Control {
+            runtime_dir: "/rt/containers/a".into(),
+            sandbox: "/sb".into(),
+            parent: Some((12, 34)),
+            enter: libc::CLONE_NEWNET,
+            clone: libc::CLONE_NEWPID,
+            hostname: Some("h".into()),
+        };
+        let info = ContainerLaunchInfo {
+            working_directory: Some("/w".into()),
+            ..Default::default()
+        };
+        let (c, i) = decode(&encode(&control, &info).unwrap()).unwrap();
+        assert_eq!((c, i), (control, info));
+        assert!(decode(&[1, 0]).is_err());
+        assert!(decode(&[9, 0, 0, 0, b'{']).is_err());
+
+        let r = Report::Started {
+            pid: 5,
+            start_time: 6,
+        };
+        assert_eq!(Report::parse(&r.to_line()).unwrap(), r);
+        assert_eq!(
+            Report::parse("error setns: EPERM\n").unwrap(),
+            Report::Failed("setns: EPERM".into())
+        );
+        assert!(Report::parse("ok 5").is_err());
+        let record = PidRecord {
+            pid: 5,
+            start_time: 6,
+            own_pid_namespace: true,
+        };
+        assert_eq!(
+            parse_pid_file(&pid_file_text(&record), "p".into()).unwrap(),
+            record
+        );
+        assert!(
+            !parse_pid_file("5\n6\n", "p".into())
+                .unwrap()
+                .own_pid_namespace
+        );
+        assert!(parse_pid_file("5\n6\n2\n", "p".into()).is_err());
+        assert!(parse_pid_file("5\n", "p".into()).is_err());
+        assert!(parse_pid_file("0\n1\n", "p".into()).is_err());
+    }
+}

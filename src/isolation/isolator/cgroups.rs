@@ -1,0 +1,288 @@
+//! The `cgroups` isolator over [`Cgroups`]: one cgroup per container, nested
+//! under its parent's in Mesos' `<root>/mesos/<child>` layout, with limits
+//! from the container's resources and limits as Mesos' cgroups subsystems
+//! compute them:
+//!
+//! * `cpus` request → `cpu.shares` (v2 `cpu.weight`); `limits["cpus"]` →
+//!   CFS quota; without a limit, the request becomes the quota when
+//!   `cgroups_enable_cfs` is set; an infinite limit means no quota.
+//! * `mem` request → soft limit; `limits["mem"]` (or, without one, the
+//!   request) → hard limit; an infinite limit means no hard limit.
+//! * `cgroups_pids_max` → `pids.max` of every container with its own cgroup.
+//!
+//! `LinuxInfo.share_cgroups` (proto default **true**) keeps a nested
+//! container in its parent's cgroups; it may then not carry resources. A
+//! sharing container still has its own freezer (v2: own directory) so it
+//! can be killed alone. `watch` turns an OOM kill into a limitation with
+//! `REASON_CONTAINER_LIMITATION_MEMORY`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::error::{IsolatorError, Result};
+use super::watch::LimitationSource;
+use super::{Isolator, ResourceLimits, linux_info};
+use crate::container_id::to_dotted;
+use crate::isolation::cgroups::{Cgroups, ContainerProcesses, CreateOptions, Limits};
+use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerState};
+use crate::proto::mesos::{ContainerId, Resource, ResourceStatistics};
+
+/// Options of the cgroups isolator beyond the manager's own.
+#[derive(Debug, Clone, Default)]
+pub struct CgroupsOptions {
+    /// Use the CPU request as a hard CFS quota when no limit is given
+    /// (Mesos' `--cgroups_enable_cfs`).
+    pub enable_cfs: bool,
+    /// `pids.max` for every container with its own cgroup.
+    pub pids_max: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Info {
+    share: bool,
+}
+
+/// The `cgroups` isolator.
+#[derive(Debug)]
+pub struct CgroupsIsolator {
+    cgroups: Arc<Cgroups>,
+    options: CgroupsOptions,
+    infos: Mutex<HashMap<String, Info>>,
+}
+
+const MEGABYTE: f64 = 1024.0 * 1024.0;
+
+/// Sums the scalar resources named `name` (unreserved and reserved alike).
+fn scalar(resources: &[Resource], name: &str) -> Option<f64> {
+    let values: Vec<f64> = resources
+        .iter()
+        .filter(|r| r.name == name)
+        .filter_map(|r| r.scalar.as_ref().map(|s| s.value))
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "megabytes are validated finite and positive before the cast"
+)]
+fn megabytes(mb: f64) -> u64 {
+    (mb * MEGABYTE) as u64
+}
+
+impl CgroupsIsolator {
+    /// An isolator over an existing manager (share it with the launcher:
+    /// `Launcher::with_cgroups(options, isolator.cgroups())`).
+    pub fn new(cgroups: Arc<Cgroups>, options: CgroupsOptions) -> Self {
+        Self {
+            cgroups,
+            options,
+            infos: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The manager, for the launcher to place and kill processes.
+    pub fn cgroups(&self) -> Arc<Cgroups> {
+        self.cgroups.clone()
+    }
+
+    fn infos(&self) -> MutexGuard<'_, HashMap<String, Info>> {
+        self.infos.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Mesos' mapping of requests and limits onto cgroup settings.
+    pub fn limits_for(&self, requests: &[Resource], limits: &ResourceLimits) -> Result<Limits> {
+        let bad = |what: &str, v: f64| {
+            Err(IsolatorError::Invalid(format!(
+                "{what} must be a positive number, got {v}"
+            )))
+        };
+        let mut out = Limits {
+            pids_max: self.options.pids_max,
+            ..Limits::default()
+        };
+        if let Some(cpus) = scalar(requests, "cpus") {
+            if !(cpus.is_finite() && cpus > 0.0) {
+                return bad("resource 'cpus'", cpus);
+            }
+            out.cpu_request = Some(cpus);
+            if self.options.enable_cfs {
+                out.cpu_limit = Some(cpus);
+            }
+        }
+        if let Some(limit) = limits.get("cpus").map(|s| s.value) {
+            if limit.is_infinite() && limit > 0.0 {
+                out.cpu_limit = None;
+            } else if limit.is_finite() && limit > 0.0 {
+                out.cpu_limit = Some(limit);
+            } else {
+                return bad("limit 'cpus'", limit);
+            }
+        }
+        if let Some(mem) = scalar(requests, "mem") {
+            if !(mem.is_finite() && mem > 0.0) {
+                return bad("resource 'mem'", mem);
+            }
+            out.memory_soft_bytes = Some(megabytes(mem));
+            out.memory_bytes = Some(megabytes(mem));
+        }
+        if let Some(limit) = limits.get("mem").map(|s| s.value) {
+            if limit.is_infinite() && limit > 0.0 {
+                out.memory_bytes = None;
+            } else if limit.is_finite() && limit > 0.0 {
+                out.memory_bytes = Some(megabytes(limit));
+            } else {
+                return bad("limit 'mem'", limit);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Isolator for CgroupsIsolator {
+    fn name(&self) -> &'static str {
+        "cgroups"
+    }
+
+    fn supports_nesting(&self) -> bool {
+        true
+    }
+
+    fn supports_standalone(&self) -> bool {
+        true
+    }
+
+    /// Keeps the cgroups of `states` and `orphans` (orphans are destroyed
+    /// by the agent, which then calls `cleanup`), and kills and removes
+    /// every other container's cgroup under our root, as Mesos' cgroups
+    /// isolator does with unknown orphans.
+    fn recover(&self, states: &[ContainerState], orphans: &[ContainerId]) -> Result<()> {
+        let mut known: Vec<ContainerId> = Vec::new();
+        let mut infos = self.infos();
+        for state in states {
+            let id = &state.container_id;
+            let share = id.parent.is_some()
+                && state
+                    .container_info
+                    .as_ref()
+                    .and_then(|c| c.linux_info.as_ref())
+                    .is_none_or(|l| l.share_cgroups());
+            infos.insert(to_dotted(id), Info { share });
+            known.push(id.clone());
+        }
+        drop(infos);
+        known.extend(orphans.iter().cloned());
+        // A nested container is only known if its ancestors are: keep them.
+        let mut with_ancestors: HashSet<String> = HashSet::new();
+        let mut all = Vec::new();
+        for id in &known {
+            let mut cur = Some(id);
+            while let Some(c) = cur {
+                if with_ancestors.insert(to_dotted(c)) {
+                    all.push(c.clone());
+                }
+                cur = c.parent.as_deref();
+            }
+        }
+        let removed = self.cgroups.recover(&all)?;
+        for id in removed {
+            tracing::info!(container = %to_dotted(&id), "removed cgroups of an unknown container");
+        }
+        Ok(())
+    }
+
+    fn prepare(
+        &self,
+        id: &ContainerId,
+        config: &ContainerConfig,
+    ) -> Result<Option<ContainerLaunchInfo>> {
+        let nested = id.parent.is_some();
+        let share = nested && linux_info(config).is_none_or(|l| l.share_cgroups());
+        let limits = if share {
+            let has_resources = scalar(&config.resources, "cpus").is_some()
+                || scalar(&config.resources, "mem").is_some()
+                || !config.limits.is_empty();
+            if has_resources {
+                return Err(IsolatorError::Invalid(format!(
+                    "container '{}' shares its parent's cgroups (LinuxInfo.share_cgroups \
+                     is true, the default) and cannot specify resources or limits",
+                    to_dotted(id)
+                )));
+            }
+            Limits::default()
+        } else {
+            self.limits_for(&config.resources, &config.limits)?
+        };
+        self.cgroups.create(
+            id,
+            &CreateOptions {
+                share_cgroups: share,
+                limits,
+            },
+        )?;
+        self.infos().insert(to_dotted(id), Info { share });
+        Ok(None)
+    }
+
+    /// Moves `pid` into the container's cgroups (a no-op if a cgroup-aware
+    /// launcher already placed it).
+    fn isolate(&self, id: &ContainerId, pid: u32) -> Result<()> {
+        Ok(self.cgroups.add_pid(id, pid)?)
+    }
+
+    /// An OOM watch on the container's own memory cgroup; none for a
+    /// sharing container (an OOM there is its parent's limitation) or
+    /// without a memory controller.
+    fn watch(&self, id: &ContainerId) -> Result<Option<Box<dyn LimitationSource>>> {
+        let info = self.infos().get(&to_dotted(id)).copied();
+        let Some(info) = info else {
+            return Err(IsolatorError::UnknownContainer(to_dotted(id)));
+        };
+        if info.share {
+            return Ok(None);
+        }
+        match self.cgroups.watch_oom(id) {
+            Ok(w) => Ok(Some(Box::new(w))),
+            Err(
+                e @ (crate::isolation::cgroups::CgroupError::ControllerNotMounted { .. }
+                | crate::isolation::cgroups::CgroupError::ControllerUnavailable { .. }),
+            ) => {
+                tracing::warn!(container = %to_dotted(id), error = %e, "no OOM watch");
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn update(
+        &self,
+        id: &ContainerId,
+        requests: &[Resource],
+        limits: &ResourceLimits,
+    ) -> Result<()> {
+        let info = self.infos().get(&to_dotted(id)).copied();
+        match info {
+            None => Err(IsolatorError::UnknownContainer(to_dotted(id))),
+            Some(Info { share: true }) => Ok(()),
+            Some(_) => {
+                let limits = self.limits_for(requests, limits)?;
+                Ok(self.cgroups.update(id, &limits)?)
+            }
+        }
+    }
+
+    fn usage(&self, id: &ContainerId) -> Result<ResourceStatistics> {
+        Ok(self.cgroups.usage(id)?)
+    }
+
+    /// Kills what is left and removes the cgroups of the container and
+    /// everything nested in it; unknown containers are a no-op.
+    fn cleanup(&self, id: &ContainerId) -> Result<()> {
+        self.infos().remove(&to_dotted(id));
+        if self.cgroups.exists(id)? {
+            ContainerProcesses::destroy(self.cgroups.as_ref(), id)?;
+        }
+        Ok(())
+    }
+}

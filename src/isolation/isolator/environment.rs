@@ -1,0 +1,73 @@
+//! The `environment/credentials` isolator: a nested container gets its
+//! executor's injected credentials (an executor JWT, or principal and
+//! secret) in `ContainerLaunchInfo.environment`, computed by
+//! [`Injector::nested_container_environment`] — the agent launches nested
+//! containers with no environment of its own, and the executor's came from
+//! the hook. Top-level containers get theirs from the hook, not here.
+//!
+//! The executor is `ContainerConfig.executor_info`, which Mesos copies from
+//! the root container into nested configs; without it (after an agent
+//! restart that lost the root's config) prepare fails rather than launch a
+//! container that cannot reach the agent API. DEBUG containers are left
+//! alone: Mesos starts them from their parent's environment already.
+
+use super::error::{IsolatorError, Result};
+use super::{Isolator, is_debug};
+use crate::container_id::to_dotted;
+use crate::credentials::injection::Injector;
+use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
+use crate::proto::mesos::{ContainerId, FrameworkInfo};
+
+/// The `environment/credentials` isolator.
+#[derive(Debug, Clone)]
+pub struct CredentialsIsolator {
+    injector: Injector,
+}
+
+impl CredentialsIsolator {
+    /// Injects with `injector`.
+    pub fn new(injector: Injector) -> Self {
+        Self { injector }
+    }
+}
+
+impl Isolator for CredentialsIsolator {
+    fn name(&self) -> &'static str {
+        "environment/credentials"
+    }
+
+    fn supports_nesting(&self) -> bool {
+        true
+    }
+
+    /// The environment holds a credential: never log the returned info.
+    fn prepare(
+        &self,
+        id: &ContainerId,
+        config: &ContainerConfig,
+    ) -> Result<Option<ContainerLaunchInfo>> {
+        if id.parent.is_none() || is_debug(config) {
+            return Ok(None);
+        }
+        let Some(executor) = &config.executor_info else {
+            return Err(IsolatorError::Invalid(format!(
+                "nested container '{}': ContainerConfig.executor_info is missing, so its \
+                 executor's credentials cannot be injected",
+                to_dotted(id)
+            )));
+        };
+        // ContainerConfig carries no FrameworkInfo: the framework id comes
+        // from ExecutorInfo.framework_id, the principal from its label.
+        let framework = FrameworkInfo {
+            id: executor.framework_id.clone(),
+            ..FrameworkInfo::default()
+        };
+        let environment = self
+            .injector
+            .nested_container_environment(executor, &framework, id)?;
+        Ok(Some(ContainerLaunchInfo {
+            environment: Some(environment),
+            ..ContainerLaunchInfo::default()
+        }))
+    }
+}

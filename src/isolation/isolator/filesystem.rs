@@ -1,0 +1,102 @@
+//! The `filesystem/linux` isolator (the part nestguard needs): every
+//! container gets its own mount namespace, so the mounts other isolators
+//! ask for (volumes, `/dev/shm`, masked paths) never reach the host; a
+//! DEBUG container enters its parent's instead, as in Mesos.
+//!
+//! Nested sandboxes live at `<parent sandbox>/containers/<child>` (Mesos'
+//! layout); prepare refuses a nested container whose sandbox is elsewhere,
+//! since volume sharing and disk accounting rely on it. Container images
+//! (`rootfs`) are not supported and are refused rather than ignored.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::error::{IsolatorError, Result};
+use super::volume::SandboxRegistry;
+use super::{Isolator, is_debug};
+use crate::container_id::to_dotted;
+use crate::proto::mesos::ContainerId;
+use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerState};
+
+/// The `filesystem/linux` isolator.
+#[derive(Debug)]
+pub struct FilesystemIsolator {
+    sandboxes: Arc<SandboxRegistry>,
+}
+
+impl FilesystemIsolator {
+    /// Records sandboxes in `sandboxes` (shared with the volume and disk
+    /// isolators).
+    pub fn new(sandboxes: Arc<SandboxRegistry>) -> Self {
+        Self { sandboxes }
+    }
+}
+
+impl Isolator for FilesystemIsolator {
+    fn name(&self) -> &'static str {
+        "filesystem/linux"
+    }
+
+    fn supports_nesting(&self) -> bool {
+        true
+    }
+
+    fn supports_standalone(&self) -> bool {
+        true
+    }
+
+    fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
+        for state in states {
+            self.sandboxes
+                .insert(&state.container_id, Path::new(&state.directory));
+        }
+        Ok(())
+    }
+
+    fn prepare(
+        &self,
+        id: &ContainerId,
+        config: &ContainerConfig,
+    ) -> Result<Option<ContainerLaunchInfo>> {
+        if config.rootfs.is_some() {
+            return Err(IsolatorError::Invalid(format!(
+                "container '{}': container images (rootfs) are not supported by filesystem/linux",
+                to_dotted(id)
+            )));
+        }
+        let sandbox = Path::new(&config.directory);
+        if !sandbox.is_absolute() {
+            return Err(IsolatorError::Invalid(format!(
+                "container '{}': sandbox directory '{}' is not absolute",
+                to_dotted(id),
+                config.directory
+            )));
+        }
+        if let Some(parent) = id.parent.as_deref()
+            && let Some(parent_sandbox) = self.sandboxes.get(parent)
+        {
+            let expected = parent_sandbox.join("containers").join(&id.value);
+            if expected != sandbox {
+                return Err(IsolatorError::Invalid(format!(
+                    "container '{}': sandbox '{}' is not '{}' (nested sandboxes live in their parent's)",
+                    to_dotted(id),
+                    sandbox.display(),
+                    expected.display()
+                )));
+            }
+        }
+        self.sandboxes.insert(id, sandbox);
+        let mut info = ContainerLaunchInfo::default();
+        if id.parent.is_some() && is_debug(config) {
+            info.enter_namespaces.push(libc::CLONE_NEWNS);
+        } else {
+            info.clone_namespaces.push(libc::CLONE_NEWNS);
+        }
+        Ok(Some(info))
+    }
+
+    fn cleanup(&self, id: &ContainerId) -> Result<()> {
+        self.sandboxes.remove(id);
+        Ok(())
+    }
+}

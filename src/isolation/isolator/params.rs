@@ -1,0 +1,363 @@
+//! Module parameters (Mesos' `mesos.Parameters`, key → value) of the
+//! isolators, and building the [`Composite`] from them. Unknown keys,
+//! repeated keys and malformed values are refused with the key named.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `isolation` | `cgroups,namespaces,filesystem/linux,volume/sandbox_path,[environment/credentials,]hardening,disk/du` | isolators, in order |
+//! | `cgroups_mount_root` | `/sys/fs/cgroup` | where cgroup file systems are mounted |
+//! | `cgroups_root` | `nestguard` | our directory in each hierarchy |
+//! | `cgroups_destroy_timeout_secs` | `60` | how long killing may take |
+//! | `cgroups_enable_cfs` | `false` | the CPU request is also a hard quota |
+//! | `cgroups_pids_max` | none | `pids.max` of every container with its own cgroup |
+//! | `disallow_sharing_agent_pid_namespace` | `false` | as Mesos' flag |
+//! | `hardening_no_new_privileges` | `true` | set `no_new_privileges` |
+//! | `hardening_capabilities` | Docker's default set | comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched |
+//! | `hardening_masked_paths` | Mesos' list | comma list of absolute paths, empty = none |
+//! | `credentials_jwt_key` | none | executor-token signing key file (token mode) |
+//! | `credentials_http_credentials` | none | `--http_credentials` file (secret mode) |
+//! | `credentials_allow_open_permissions` | `false` | accept group/other-readable key files |
+//!
+//! `environment/credentials` is in the default list only when a key or
+//! credentials file is given; listing it without either is an error.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Isolator;
+use super::cgroups::{CgroupsIsolator, CgroupsOptions};
+use super::composite::Composite;
+use super::disk::DiskIsolator;
+use super::environment::CredentialsIsolator;
+use super::error::{IsolatorError, Result};
+use super::filesystem::FilesystemIsolator;
+use super::hardening::HardeningIsolator;
+use super::namespaces::NamespacesIsolator;
+use super::volume::{SandboxPathIsolator, SandboxRegistry};
+use crate::credentials::file::{LoadOptions, load_credentials};
+use crate::credentials::injection::Injector;
+use crate::credentials::jwt::load_key;
+use crate::isolation::cgroups::{Cgroups, CgroupsConfig};
+use crate::proto::mesos::Parameters;
+use crate::proto::mesos::capability_info::Capability;
+
+/// Every isolator name we know, in the default order.
+pub const ISOLATORS: [&str; 7] = [
+    "cgroups",
+    "namespaces",
+    "filesystem/linux",
+    "volume/sandbox_path",
+    "environment/credentials",
+    "hardening",
+    "disk/du",
+];
+
+const KEYS: [&str; 13] = [
+    "isolation",
+    "cgroups_mount_root",
+    "cgroups_root",
+    "cgroups_destroy_timeout_secs",
+    "cgroups_enable_cfs",
+    "cgroups_pids_max",
+    "disallow_sharing_agent_pid_namespace",
+    "hardening_no_new_privileges",
+    "hardening_capabilities",
+    "hardening_masked_paths",
+    "credentials_jwt_key",
+    "credentials_http_credentials",
+    "credentials_allow_open_permissions",
+];
+
+/// Parsed isolator parameters.
+#[derive(Debug, Clone)]
+pub struct IsolatorParams {
+    /// Isolators in order.
+    pub isolation: Vec<String>,
+    /// The cgroups manager's configuration.
+    pub cgroups: CgroupsConfig,
+    /// The cgroups isolator's options.
+    pub cgroups_options: CgroupsOptions,
+    /// Mesos' `--disallow_sharing_agent_pid_namespace`.
+    pub disallow_sharing_agent_pid_namespace: bool,
+    /// The hardening isolator.
+    pub hardening: HardeningIsolator,
+    /// Executor-token signing key.
+    pub jwt_key: Option<PathBuf>,
+    /// HTTP credentials file.
+    pub http_credentials: Option<PathBuf>,
+    /// Accept open permissions on the two files above.
+    pub allow_open_permissions: bool,
+}
+
+fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
+    IsolatorError::Parameter {
+        key: key.to_owned(),
+        expected,
+        found: found.to_owned(),
+    }
+}
+
+fn boolean(key: &str, v: &str) -> Result<bool> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(parameter(key, "'true' or 'false'", v)),
+    }
+}
+
+fn number(key: &str, v: &str) -> Result<u64> {
+    v.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| parameter(key, "a positive integer", v))
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+impl IsolatorParams {
+    /// Parses key/value pairs.
+    pub fn parse<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+        let mut map: HashMap<&str, &str> = HashMap::new();
+        for (k, v) in pairs {
+            if !KEYS.contains(&k) {
+                return Err(parameter(
+                    k,
+                    "a known key (see the isolator parameter table)",
+                    k,
+                ));
+            }
+            if map.insert(k, v).is_some() {
+                return Err(parameter(k, "the key once", "it repeated"));
+            }
+        }
+        let mut cgroups = CgroupsConfig::default();
+        if let Some(v) = map.get("cgroups_mount_root") {
+            cgroups.mount_root = PathBuf::from(v);
+            if !cgroups.mount_root.is_absolute() {
+                return Err(parameter("cgroups_mount_root", "an absolute path", v));
+            }
+        }
+        if let Some(v) = map.get("cgroups_root") {
+            cgroups.cgroups_root = PathBuf::from(v);
+        }
+        if let Some(v) = map.get("cgroups_destroy_timeout_secs") {
+            cgroups.destroy_timeout =
+                Duration::from_secs(number("cgroups_destroy_timeout_secs", v)?);
+        }
+        let cgroups_options = CgroupsOptions {
+            enable_cfs: map
+                .get("cgroups_enable_cfs")
+                .map_or(Ok(false), |v| boolean("cgroups_enable_cfs", v))?,
+            pids_max: map
+                .get("cgroups_pids_max")
+                .map(|v| number("cgroups_pids_max", v))
+                .transpose()?,
+        };
+        let mut hardening = HardeningIsolator::default();
+        if let Some(v) = map.get("hardening_no_new_privileges") {
+            hardening.no_new_privileges = boolean("hardening_no_new_privileges", v)?;
+        }
+        if let Some(v) = map.get("hardening_capabilities") {
+            hardening.capabilities = if v.trim() == "*" {
+                None
+            } else {
+                let mut set = BTreeSet::new();
+                for name in list(v) {
+                    let cap = Capability::from_str_name(&name)
+                        .filter(|c| *c != Capability::Unknown)
+                        .ok_or_else(|| {
+                            parameter(
+                                "hardening_capabilities",
+                                "capability names such as CHOWN,KILL",
+                                &name,
+                            )
+                        })?;
+                    set.insert(cap as i32);
+                }
+                Some(set)
+            };
+        }
+        if let Some(v) = map.get("hardening_masked_paths") {
+            let paths = list(v);
+            if let Some(bad) = paths
+                .iter()
+                .find(|p| !p.starts_with('/') || p.contains("/../"))
+            {
+                return Err(parameter("hardening_masked_paths", "absolute paths", bad));
+            }
+            hardening.masked_paths = paths;
+        }
+        let jwt_key = map.get("credentials_jwt_key").map(PathBuf::from);
+        let http_credentials = map.get("credentials_http_credentials").map(PathBuf::from);
+        let with_credentials = jwt_key.is_some() || http_credentials.is_some();
+        let isolation = match map.get("isolation") {
+            Some(v) => {
+                let names = list(v);
+                let mut seen = BTreeSet::new();
+                for n in &names {
+                    if !ISOLATORS.contains(&n.as_str()) {
+                        return Err(parameter(
+                            "isolation",
+                            "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, disk/du",
+                            n,
+                        ));
+                    }
+                    if !seen.insert(n.clone()) {
+                        return Err(parameter("isolation", "each isolator once", n));
+                    }
+                }
+                names
+            }
+            None => ISOLATORS
+                .iter()
+                .filter(|n| with_credentials || **n != "environment/credentials")
+                .map(|n| (*n).to_owned())
+                .collect(),
+        };
+        Ok(Self {
+            isolation,
+            cgroups,
+            cgroups_options,
+            disallow_sharing_agent_pid_namespace: map
+                .get("disallow_sharing_agent_pid_namespace")
+                .map_or(Ok(false), |v| {
+                boolean("disallow_sharing_agent_pid_namespace", v)
+            })?,
+            hardening,
+            jwt_key,
+            http_credentials,
+            allow_open_permissions: map
+                .get("credentials_allow_open_permissions")
+                .map_or(Ok(false), |v| {
+                    boolean("credentials_allow_open_permissions", v)
+                })?,
+        })
+    }
+
+    /// Parses a `mesos.Parameters` message.
+    pub fn from_proto(parameters: &Parameters) -> Result<Self> {
+        Self::parse(
+            parameters
+                .parameter
+                .iter()
+                .map(|p| (p.key.as_str(), p.value.as_str())),
+        )
+    }
+
+    fn injector(&self) -> Result<Injector> {
+        let options = LoadOptions {
+            allow_open_permissions: self.allow_open_permissions,
+        };
+        let key = match &self.jwt_key {
+            Some(p) => Some(load_key(p, &options).map_err(|e| IsolatorError::Parameter {
+                key: "credentials_jwt_key".into(),
+                expected: "a readable signing key file",
+                found: e.to_string(),
+            })?),
+            None => None,
+        };
+        let store = match &self.http_credentials {
+            Some(p) => Some(Arc::new(load_credentials(p, &options).map_err(|e| {
+                IsolatorError::Parameter {
+                    key: "credentials_http_credentials".into(),
+                    expected: "a valid credentials file",
+                    found: e.to_string(),
+                }
+            })?)),
+            None => None,
+        };
+        Ok(Injector::from_config(key, store)?)
+    }
+}
+
+impl Composite {
+    /// Builds the isolators named in `params.isolation`, in that order. The
+    /// cgroups manager (if `cgroups` is listed) is available from
+    /// [`Composite::cgroups`] for the launcher.
+    pub fn from_parameters(params: &IsolatorParams) -> Result<Self> {
+        let sandboxes = Arc::new(SandboxRegistry::default());
+        let mut isolators: Vec<Arc<dyn Isolator>> = Vec::new();
+        let mut cgroups = None;
+        for name in &params.isolation {
+            let isolator: Arc<dyn Isolator> = match name.as_str() {
+                "cgroups" => {
+                    let manager = Arc::new(Cgroups::new(params.cgroups.clone())?);
+                    cgroups = Some(manager.clone());
+                    Arc::new(CgroupsIsolator::new(
+                        manager,
+                        params.cgroups_options.clone(),
+                    ))
+                }
+                "namespaces" => Arc::new(NamespacesIsolator {
+                    disallow_sharing_agent_pid_namespace: params
+                        .disallow_sharing_agent_pid_namespace,
+                }),
+                "filesystem/linux" => Arc::new(FilesystemIsolator::new(sandboxes.clone())),
+                "volume/sandbox_path" => Arc::new(SandboxPathIsolator::new(sandboxes.clone())),
+                "environment/credentials" => Arc::new(CredentialsIsolator::new(params.injector()?)),
+                "hardening" => Arc::new(params.hardening.clone()),
+                "disk/du" => Arc::new(DiskIsolator::new(sandboxes.clone())),
+                other => {
+                    return Err(parameter("isolation", "a known isolator", other));
+                }
+            };
+            isolators.push(isolator);
+        }
+        let mut composite = Composite::new(isolators);
+        composite.set_cgroups(cgroups);
+        tracing::info!(isolators = ?composite.names(), "isolators configured");
+        Ok(composite)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_parameters_name_the_key() {
+        let e = IsolatorParams::parse([("cgroups_pids_max", "lots")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "isolator parameter 'cgroups_pids_max': expected a positive integer, got 'lots'"
+        );
+        let e = IsolatorParams::parse([("isolation", "cgroups,posix/cpu")]).unwrap_err();
+        assert!(e.to_string().contains("'posix/cpu'"), "{e}");
+        let e = IsolatorParams::parse([("nope", "1")]).unwrap_err();
+        assert!(e.to_string().contains("'nope'"), "{e}");
+        let e = IsolatorParams::parse([("hardening_capabilities", "CHOWN,FLY")]).unwrap_err();
+        assert!(e.to_string().contains("'FLY'"), "{e}");
+    }
+
+    #[test]
+    fn defaults() {
+        let p = IsolatorParams::parse([]).unwrap();
+        assert_eq!(
+            p.isolation,
+            [
+                "cgroups",
+                "namespaces",
+                "filesystem/linux",
+                "volume/sandbox_path",
+                "hardening",
+                "disk/du"
+            ]
+        );
+        assert!(p.hardening.no_new_privileges);
+        let p = IsolatorParams::parse([
+            ("hardening_capabilities", "*"),
+            ("hardening_masked_paths", ""),
+        ])
+        .unwrap();
+        assert!(p.hardening.capabilities.is_none());
+        assert!(p.hardening.masked_paths.is_empty());
+    }
+}

@@ -1,0 +1,810 @@
+//! The host side of the launcher: the container tree, launch, wait, kill,
+//! destroy and recover.
+//!
+//! Spawn safety: the host (a Mesos agent) is multi-threaded, so between fork
+//! and exec the child may only do async-signal-safe work. `std::process::Command`
+//! guarantees that (no allocation or locks in the child) and we give it
+//! nothing to run there: the child execs `nestguard-launch` at once and the
+//! helper does the rest. The launch data goes through the helper's stdin.
+//!
+//! Every container's identity is its supervisor's pid plus start time; the
+//! host watches it through a pidfd and learns the exit status from the
+//! `status` checkpoint, so nothing depends on being the supervisor's parent —
+//! the same path serves a container launched by this process and one
+//! recovered after a restart.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use prost::Message;
+
+use super::cgroups::{CgroupError, ContainerProcesses};
+use super::channel::{self, Control, PidRecord, Report};
+use super::command::{self, CommandError};
+use super::kill::{self, CgroupKiller, ContainerKiller, KillError, PidNamespaceKiller, Target};
+use super::namespaces::{self, NamespaceError};
+use super::paths::{
+    self, CONFIG_FILE, LAUNCH_INFO_FILE, PID_FILE, STATUS_FILE, STDERR_FILE, TERMINATION_FILE,
+};
+use super::process::{self, ProcessError};
+use super::sandbox::{self, SandboxError};
+use crate::checkpoint::{self, CheckpointError};
+use crate::container_id::{self, ContainerIdError};
+use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerTermination};
+use crate::proto::mesos::{ContainerId, ContainerInfo};
+
+/// Raw status for a container whose status is unknown: killed by SIGKILL, as
+/// Mesos reads a missing or empty `status` file.
+pub const UNKNOWN_STATUS: i32 = libc::SIGKILL;
+
+/// How long destroy waits for a killed container to be gone.
+const DESTROY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Name of the helper binary, looked up beside the library by default.
+pub const HELPER_NAME: &str = "nestguard-launch";
+
+/// A launcher operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LauncherError {
+    /// The id is invalid.
+    #[error(transparent)]
+    ContainerId(#[from] ContainerIdError),
+    /// The id is not a container this launcher knows.
+    #[error("unknown container '{0}'")]
+    Unknown(String),
+    /// The id is taken.
+    #[error("container '{0}' already exists")]
+    Exists(String),
+    /// Nested launch under a parent that is not running.
+    #[error("parent container '{0}' is not running")]
+    ParentNotRunning(String),
+    /// The launch info asks for something unsupported or malformed.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// The namespaces asked for are not possible.
+    #[error(transparent)]
+    Namespace(#[from] NamespaceError),
+    /// The sandbox could not be prepared.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// A checkpoint could not be written or read.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// procfs or a process syscall failed.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    /// Killing failed.
+    #[error("failed to kill all processes in container '{0}': {1}")]
+    Kill(String, #[source] KillError),
+    /// Spawning or talking to the helper failed.
+    #[error("launch helper {path}: {what}")]
+    Helper {
+        /// The helper path.
+        path: PathBuf,
+        /// What went wrong (the helper's own report when it sent one).
+        what: String,
+    },
+    /// A filesystem operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `status` checkpoint holds something other than a decimal status.
+    #[error("status checkpoint {0} does not hold a decimal wait status")]
+    BadStatus(PathBuf),
+    /// The `pid` checkpoint is malformed.
+    #[error(transparent)]
+    Channel(#[from] channel::ChannelError),
+    /// The container did not exit in time.
+    #[error("container '{0}' did not exit within {1:?}")]
+    Timeout(String, Duration),
+    /// Placing the container in its cgroups, or removing them, failed.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    /// A signal number that does not exist.
+    #[error("invalid signal number {0}")]
+    Signal(i32),
+}
+
+fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LauncherError + 'a {
+    move |source| LauncherError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Which launcher: namespaces (root) or the posix fallback (no namespaces,
+/// `setsid`, the process tree is killed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Namespaces as Mesos' LinuxLauncher.
+    #[default]
+    Linux,
+    /// Mesos' SubprocessLauncher (`--launcher=posix`).
+    Posix,
+}
+
+/// How to build a [`Launcher`].
+#[derive(Debug, Clone)]
+pub struct LauncherOptions {
+    /// `--runtime_dir`: checkpoints go to `<runtime_dir>/containers/...`.
+    pub runtime_dir: PathBuf,
+    /// The `nestguard-launch` binary.
+    pub helper: PathBuf,
+    /// Linux or posix.
+    pub mode: Mode,
+}
+
+impl LauncherOptions {
+    /// Options with the helper found beside the running library.
+    pub fn new(runtime_dir: impl Into<PathBuf>) -> Self {
+        LauncherOptions {
+            runtime_dir: runtime_dir.into(),
+            helper: default_helper_path(),
+            mode: Mode::Linux,
+        }
+    }
+}
+
+/// `nestguard-launch` beside the shared object (or executable) this code is
+/// in; for test binaries in `deps/`, the directory above it.
+pub fn default_helper_path() -> PathBuf {
+    let mut info: libc::Dl_info = unsafe_zeroed_dl_info();
+    let addr = default_helper_path as *const libc::c_void;
+    // SAFETY: dladdr only reads the address and fills `info`.
+    let found = unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null();
+    let object = if found {
+        // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+        let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+        PathBuf::from(std::ffi::OsStr::new(
+            std::str::from_utf8(name.to_bytes()).unwrap_or_default(),
+        ))
+    } else {
+        std::env::current_exe().unwrap_or_default()
+    };
+    let dir = object.parent().map(Path::to_path_buf).unwrap_or_default();
+    let beside = dir.join(HELPER_NAME);
+    if !beside.exists()
+        && dir.file_name().is_some_and(|n| n == "deps")
+        && let Some(up) = dir.parent()
+    {
+        return up.join(HELPER_NAME);
+    }
+    beside
+}
+
+fn unsafe_zeroed_dl_info() -> libc::Dl_info {
+    libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    }
+}
+
+/// Helpers of containers whose launcher was dropped: still children of this
+/// process, reaped opportunistically so they never linger as zombies.
+static STRAY_HELPERS: Mutex<Vec<Child>> = Mutex::new(Vec::new());
+
+fn reap_strays() {
+    if let Ok(mut strays) = STRAY_HELPERS.lock() {
+        strays.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+    }
+}
+
+#[derive(Debug)]
+struct Container {
+    id: ContainerId,
+    runtime: PathBuf,
+    sandbox: Option<PathBuf>,
+    /// The supervisor's identity; `None` if it never started.
+    pid: Option<PidRecord>,
+    /// Readable once the supervisor exits; `None` once known to have exited.
+    pidfd: Option<OwnedFd>,
+    /// The helper process when this launcher spawned it.
+    helper: Option<Child>,
+    /// Raw wait status once the container exited.
+    status: Option<i32>,
+}
+
+impl Container {
+    fn target(&self) -> Option<Target<'_>> {
+        self.pid.map(|r| Target {
+            id: &self.id,
+            pid: r.pid,
+            start_time: r.start_time,
+            own_pid_namespace: r.own_pid_namespace,
+            pidfd: self.pidfd.as_ref().map(|f| f.as_fd()),
+        })
+    }
+
+    /// Reads the exit status once the supervisor is gone.
+    fn finish(&mut self) -> Result<i32, LauncherError> {
+        if let Some(s) = self.status {
+            return Ok(s);
+        }
+        if let Some(mut helper) = self.helper.take() {
+            let _ = helper.wait();
+        }
+        let status = read_status(&self.runtime)?;
+        self.pidfd = None;
+        self.status = Some(status);
+        Ok(status)
+    }
+}
+
+/// Runs `write` with SIGPIPE blocked on this thread and discards a SIGPIPE it
+/// raised: a helper that dies early must give the host EPIPE, not kill it
+/// (the host, e.g. a Mesos agent, may not ignore SIGPIPE).
+fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+    let mut pipe = SigSet::empty();
+    pipe.add(Signal::SIGPIPE);
+    let mut old = SigSet::empty();
+    let blocked = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&pipe), Some(&mut old)).is_ok();
+    let result = write();
+    if blocked && !old.contains(Signal::SIGPIPE) {
+        if matches!(&result, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: consumes the pending thread-directed SIGPIPE, if any.
+            unsafe { libc::sigtimedwait(pipe.as_ref(), std::ptr::null_mut(), &zero) };
+        }
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    }
+    result
+}
+
+/// Reads `<runtime>/status`: missing or empty reads as [`UNKNOWN_STATUS`].
+pub fn read_status(runtime: &Path) -> Result<i32, LauncherError> {
+    let path = runtime.join(STATUS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) if text.trim().is_empty() => Ok(UNKNOWN_STATUS),
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map_err(|_| LauncherError::BadStatus(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(UNKNOWN_STATUS),
+        Err(e) => Err(io("read", &path)(e)),
+    }
+}
+
+/// The nesting-aware launcher. All methods take `&self` and may be called
+/// from several threads; operations are serialized by one lock except the
+/// blocking part of [`Launcher::wait`].
+pub struct Launcher {
+    options: LauncherOptions,
+    killer: Box<dyn ContainerKiller>,
+    cgroups: Option<Arc<dyn ContainerProcesses>>,
+    containers: Mutex<BTreeMap<String, Container>>,
+}
+
+impl Launcher {
+    /// A launcher with the default (pid namespace / session) killer.
+    pub fn new(options: LauncherOptions) -> Result<Launcher, LauncherError> {
+        Self::with_killer(options, Box::new(PidNamespaceKiller))
+    }
+
+    /// A launcher with another way of killing a container's processes (e.g.
+    /// a cgroup-based one).
+    pub fn with_killer(
+        options: LauncherOptions,
+        killer: Box<dyn ContainerKiller>,
+    ) -> Result<Launcher, LauncherError> {
+        let root = options.runtime_dir.join(paths::CONTAINERS);
+        std::fs::create_dir_all(&root).map_err(io("create directory", &root))?;
+        Ok(Launcher {
+            options,
+            killer,
+            cgroups: None,
+            containers: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// A launcher that places every container's processes in its cgroups
+    /// (the helper joins them before it does anything else, so every
+    /// descendant is inside) and kills and removes them through the cgroups.
+    /// The caller (the cgroups isolator, as in Mesos) creates each
+    /// container's cgroup before `launch`.
+    pub fn with_cgroups(
+        options: LauncherOptions,
+        cgroups: Arc<dyn ContainerProcesses>,
+    ) -> Result<Launcher, LauncherError> {
+        let mut launcher =
+            Self::with_killer(options, Box::new(CgroupKiller::new(cgroups.clone())))?;
+        launcher.cgroups = Some(cgroups);
+        Ok(launcher)
+    }
+
+    /// The options this launcher was built with.
+    pub fn options(&self) -> &LauncherOptions {
+        &self.options
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Container>> {
+        reap_strays();
+        self.containers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The sandbox a container was launched with, if known.
+    pub fn sandbox(&self, id: &ContainerId) -> Option<PathBuf> {
+        self.lock()
+            .get(&container_id::to_dotted(id))
+            .and_then(|c| c.sandbox.clone())
+    }
+
+    /// Every container this launcher manages (dotted form), parents first.
+    pub fn containers(&self) -> Vec<ContainerId> {
+        self.lock().values().map(|c| c.id.clone()).collect()
+    }
+
+    /// Launches `id` (top-level or nested) running `info`, with its sandbox
+    /// at `sandbox`; `container` supplies the hostname and
+    /// `LinuxInfo.share_pid_namespace`. Returns the supervisor's pid once the
+    /// container runs and its `pid` is checkpointed.
+    pub fn launch(
+        &self,
+        id: &ContainerId,
+        info: &ContainerLaunchInfo,
+        container: Option<&ContainerInfo>,
+        sandbox: &Path,
+    ) -> Result<i32, LauncherError> {
+        container_id::validate(id)?;
+        command::validate(info)?;
+        let nested = id.parent.is_some();
+        let plan = namespaces::plan(nested, self.options.mode == Mode::Posix, info, container)?;
+        let key = container_id::to_dotted(id);
+        let mut containers = self.lock();
+        let runtime = paths::runtime_path(&self.options.runtime_dir, id);
+        if containers.contains_key(&key) || runtime.exists() {
+            return Err(LauncherError::Exists(key));
+        }
+        let parent = match id.parent.as_deref() {
+            None => None,
+            Some(p) => {
+                let pkey = container_id::to_dotted(p);
+                let running = containers
+                    .get(&pkey)
+                    .filter(|c| c.status.is_none())
+                    .and_then(|c| c.pid)
+                    .filter(|r| process::is_running(r.pid, r.start_time).unwrap_or(false))
+                    .map(|r| (r.pid, r.start_time));
+                Some(running.ok_or(LauncherError::ParentNotRunning(pkey))?)
+            }
+        };
+        sandbox::create(sandbox, info.user.as_deref())?;
+        if let Some(up) = runtime.parent() {
+            std::fs::create_dir_all(up).map_err(io("create directory", up))?;
+        }
+        std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
+        let control = Control {
+            runtime_dir: runtime.clone(),
+            sandbox: sandbox.to_path_buf(),
+            parent,
+            enter: plan.enter.bits(),
+            clone: plan.clone.bits(),
+            hostname: container.and_then(|c| c.hostname.clone()),
+        };
+        let started = self
+            .checkpoint_config(&runtime, info, container, sandbox)
+            .and_then(|()| self.spawn(id, &control, info));
+        let (pid, start_time, helper) = match started {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&runtime);
+                return Err(e);
+            }
+        };
+        let pidfd = process::pidfd_open(pid)
+            .ok()
+            .filter(|_| process::is_running(pid, start_time).unwrap_or(false));
+        tracing::debug!(container = %key, pid, nested, "container launched");
+        containers.insert(
+            key,
+            Container {
+                id: id.clone(),
+                runtime,
+                sandbox: Some(sandbox.to_path_buf()),
+                pid: Some(PidRecord {
+                    pid,
+                    start_time,
+                    own_pid_namespace: plan.clone.contains(nix::sched::CloneFlags::CLONE_NEWPID),
+                }),
+                pidfd,
+                helper: Some(helper),
+                status: None,
+            },
+        );
+        Ok(pid)
+    }
+
+    fn checkpoint_config(
+        &self,
+        runtime: &Path,
+        info: &ContainerLaunchInfo,
+        container: Option<&ContainerInfo>,
+        sandbox: &Path,
+    ) -> Result<(), LauncherError> {
+        let config = ContainerConfig {
+            directory: sandbox.to_string_lossy().into_owned(),
+            user: info.user.clone(),
+            command_info: info.command.clone().unwrap_or_default(),
+            container_info: container.cloned(),
+            ..Default::default()
+        };
+        checkpoint::write_message(&runtime.join(CONFIG_FILE), &config)?;
+        checkpoint::write_message(&runtime.join(LAUNCH_INFO_FILE), info)?;
+        Ok(())
+    }
+
+    fn spawn(
+        &self,
+        id: &ContainerId,
+        control: &Control,
+        info: &ContainerLaunchInfo,
+    ) -> Result<(i32, u64, Child), LauncherError> {
+        let helper_path = &self.options.helper;
+        let err = |what: String| LauncherError::Helper {
+            path: helper_path.clone(),
+            what,
+        };
+        let stderr_path = control.sandbox.join(STDERR_FILE);
+        let stderr = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&stderr_path)
+            .map_err(io("open", &stderr_path))?;
+        let data = channel::encode(control, info)?;
+        let mut child = Command::new(helper_path)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| err(format!("spawn: {e}")))?;
+        // The helper blocks on its stdin until the launch data arrives, so
+        // it joins the cgroups before it forks anything.
+        if let Some(cgroups) = &self.cgroups
+            && let Err(e) = cgroups.add_pid(id, child.id())
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(LauncherError::Cgroup(e));
+        }
+        let written = child
+            .stdin
+            .take()
+            .map(|mut stdin| without_sigpipe(|| stdin.write_all(&data)))
+            .unwrap_or(Ok(()));
+        let mut line = String::new();
+        let read = child
+            .stdout
+            .take()
+            .map(|out| BufReader::new(out).read_line(&mut line))
+            .unwrap_or(Ok(0));
+        let report = match (written, read) {
+            (Err(e), _) => Err(err(format!("write launch data: {e}"))),
+            (_, Err(e)) => Err(err(format!("read report: {e}"))),
+            (_, Ok(0)) => Err(err("exited without reporting".into())),
+            _ => Report::parse(&line).map_err(|e| err(e.to_string())),
+        };
+        match report {
+            Ok(Report::Started { pid, start_time }) => Ok((pid, start_time, child)),
+            Ok(Report::Failed(text)) => {
+                let _ = child.wait();
+                Err(err(text))
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(e)
+            }
+        }
+    }
+
+    /// The pidfd of a running container: readable once it exited. Borrowed
+    /// from the launcher, valid until the container is destroyed. `None` if
+    /// the container already exited.
+    pub fn wait_fd(&self, id: &ContainerId) -> Result<Option<std::os::fd::RawFd>, LauncherError> {
+        use std::os::fd::AsRawFd;
+        let key = container_id::to_dotted(id);
+        let containers = self.lock();
+        let c = containers.get(&key).ok_or(LauncherError::Unknown(key))?;
+        Ok(c.pidfd.as_ref().map(|f| f.as_raw_fd()))
+    }
+
+    /// Waits up to `timeout` (`None`: forever) for `id` to exit and returns
+    /// its raw wait status (exit 1 → 256, SIGKILL → 9), `Ok(None)` on timeout.
+    /// Works for containers recovered after a restart and for destroyed
+    /// nested containers (from their `termination` checkpoint).
+    pub fn wait(
+        &self,
+        id: &ContainerId,
+        timeout: Option<Duration>,
+    ) -> Result<Option<i32>, LauncherError> {
+        container_id::validate(id)?;
+        let key = container_id::to_dotted(id);
+        let fd = {
+            let mut containers = self.lock();
+            let Some(c) = containers.get_mut(&key) else {
+                drop(containers);
+                return self.terminated_status(id).map(Some);
+            };
+            match c.pidfd.as_ref() {
+                None => return c.finish().map(Some),
+                Some(fd) => fd.try_clone().map_err(io("dup pidfd of", &c.runtime))?,
+            }
+        };
+        if !process::wait_readable(fd.as_fd(), timeout)? {
+            return Ok(None);
+        }
+        let mut containers = self.lock();
+        match containers.get_mut(&key) {
+            Some(c) => c.finish().map(Some),
+            None => self.terminated_status(id).map(Some),
+        }
+    }
+
+    fn terminated_status(&self, id: &ContainerId) -> Result<i32, LauncherError> {
+        let key = container_id::to_dotted(id);
+        if id.parent.is_none() {
+            return Err(LauncherError::Unknown(key));
+        }
+        let path = paths::runtime_path(&self.options.runtime_dir, id).join(TERMINATION_FILE);
+        if !path.exists() {
+            return Err(LauncherError::Unknown(key));
+        }
+        let t: ContainerTermination = checkpoint::read_message(&path)?;
+        Ok(t.status.unwrap_or(UNKNOWN_STATUS))
+    }
+
+    /// Sends `signal` to the container's supervisor, which forwards it to the
+    /// command. Returns false if the container already exited.
+    pub fn kill(&self, id: &ContainerId, signal: i32) -> Result<bool, LauncherError> {
+        let signal = Signal::try_from(signal).map_err(|_| LauncherError::Signal(signal))?;
+        let key = container_id::to_dotted(id);
+        let containers = self.lock();
+        let c = containers
+            .get(&key)
+            .ok_or_else(|| LauncherError::Unknown(key.clone()))?;
+        let Some(target) = c.target().filter(|_| c.status.is_none()) else {
+            return Ok(false);
+        };
+        if !process::is_running(target.pid, target.start_time)? {
+            return Ok(false);
+        }
+        kill::kill_supervisor(&target, signal).map_err(|e| LauncherError::Kill(key, e))?;
+        Ok(true)
+    }
+
+    /// Destroys `id` and everything nested in it, children first: kills every
+    /// process, waits until they are gone, checkpoints `termination` for
+    /// nested containers and removes a top-level container's runtime
+    /// directory. Idempotent: returns the raw status of `id`, or `None` if
+    /// it is unknown.
+    pub fn destroy(&self, id: &ContainerId) -> Result<Option<i32>, LauncherError> {
+        container_id::validate(id)?;
+        let key = container_id::to_dotted(id);
+        let prefix = format!("{key}.");
+        let mut containers = self.lock();
+        let mut subtree: Vec<String> = containers
+            .keys()
+            .filter(|k| **k == key || k.starts_with(&prefix))
+            .cloned()
+            .collect();
+        if subtree.is_empty() {
+            drop(containers);
+            return match self.terminated_status(id) {
+                Ok(s) => Ok(Some(s)),
+                Err(LauncherError::Unknown(_)) => {
+                    self.remove_leftover_runtime(id)?;
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            };
+        }
+        // Deepest first: a parent's namespaces outlive its children.
+        subtree.sort_by_key(|k| std::cmp::Reverse(k.matches('.').count()));
+        // Signal every container first (children first) so the kernel tears
+        // them down in parallel; then wait for each and record its status.
+        for k in &subtree {
+            if let Some(c) = containers.get(k)
+                && c.status.is_none()
+                && let Some(target) = c.target()
+            {
+                self.killer
+                    .kill_all(&target)
+                    .map_err(|e| LauncherError::Kill(k.clone(), e))?;
+            }
+        }
+        let mut result = None;
+        for k in subtree {
+            let Some(c) = containers.get_mut(&k) else {
+                continue;
+            };
+            let status = self.destroy_one(&k, c)?;
+            if let Some(cgroups) = &self.cgroups {
+                cgroups.destroy(&c.id)?;
+            }
+            if c.id.parent.is_some() {
+                let termination = ContainerTermination {
+                    status: Some(status),
+                    message: Some("container destroyed".into()),
+                    ..Default::default()
+                };
+                checkpoint::write_message(&c.runtime.join(TERMINATION_FILE), &termination)?;
+            }
+            if k == key {
+                result = Some(status);
+            }
+            containers.remove(&k);
+        }
+        if id.parent.is_none() {
+            let runtime = paths::runtime_path(&self.options.runtime_dir, id);
+            std::fs::remove_dir_all(&runtime).map_err(io("remove", &runtime))?;
+        }
+        tracing::debug!(container = %key, status = ?result, "container destroyed");
+        Ok(result)
+    }
+
+    fn remove_leftover_runtime(&self, id: &ContainerId) -> Result<(), LauncherError> {
+        if id.parent.is_none() {
+            let runtime = paths::runtime_path(&self.options.runtime_dir, id);
+            if runtime.exists() {
+                std::fs::remove_dir_all(&runtime).map_err(io("remove", &runtime))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn destroy_one(&self, key: &str, c: &mut Container) -> Result<i32, LauncherError> {
+        if c.status.is_none()
+            && let Some(target) = c.target()
+        {
+            self.killer
+                .kill_all(&target)
+                .map_err(|e| LauncherError::Kill(key.to_owned(), e))?;
+            if let Some(fd) = c.pidfd.as_ref()
+                && !process::wait_readable(fd.as_fd(), Some(DESTROY_TIMEOUT))?
+            {
+                return Err(LauncherError::Timeout(key.to_owned(), DESTROY_TIMEOUT));
+            }
+        }
+        c.finish()
+    }
+
+    /// Rebuilds the container tree from the runtime directory after a
+    /// restart. `known` are the containers the caller (the agent) knows; every
+    /// container whose root is not among them is an orphan: it is managed
+    /// like any other (so it can be destroyed) and returned. Containers that
+    /// exited while nobody watched keep their checkpointed status.
+    pub fn recover(&self, known: &[ContainerId]) -> Result<Vec<ContainerId>, LauncherError> {
+        let known: HashSet<String> = known.iter().map(container_id::to_dotted).collect();
+        let mut containers = self.lock();
+        let mut orphans = Vec::new();
+        let root = self.options.runtime_dir.join(paths::CONTAINERS);
+        self.recover_dir(&root, None, &known, &mut containers, &mut orphans)?;
+        tracing::info!(
+            containers = containers.len(),
+            orphans = orphans.len(),
+            "launcher recovered"
+        );
+        Ok(orphans)
+    }
+
+    fn recover_dir(
+        &self,
+        dir: &Path,
+        parent: Option<&ContainerId>,
+        known: &HashSet<String>,
+        containers: &mut BTreeMap<String, Container>,
+        orphans: &mut Vec<ContainerId>,
+    ) -> Result<(), LauncherError> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io("read directory", dir)(e)),
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        for name in names {
+            let id = ContainerId {
+                value: name,
+                parent: parent.map(|p| Box::new(p.clone())),
+            };
+            container_id::validate(&id)?;
+            let key = container_id::to_dotted(&id);
+            let runtime = dir.join(&id.value);
+            let finished = runtime.join(TERMINATION_FILE).exists();
+            if !finished && !containers.contains_key(&key) {
+                let orphan = !known.contains(&container_id::to_dotted(container_id::root(&id)));
+                containers.insert(key, recover_one(&id, &runtime)?);
+                if orphan {
+                    orphans.push(id.clone());
+                }
+            }
+            self.recover_dir(
+                &runtime.join(paths::CONTAINERS),
+                Some(&id),
+                known,
+                containers,
+                orphans,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn recover_one(id: &ContainerId, runtime: &Path) -> Result<Container, LauncherError> {
+    let pid_path = runtime.join(PID_FILE);
+    let pid = match std::fs::read_to_string(&pid_path) {
+        Ok(text) => Some(channel::parse_pid_file(&text, pid_path.clone())?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io("read", &pid_path)(e)),
+    };
+    // A pidfd only for the very process that was checkpointed: same pid and
+    // start time, checked after opening so the fd cannot name a newcomer.
+    let pidfd = pid.and_then(|r| {
+        process::pidfd_open(r.pid)
+            .ok()
+            .filter(|_| process::is_running(r.pid, r.start_time).unwrap_or(false))
+    });
+    let sandbox = checkpoint::read_message::<ContainerConfig>(&runtime.join(CONFIG_FILE))
+        .ok()
+        .map(|c| PathBuf::from(c.directory));
+    Ok(Container {
+        id: id.clone(),
+        runtime: runtime.to_path_buf(),
+        sandbox,
+        pid,
+        pidfd,
+        helper: None,
+        status: None,
+    })
+}
+
+impl std::fmt::Debug for Launcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launcher")
+            .field("options", &self.options)
+            .field("killer", &self.killer)
+            .field("cgroups", &self.cgroups.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Launcher {
+    fn drop(&mut self) {
+        let containers =
+            std::mem::take(self.containers.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if let Ok(mut strays) = STRAY_HELPERS.lock() {
+            strays.extend(containers.into_values().filter_map(|c| c.helper));
+        }
+        reap_strays();
+    }
+}
+
+/// Serialized size of a launch info, for callers that size buffers.
+pub fn encoded_len(info: &ContainerLaunchInfo) -> usize {
+    info.encoded_len()
+}

@@ -1,0 +1,166 @@
+//! The cgroups isolator end to end, as an agent drives it (root): prepare
+//! → launch (processes join their cgroups first) → watch → isolate → wait →
+//! destroy → cleanup. OOM kills become MEMORY limitations while siblings
+//! live on; a CPU quota throttles; a pids limit holds; after a crash,
+//! recover + cleanup leave no cgroup behind.
+
+mod isolator_support;
+
+use std::time::{Duration, Instant};
+
+use isolator_support::*;
+use nestguard::isolation::isolator::Isolator;
+use nestguard::proto::mesos::task_status::Reason;
+
+#[test]
+fn an_oom_killed_sub_container_is_a_memory_limitation_and_its_siblings_live_on() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("oom", &[]);
+    let (exec, _) = agent.launch("exec", config("exec sleep 120"));
+    let (calm, _) = agent.launch("exec.calm", config("exec sleep 120"));
+    let hog = id("exec.hog");
+    let mut hog_config = own_cgroups(config("head -c 67108864 /dev/zero | tail > /dev/null"));
+    hog_config.resources = vec![scalar("mem", 32.0), scalar("cpus", 0.5)];
+    // Watch before the command runs, as Mesos does (the cgroup exists
+    // after prepare; our harness launches right after).
+    let (_, _pid) = agent.try_launch(&hog, hog_config).unwrap();
+    let mut watch = agent.watch(&hog);
+    let limitation = watch
+        .wait(Some(Duration::from_secs(60)))
+        .unwrap()
+        .expect("an OOM limitation within 60 s");
+    assert_eq!(
+        limitation.reason,
+        Some(Reason::ContainerLimitationMemory as i32)
+    );
+    assert!(
+        limitation
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("Memory limit exceeded"),
+        "{limitation:?}"
+    );
+    assert_eq!(limitation.resources[0].name, "mem");
+    let termination = agent.destroy(&hog, Some(limitation));
+    assert_eq!(
+        termination.reason,
+        Some(Reason::ContainerLimitationMemory as i32)
+    );
+    assert!(!agent.cg().exists(&hog).unwrap(), "hog's cgroup removed");
+
+    // The sibling and the executor are untouched.
+    assert_eq!(agent.wait(&calm, Duration::from_millis(200)), None);
+    assert_eq!(agent.wait(&exec, Duration::from_millis(200)), None);
+    let mut calm_watch = agent.watch(&calm);
+    assert!(calm_watch.check().unwrap().is_none());
+    let exec_termination = agent.destroy(&exec, None);
+    assert_eq!(exec_termination.status, Some(9));
+    assert!(agent.cg().scan().unwrap().is_empty());
+}
+
+#[test]
+fn a_cpu_quota_throttles_a_sub_container() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("cpu", &[]);
+    let (exec, _) = agent.launch("exec", config("exec sleep 120"));
+    let mut spin = own_cgroups(config("while :; do :; done & while :; do :; done"));
+    spin.resources = vec![scalar("cpus", 0.2), scalar("mem", 64.0)];
+    spin.limits.insert("cpus".into(), limit(0.2));
+    let (task, _) = agent.launch("exec.spin", spin);
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let usage = agent.iso().usage(&task).unwrap();
+    let elapsed = start.elapsed().as_secs_f64();
+    assert_eq!(usage.cpus_limit, Some(0.2), "{usage:?}");
+    assert!(usage.cpus_nr_throttled.unwrap() > 0, "{usage:?}");
+    let used = usage.cpus_user_time_secs.unwrap() + usage.cpus_system_time_secs.unwrap();
+    assert!(used <= 0.2 * elapsed + 0.15, "used {used}s in {elapsed}s");
+    // disk/du reports the sandbox (stdout/stderr files at least exist).
+    assert!(usage.disk_used_bytes.is_some(), "{usage:?}");
+    assert_eq!(usage.mem_limit_bytes, Some(64 << 20), "{usage:?}");
+    agent.destroy(&exec, None);
+    assert!(agent.cg().scan().unwrap().is_empty());
+}
+
+#[test]
+fn a_pids_limit_holds_in_a_sub_container() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("pids", &[("cgroups_pids_max", "8")]);
+    let (exec, _) = agent.launch("exec", config("exec sleep 120"));
+    // Each started sleep records its number; the shell dies when fork fails.
+    let (task, _) = agent.launch(
+        "exec.forker",
+        own_cgroups(config(
+            "i=0; while [ $i -lt 30 ]; do sleep 60 & i=$((i+1)); echo $i > count; done; sleep 60",
+        )),
+    );
+    let status = agent
+        .wait(&task, Duration::from_secs(20))
+        .expect("the shell gives up");
+    assert_ne!(status, 0);
+    let started: u32 = read(agent.sandbox(&task).join("count"))
+        .trim()
+        .parse()
+        .unwrap();
+    // 8 tasks in all: the supervisor and the shell are two of them.
+    assert!((1..=6).contains(&started), "{started} sleeps started");
+    let stderr = read(agent.sandbox(&task).join("stderr"));
+    assert!(stderr.to_lowercase().contains("fork"), "stderr: {stderr}");
+    // The executor, with the same limit, is unaffected.
+    assert_eq!(agent.wait(&exec, Duration::from_millis(100)), None);
+    agent.destroy(&exec, None);
+}
+
+#[test]
+fn after_a_crash_recover_and_cleanup_leave_no_cgroup_behind() {
+    if !root_or_skip() {
+        return;
+    }
+    let mut agent = Agent::new("recover", &[]);
+    let (exec, exec_pid) = agent.launch("exec", config("exec sleep 120"));
+    let (task, task_pid) = agent.launch("exec.task", own_cgroups(config("exec sleep 120")));
+    // A container whose checkpoints are lost: only its cgroup remains.
+    let stray = id("stray");
+    agent
+        .cg()
+        .create(
+            &stray,
+            &nestguard::isolation::cgroups::CreateOptions::default(),
+        )
+        .unwrap();
+
+    // Crash: nothing is cleaned up; a new agent comes up.
+    agent.restart();
+    let orphans = agent.l().recover(&[]).unwrap();
+    assert!(orphans.iter().any(|o| o == &exec), "{orphans:?}");
+    agent.iso().recover(&[], &orphans).unwrap();
+    assert!(
+        !agent.cg().exists(&stray).unwrap(),
+        "unknown cgroup removed at recover"
+    );
+    assert!(
+        agent.cg().exists(&task).unwrap(),
+        "orphans are left for destroy"
+    );
+    // The agent destroys its orphans, then cleans up.
+    agent.destroy(&exec, None);
+    assert!(
+        agent.cg().scan().unwrap().is_empty(),
+        "{:?}",
+        agent.cg().scan()
+    );
+    for pid in [exec_pid, task_pid] {
+        let stat = nestguard::isolation::process::stat(pid).unwrap();
+        assert!(stat.is_none_or(|s| s.exited()), "pid {pid} survived");
+    }
+    // Cleanup of unknown containers is a no-op.
+    agent.iso().cleanup(&id("never.seen")).unwrap();
+    agent.iso().cleanup(&exec).unwrap();
+}

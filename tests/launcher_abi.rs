@@ -1,0 +1,181 @@
+//! The launcher's C ABI driven as C would (root, real processes).
+
+mod support;
+
+use nestguard::abi::bytes::nestguard_bytes;
+use nestguard::abi::launcher::nestguard_launcher;
+use nestguard::abi::result::nestguard_result as R;
+use nestguard::container_id::parse_dotted;
+use nestguard::proto::mesos::slave::ContainerRecoverInfo;
+use prost::Message;
+use support::*;
+
+fn new(dir: &str, flags: u32) -> *mut nestguard_launcher {
+    let mut l = std::ptr::null_mut();
+    let r = nestguard_launcher::nestguard_launcher_new(
+        dir.as_ptr(),
+        dir.len(),
+        HELPER.as_ptr(),
+        HELPER.len(),
+        flags,
+        &mut l,
+    );
+    assert_eq!(r, R::Ok);
+    l
+}
+
+fn launch(
+    l: *const nestguard_launcher,
+    dotted: &str,
+    script: &str,
+    sandbox: &str,
+) -> (R, Vec<u8>, i32) {
+    let id = parse_dotted(dotted).unwrap().encode_to_vec();
+    let info = shell(script).encode_to_vec();
+    let mut pid = 0;
+    let r = nestguard_launcher::nestguard_launcher_launch(
+        l,
+        id.as_ptr(),
+        id.len(),
+        info.as_ptr(),
+        info.len(),
+        std::ptr::null(),
+        0,
+        sandbox.as_ptr(),
+        sandbox.len(),
+        &mut pid,
+    );
+    (r, id, pid)
+}
+
+#[test]
+fn launch_wait_kill_destroy_recover_over_the_abi() {
+    if !root_or_skip() {
+        return;
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("nestguard-abi-")
+        .tempdir()
+        .unwrap();
+    let rt = tmp.path().join("runtime");
+    let rt = rt.to_str().unwrap();
+    let sb = tmp.path().join("runs/exec");
+    let l = new(rt, 0);
+
+    let (r, exec, pid) = launch(l, "nestguard-abi", "sleep 100", sb.to_str().unwrap());
+    assert_eq!(r, R::Ok);
+    assert!(pid > 0);
+    // Nested with an empty sandbox: <parent sandbox>/containers/<id>.
+    let (r, child, _) = launch(l, "nestguard-abi.c", "echo hi; exit 4", "");
+    assert_eq!(r, R::Ok);
+    let mut status = 0;
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_wait(
+            l,
+            child.as_ptr(),
+            child.len(),
+            10_000,
+            &mut status
+        ),
+        R::Ok
+    );
+    assert_eq!(status, 4 << 8);
+    assert_eq!(read(sb.join("containers/c/stdout")), "hi\n");
+
+    let mut fd = 0;
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_wait_fd(l, exec.as_ptr(), exec.len(), &mut fd),
+        R::Ok
+    );
+    assert!(fd >= 0);
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_wait(l, exec.as_ptr(), exec.len(), 0, &mut status),
+        R::LauncherTimeout
+    );
+    // Errors have codes and texts.
+    let (r, _, _) = launch(l, "nestguard-abi", "true", sb.to_str().unwrap());
+    assert_eq!(r, R::LauncherContainerExists);
+    let (r, _, _) = launch(l, "nestguard-none.c", "true", "");
+    assert_eq!(r, R::LauncherParentNotRunning);
+    let bad = b"\xff\xff";
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_destroy(
+            l,
+            bad.as_ptr(),
+            bad.len(),
+            std::ptr::null_mut()
+        ),
+        R::ProtobufDecode
+    );
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_kill(
+            std::ptr::null(),
+            exec.as_ptr(),
+            exec.len(),
+            15,
+            std::ptr::null_mut()
+        ),
+        R::NullParameter
+    );
+
+    // Restart: free, new, recover with nothing known → the pod is an orphan.
+    nestguard_launcher::nestguard_launcher_free(l);
+    let l = new(rt, 0);
+    let known = ContainerRecoverInfo::default().encode_to_vec();
+    let mut out: *mut nestguard_bytes = std::ptr::null_mut();
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_recover(l, known.as_ptr(), known.len(), &mut out),
+        R::Ok
+    );
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            nestguard_bytes::nestguard_bytes_data(out),
+            nestguard_bytes::nestguard_bytes_len(out),
+        )
+    };
+    let reply = ContainerRecoverInfo::decode(bytes).unwrap();
+    nestguard_bytes::nestguard_bytes_free(out);
+    let orphans: Vec<String> = reply
+        .orphan_container_ids
+        .iter()
+        .map(nestguard::container_id::to_dotted)
+        .collect();
+    assert_eq!(orphans, ["nestguard-abi", "nestguard-abi.c"]);
+
+    let mut sent = false;
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_kill(
+            l,
+            exec.as_ptr(),
+            exec.len(),
+            libc::SIGUSR1,
+            &mut sent
+        ),
+        R::Ok
+    );
+    assert!(sent);
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_wait(
+            l,
+            exec.as_ptr(),
+            exec.len(),
+            10_000,
+            &mut status
+        ),
+        R::Ok
+    );
+    assert_eq!(status, libc::SIGUSR1);
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_destroy(l, exec.as_ptr(), exec.len(), &mut status),
+        R::Ok
+    );
+    assert_eq!(status, libc::SIGUSR1);
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_destroy(l, exec.as_ptr(), exec.len(), &mut status),
+        R::Ok
+    );
+    assert_eq!(status, -1, "idempotent; unknown now");
+    assert!(!tmp.path().join("runtime/containers/nestguard-abi").exists());
+    nestguard_launcher::nestguard_launcher_free(l);
+    nestguard_launcher::nestguard_launcher_free(std::ptr::null_mut());
+}
