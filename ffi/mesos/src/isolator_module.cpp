@@ -110,13 +110,20 @@ struct Watch
 // Waits for the descriptor, then checks; again until a limitation or stop.
 void awaitLimitation(const std::shared_ptr<Watch>& watch)
 {
-  std::lock_guard<std::mutex> lock(watch->mutex);
-  if (watch->stopped) {
-    return;
+  Future<short> poll;
+  {
+    std::lock_guard<std::mutex> lock(watch->mutex);
+    if (watch->stopped) {
+      return;
+    }
+    poll = process::io::poll(
+        nestguard_isolator_watch_fd(watch->handle), process::io::READ);
+    watch->poll = poll;
   }
-  const int fd = nestguard_isolator_watch_fd(watch->handle);
-  watch->poll = process::io::poll(fd, process::io::READ);
-  watch->poll.onAny([watch](const Future<short>& ready) {
+
+  // Attached outside the lock: if the poll has already completed, the
+  // callback runs right here and may come back to awaitLimitation().
+  poll.onAny([watch](const Future<short>& ready) {
     if (ready.isDiscarded()) {
       return;
     }
@@ -125,6 +132,7 @@ void awaitLimitation(const std::shared_ptr<Watch>& watch)
       return;
     }
 
+    // Non-blocking; runs on the thread that completed the poll.
     Bytes limitation;
     const nestguard_result rc =
       nestguard_isolator_watch_check(watch->handle, limitation.out());
@@ -277,6 +285,9 @@ public:
       }
     }
 
+    // Creating the watch registers descriptors (epoll, cgroup OOM event
+    // files): a few non-blocking system calls, done here like Mesos' own
+    // isolators do on their actor.
     WatchHandle* handle = nullptr;
     const nestguard_result rc =
       nestguard_isolator_watch(handle_.get(), bytesOf(id), id.size(), &handle);
