@@ -11,6 +11,7 @@
 #               at exit unless KEEP_WORK=1)
 #   SKIP_APT=1  do not apt-get install the header packages
 #   SKIP_SMOKE=1  stop after compiling and linking
+#   SKIP_RUNTIME=1  skip stage 5 (it builds libprocess: several minutes)
 #
 # What it does:
 #   1. installs the Debian packages whose headers Mesos' public headers
@@ -27,7 +28,11 @@
 #   4. smoke test (ffi/mesos/test/module_smoke.cpp): compiles the generated
 #      .pb.cc the modules use into a stand-in for libmesos, loads the module
 #      library with dlopen as Mesos' module manager does, checks every
-#      ModuleBase field and calls the modules with real Mesos protobufs.
+#      ModuleBase field and calls the modules with real Mesos protobufs;
+#   5. isolator runtime (ffi/mesos/test/isolator_runtime.cpp): builds
+#      libprocess from the same sources (no SSL, libev) and drives
+#      io_nestguard_Isolator through every Mesos call on a real libprocess
+#      (process::async, process::io::poll), with the disk/du isolator.
 #
 # Not part of the test suite: CI has no Mesos sources.
 set -euo pipefail
@@ -51,9 +56,10 @@ step() { printf '== %s\n' "$*"; }
 # 1. Header packages. Mesos' public headers include stout and libprocess,
 # which include boost, glog (and through it gflags), protobuf, picojson,
 # rapidjson and curl (stout/net.hpp).
+# Stage 5 also builds libprocess: libev, http-parser and zlib.
 packages=(g++ make protobuf-compiler libprotobuf-dev libboost-dev
   libgoogle-glog-dev libgflags-dev picojson-dev rapidjson-dev
-  libcurl4-openssl-dev)
+  libcurl4-openssl-dev libev-dev libhttp-parser-dev zlib1g-dev)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do
@@ -127,4 +133,13 @@ if [ "${SKIP_SMOKE:-0}" = 1 ]; then
 fi
 
 # 4. Smoke test.
-exec "$here/test/run-smoke.sh" "$mesos" "$out" "$repo"
+"$here/test/run-smoke.sh" "$mesos" "$out" "$repo"
+
+if [ "${SKIP_RUNTIME:-0}" = 1 ]; then
+  echo "compile check and smoke test passed (isolator runtime skipped)"
+  exit 0
+fi
+
+# 5. Isolator on a real libprocess.
+"$here/test/run-isolator-runtime.sh" "$mesos" "$out" "$MESOS_GIT" "$MESOS_REF"
+echo "compile check, smoke test and isolator runtime passed"

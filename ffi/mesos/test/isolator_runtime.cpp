@@ -4,10 +4,17 @@
 // Mesos call with the `disk/du` isolator only (no cgroup, no mount): each
 // call goes through process::async, errors come back as failed futures
 // with the library's text, and watch() polls its descriptor until cleanup
-// ends it.
+// ends it. As root with a cgroup v1 memory controller it also runs the
+// `cgroups` isolator: a process over its 32 MB limit is OOM-killed and
+// watch() completes with REASON_CONTAINER_LIMITATION_MEMORY; every cgroup
+// it made is removed.
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -50,6 +57,146 @@ mesos::Parameters disk()
   p->set_key("isolation");
   p->set_value("disk/du");
   return parameters;
+}
+
+std::string firstLine(const std::string& text)
+{
+  return text.substr(0, text.find('\n'));
+}
+
+
+mesos::Resource scalar(const std::string& name, double value)
+{
+  mesos::Resource resource;
+  resource.set_name(name);
+  resource.set_type(mesos::Value::SCALAR);
+  resource.mutable_scalar()->set_value(value);
+  return resource;
+}
+
+
+// Removes the cgroups under `root` in every hierarchy (deepest first).
+void removeCgroups(const std::string& root)
+{
+  const std::string command =
+    "for d in /sys/fs/cgroup/*/" + root + " /sys/fs/cgroup/" + root +
+    "; do [ -d \"$d\" ] && find \"$d\" -depth -type d -exec rmdir {} + ; "
+    "done 2>/dev/null; true";
+  if (system(command.c_str()) != 0) {
+    std::cerr << "could not remove cgroups under " << root << std::endl;
+  }
+}
+
+
+bool cgroupExists(const std::string& root)
+{
+  const std::string command =
+    "ls -d /sys/fs/cgroup/*/" + root + "/*/ >/dev/null 2>&1";
+  return system(command.c_str()) == 0;
+}
+
+
+// A process over its memory limit: OOM kill → watch() → limitation.
+void oomChecks(mesos::modules::Module<mesos::slave::Isolator>* module,
+               const std::string& sandbox)
+{
+  struct stat memory;
+  if (geteuid() != 0 || stat("/sys/fs/cgroup/memory", &memory) != 0) {
+    std::cout << "SKIP OOM watch: needs root and /sys/fs/cgroup/memory"
+              << std::endl;
+    return;
+  }
+
+  const std::string root = "nestguard-shim-" + std::to_string(getpid());
+  mesos::Parameters parameters;
+  mesos::Parameter* p = parameters.add_parameter();
+  p->set_key("isolation");
+  p->set_value("cgroups");
+  p = parameters.add_parameter();
+  p->set_key("cgroups_root");
+  p->set_value(root);
+  std::unique_ptr<mesos::slave::Isolator> isolator(module->create(parameters));
+  expect(isolator != nullptr, "created with isolation=cgroups");
+  if (!isolator) {
+    return;
+  }
+
+  mesos::ContainerID id;
+  id.set_value("nestguard-shim-oom");
+  mesos::slave::ContainerConfig config;
+  config.set_directory(sandbox);
+  config.mutable_command_info()->set_value("hog");
+  *config.add_resources() = scalar("mem", 32);
+  *config.add_resources() = scalar("cpus", 0.5);
+
+  process::Future<Option<mesos::slave::ContainerLaunchInfo>> prepared =
+    isolator->prepare(id, config);
+  settles(prepared);
+  expect(prepared.isReady(),
+         "cgroups prepare() ready" +
+           (prepared.isFailed() ? " (" + prepared.failure() + ")"
+                                : std::string()));
+  if (!prepared.isReady()) {
+    removeCgroups(root);
+    return;
+  }
+
+  process::Future<mesos::slave::ContainerLimitation> limitation =
+    isolator->watch(id);
+
+  // The hog waits for the go-ahead, then touches 64 MB.
+  int go[2];
+  if (pipe(go) != 0) {
+    std::cerr << "pipe failed" << std::endl;
+    return;
+  }
+  const pid_t hog = fork();
+  if (hog == 0) {
+    close(go[1]);
+    char byte;
+    if (read(go[0], &byte, 1) != 1) {
+      _exit(3);
+    }
+    const size_t size = 64 * 1024 * 1024;
+    char* memory = static_cast<char*>(malloc(size));
+    if (memory == nullptr) {
+      _exit(4);
+    }
+    memset(memory, 1, size);
+    _exit(memory[size - 1] == 1 ? 0 : 5);
+  }
+  close(go[0]);
+
+  process::Future<Nothing> isolated = isolator->isolate(id, hog);
+  settles(isolated);
+  expect(isolated.isReady(), "cgroups isolate() moved the hog in");
+  if (write(go[1], "x", 1) != 1) {
+    std::cerr << "write failed" << std::endl;
+  }
+  close(go[1]);
+
+  const bool fired = limitation.await(Seconds(60)) && limitation.isReady();
+  expect(fired &&
+           limitation->reason() ==
+             mesos::TaskStatus::REASON_CONTAINER_LIMITATION_MEMORY,
+         "watch() completes with REASON_CONTAINER_LIMITATION_MEMORY" +
+           (fired ? " (" + firstLine(limitation->message()) + ")"
+                  : std::string()));
+
+  int status = 0;
+  if (!fired) {
+    kill(hog, SIGKILL);
+  }
+  waitpid(hog, &status, 0);
+  expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+         "the hog was killed with SIGKILL");
+
+  process::Future<Nothing> cleaned = isolator->cleanup(id);
+  settles(cleaned);
+  expect(cleaned.isReady(), "cgroups cleanup() ready");
+  expect(!cgroupExists(root), "the container's cgroups are gone");
+  isolator.reset();
+  removeCgroups(root);
 }
 
 } // namespace
@@ -99,7 +246,8 @@ int main(int argc, char** argv)
   expect(settles(recovered) && recovered.isReady(), "recover() ready");
 
   process::Future<mesos::ResourceStatistics> unknown = isolator->usage(id);
-  expect(settles(unknown) && unknown.isFailed() &&
+  settles(unknown); // before the message below reads it
+  expect(unknown.isFailed() &&
            unknown.failure().find("unknown container") != std::string::npos,
          "usage() of an unknown container fails with the library's text (" +
            (unknown.isFailed() ? unknown.failure() : std::string("?")) + ")");
@@ -117,8 +265,8 @@ int main(int argc, char** argv)
   expect(settles(isolated) && isolated.isReady(), "isolate() ready");
 
   process::Future<mesos::ResourceStatistics> usage = isolator->usage(id);
-  expect(settles(usage) && usage.isReady() &&
-           usage->disk_used_bytes() >= 64 * 1024,
+  settles(usage);
+  expect(usage.isReady() && usage->disk_used_bytes() >= 64 * 1024,
          "usage() counts the sandbox (" +
            (usage.isReady() ? std::to_string(usage->disk_used_bytes())
                             : std::string("?")) + " bytes)");
@@ -139,6 +287,7 @@ int main(int argc, char** argv)
   expect(limitation.isPending(), "watch() never fired (no limitation)");
 
   isolator.reset();
+  oomChecks(module, sandbox);
   unlink(file.c_str());
   rmdir(sandbox);
 
