@@ -11,9 +11,9 @@
 // actor, so each runs on its own libprocess executor (process::async); the
 // nestguard error text is read on that same thread, where it was recorded.
 // watch() never blocks a thread: it waits for the watch descriptor with
-// process::io::poll and then checks without blocking. The library handle is
-// shared with the calls in flight so it outlives the module if Mesos
-// deletes it first.
+// process::io::poll (re-checking at least every 500 ms) and then checks
+// without blocking. The library handle is shared with the calls in flight
+// so it outlives the module if Mesos deletes it first.
 
 #include <map>
 #include <memory>
@@ -30,6 +30,7 @@
 #include <process/future.hpp>
 #include <process/io.hpp>
 
+#include <stout/duration.hpp>
 #include <stout/hashset.hpp>
 #include <stout/nothing.hpp>
 
@@ -107,6 +108,10 @@ struct Watch
 };
 
 
+// The longest wait between two checks of a watch.
+const Milliseconds kRecheck(500);
+
+
 // Waits for the descriptor, then checks; again until a limitation or stop.
 void awaitLimitation(const std::shared_ptr<Watch>& watch)
 {
@@ -116,8 +121,16 @@ void awaitLimitation(const std::shared_ptr<Watch>& watch)
     if (watch->stopped) {
       return;
     }
+    // Readable, or 500 ms at most: the descriptor can signal before the
+    // kernel has counted an OOM kill, and the check then drains the
+    // signal without reporting it, so the check is repeated on a timer as
+    // the library's own blocking wait does.
     poll = process::io::poll(
-        nestguard_isolator_watch_fd(watch->handle), process::io::READ);
+               nestguard_isolator_watch_fd(watch->handle), process::io::READ)
+             .after(kRecheck, [](const Future<short>& pending) {
+               Future<short>(pending).discard();
+               return Future<short>(static_cast<short>(0));
+             });
     watch->poll = poll;
   }
 

@@ -181,7 +181,9 @@ void oomChecks(mesos::modules::Module<mesos::slave::Isolator>* module,
              mesos::TaskStatus::REASON_CONTAINER_LIMITATION_MEMORY,
          "watch() completes with REASON_CONTAINER_LIMITATION_MEMORY" +
            (fired ? " (" + firstLine(limitation->message()) + ")"
-                  : std::string()));
+                  : limitation.isFailed() ? " (failed: " + limitation.failure() + ")"
+                  : limitation.isPending() ? " (still pending)"
+                  : " (discarded)"));
 
   int status = 0;
   if (!fired) {
