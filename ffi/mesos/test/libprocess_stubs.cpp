@@ -1,6 +1,7 @@
 // Stand-ins for the libprocess functions and objects the modules refer to
 // (process::async spawns an executor process, watch() polls with
-// process::io::poll, Future<T>::get() may wait on a Latch). Inside a Mesos
+// process::io::poll and a Clock timer, Future<T>::get() may wait on a
+// Latch). Inside a Mesos
 // agent they come from libmesos. The smoke test has no libprocess runtime:
 // it only calls module methods that complete without one, so none of these
 // may ever run; each aborts loudly if one does.
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include <process/clock.hpp>
 #include <process/event.hpp>
 #include <process/id.hpp>
 #include <process/io.hpp>
@@ -49,6 +51,12 @@ void ProcessBase::consume(DispatchEvent&&) { unavailable("consume"); }
 void ProcessBase::consume(HttpEvent&&) { unavailable("consume"); }
 void ProcessBase::consume(ExitedEvent&&) { unavailable("consume"); }
 void ProcessBase::consume(TerminateEvent&&) { unavailable("consume"); }
+
+Timer Clock::timer(const Duration&, const std::function<void()>&)
+{
+  unavailable("Clock::timer");
+}
+bool Clock::cancel(const Timer&) { unavailable("Clock::cancel"); }
 
 UPID spawn(ProcessBase*, bool) { unavailable("spawn"); }
 void terminate(const UPID&, bool) { unavailable("terminate"); }
