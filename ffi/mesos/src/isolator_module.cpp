@@ -1,0 +1,445 @@
+// Module<Isolator> `io_nestguard_Isolator`: nestguard's isolators (cgroups,
+// namespaces, filesystem/linux, volume/sandbox_path,
+// environment/credentials, hardening, disk/du) as one Mesos isolator.
+//
+// Parameters: passed through as a serialized mesos::Parameters; the keys
+// (`isolation`, `cgroups_root`, `credentials_jwt_key`, ...) are nestguard's
+// and unknown keys are refused by the library (see README.md).
+//
+// One Mesos call is one nestguard call. Several of them block on the file
+// system (cgroups, mounts), and the containerizer calls isolators from its
+// actor, so each runs on its own libprocess executor (process::async); the
+// nestguard error text is read on that same thread, where it was recorded.
+// watch() never blocks a thread: it waits for the watch descriptor with
+// process::io::poll (re-checking at least every 500 ms) and then checks
+// without blocking. The library handle is shared with the calls in flight
+// so it outlives the module if Mesos deletes it first.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <glog/logging.h>
+
+#include <mesos/module/isolator.hpp>
+#include <mesos/slave/isolator.hpp>
+
+#include <process/async.hpp>
+#include <process/future.hpp>
+#include <process/io.hpp>
+
+#include <stout/duration.hpp>
+#include <stout/hashset.hpp>
+#include <stout/nothing.hpp>
+
+#include "nestguard_mesos.hpp"
+
+using mesos::ContainerID;
+using mesos::ContainerStatus;
+using mesos::Parameters;
+using mesos::ResourceStatistics;
+using mesos::Resources;
+using mesos::slave::ContainerConfig;
+using mesos::slave::ContainerLaunchInfo;
+using mesos::slave::ContainerLimitation;
+using mesos::slave::ContainerRecoverInfo;
+using mesos::slave::ContainerState;
+using mesos::slave::Isolator;
+
+using process::Failure;
+using process::Future;
+using process::Promise;
+
+namespace nestguard_mesos {
+namespace {
+
+typedef std::shared_ptr<nestguard_isolator> Handle;
+
+// Spelled with `struct`: the ABI also has a function of the same name
+// (nestguard_isolator_watch), see src/pending_isolator_abi.h.
+typedef struct ::nestguard_isolator_watch WatchHandle;
+
+
+// Runs `f` (returning Try<T>) off the calling actor; an Error becomes a
+// failed future.
+template <typename T, typename F>
+Future<T> offActor(const F& f)
+{
+  return process::async(f).then([](const Try<T>& result) -> Future<T> {
+    if (result.isError()) {
+      return Failure(result.error());
+    }
+    return result.get();
+  });
+}
+
+
+// Parses library bytes into a message, or the error naming `what`.
+template <typename Message>
+Try<Message> parse(const Bytes& bytes, const std::string& what)
+{
+  Message message;
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Error("nestguard isolator: " + what + ": bad protobuf bytes");
+  }
+  return message;
+}
+
+
+// One container's limitation watch: the nestguard handle, the promise
+// handed to Mesos, and the poll in flight. Freed (closing the descriptor)
+// when the last poll callback and the module's map let go of it.
+struct Watch
+{
+  explicit Watch(WatchHandle* _handle) : handle(_handle) {}
+  ~Watch() { nestguard_isolator_watch_free(handle); }
+
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+  WatchHandle* const handle;
+  Promise<ContainerLimitation> promise;
+
+  std::mutex mutex;
+  bool stopped = false;
+  Future<short> poll;
+};
+
+
+// The longest wait between two checks of a watch.
+const Milliseconds kRecheck(500);
+
+
+// Waits for the descriptor, then checks; again until a limitation or stop.
+void awaitLimitation(const std::shared_ptr<Watch>& watch)
+{
+  Future<short> poll;
+  {
+    std::lock_guard<std::mutex> lock(watch->mutex);
+    if (watch->stopped) {
+      return;
+    }
+    // Readable, or 500 ms at most: the descriptor can signal before the
+    // kernel has counted an OOM kill, and the check then drains the
+    // signal without reporting it, so the check is repeated on a timer as
+    // the library's own blocking wait does.
+    poll = process::io::poll(
+               nestguard_isolator_watch_fd(watch->handle), process::io::READ)
+             .after(kRecheck, [](const Future<short>& pending) {
+               Future<short>(pending).discard();
+               return Future<short>(static_cast<short>(0));
+             });
+    watch->poll = poll;
+  }
+
+  // Attached outside the lock: if the poll has already completed, the
+  // callback runs right here and may come back to awaitLimitation().
+  poll.onAny([watch](const Future<short>& ready) {
+    if (ready.isDiscarded()) {
+      return;
+    }
+    if (ready.isFailed()) {
+      watch->promise.fail("nestguard isolator: poll: " + ready.failure());
+      return;
+    }
+
+    // Non-blocking; runs on the thread that completed the poll.
+    Bytes limitation;
+    const nestguard_result rc =
+      nestguard_isolator_watch_check(watch->handle, limitation.out());
+    if (rc != NESTGUARD_RESULT_OK) {
+      watch->promise.fail(lastError(rc));
+      return;
+    }
+    if (limitation.data() == nullptr) {
+      awaitLimitation(watch);
+      return;
+    }
+    Try<ContainerLimitation> parsed =
+      parse<ContainerLimitation>(limitation, "watch");
+    if (parsed.isError()) {
+      watch->promise.fail(parsed.error());
+    } else {
+      watch->promise.set(parsed.get());
+    }
+  });
+}
+
+
+void stop(const std::shared_ptr<Watch>& watch)
+{
+  Future<short> poll;
+  {
+    std::lock_guard<std::mutex> lock(watch->mutex);
+    watch->stopped = true;
+    poll = watch->poll;
+  }
+  poll.discard();
+}
+
+
+class NestguardIsolator : public Isolator
+{
+public:
+  static Try<Isolator*> create(const Parameters& parameters)
+  {
+    const std::string bytes = serialize(parameters);
+    nestguard_isolator* handle = nullptr;
+    const nestguard_result rc =
+      nestguard_isolator_new(bytesOf(bytes), bytes.size(), &handle);
+    if (rc != NESTGUARD_RESULT_OK) {
+      return toError("module 'io_nestguard_Isolator'", rc);
+    }
+    return new NestguardIsolator(Handle(handle, [](nestguard_isolator* h) {
+      nestguard_isolator_free(h);
+    }));
+  }
+
+  ~NestguardIsolator() override
+  {
+    std::map<std::string, std::shared_ptr<Watch>> watches;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      watches.swap(watches_);
+    }
+    for (auto& entry : watches) {
+      stop(entry.second);
+    }
+  }
+
+  NestguardIsolator(const NestguardIsolator&) = delete;
+  NestguardIsolator& operator=(const NestguardIsolator&) = delete;
+
+  // nestguard's isolators handle nested and standalone containers
+  // (documented in the isolator ABI).
+  bool supportsNesting() override { return true; }
+  bool supportsStandalone() override { return true; }
+
+  Future<Nothing> recover(
+      const std::vector<ContainerState>& states,
+      const hashset<ContainerID>& orphans) override
+  {
+    ContainerRecoverInfo info;
+    for (const ContainerState& state : states) {
+      *info.add_checkpointed_container_states() = state;
+    }
+    for (const ContainerID& orphan : orphans) {
+      *info.add_orphan_container_ids() = orphan;
+    }
+    const std::string bytes = serialize(info);
+    const Handle handle = handle_;
+    return offActor<Nothing>([handle, bytes]() -> Try<Nothing> {
+      const nestguard_result rc = nestguard_isolator_recover(
+          handle.get(), bytesOf(bytes), bytes.size());
+      if (rc != NESTGUARD_RESULT_OK) {
+        return Error(lastError(rc));
+      }
+      return Nothing();
+    });
+  }
+
+  Future<Option<ContainerLaunchInfo>> prepare(
+      const ContainerID& containerId,
+      const ContainerConfig& containerConfig) override
+  {
+    const std::string id = serialize(containerId);
+    const std::string config = serialize(containerConfig);
+    const Handle handle = handle_;
+    return offActor<Option<ContainerLaunchInfo>>(
+        [handle, id, config]() -> Try<Option<ContainerLaunchInfo>> {
+          Bytes info;
+          const nestguard_result rc = nestguard_isolator_prepare(
+              handle.get(),
+              bytesOf(id),
+              id.size(),
+              bytesOf(config),
+              config.size(),
+              info.out());
+          if (rc != NESTGUARD_RESULT_OK) {
+            return Error(lastError(rc));
+          }
+          if (info.data() == nullptr) {
+            return Option<ContainerLaunchInfo>::none();
+          }
+          Try<ContainerLaunchInfo> parsed =
+            parse<ContainerLaunchInfo>(info, "prepare");
+          if (parsed.isError()) {
+            return Error(parsed.error());
+          }
+          return Option<ContainerLaunchInfo>(parsed.get());
+        });
+  }
+
+  Future<Nothing> isolate(const ContainerID& containerId, pid_t pid) override
+  {
+    const std::string id = serialize(containerId);
+    const Handle handle = handle_;
+    const uint32_t hostPid = static_cast<uint32_t>(pid);
+    return offActor<Nothing>([handle, id, hostPid]() -> Try<Nothing> {
+      const nestguard_result rc = nestguard_isolator_isolate(
+          handle.get(), bytesOf(id), id.size(), hostPid);
+      if (rc != NESTGUARD_RESULT_OK) {
+        return Error(lastError(rc));
+      }
+      return Nothing();
+    });
+  }
+
+  Future<ContainerLimitation> watch(const ContainerID& containerId) override
+  {
+    const std::string id = serialize(containerId);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto existing = watches_.find(id);
+      if (existing != watches_.end()) {
+        return existing->second->promise.future();
+      }
+    }
+
+    // Creating the watch registers descriptors (epoll, cgroup OOM event
+    // files): a few non-blocking system calls, done here like Mesos' own
+    // isolators do on their actor.
+    WatchHandle* handle = nullptr;
+    const nestguard_result rc =
+      nestguard_isolator_watch(handle_.get(), bytesOf(id), id.size(), &handle);
+    if (rc != NESTGUARD_RESULT_OK) {
+      return Failure(lastError(rc));
+    }
+
+    std::shared_ptr<Watch> watch = std::make_shared<Watch>(handle);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      watches_[id] = watch;
+    }
+    awaitLimitation(watch);
+    return watch->promise.future();
+  }
+
+  Future<Nothing> update(
+      const ContainerID& containerId,
+      const Resources& resourceRequests,
+      const google::protobuf::Map<std::string, mesos::Value::Scalar>&
+        resourceLimits) override
+  {
+    // The ABI takes requests and limits in the fields of a ContainerConfig.
+    ContainerConfig config;
+    for (const mesos::Resource& resource : resourceRequests) {
+      *config.add_resources() = resource;
+    }
+    *config.mutable_limits() = resourceLimits;
+
+    const std::string id = serialize(containerId);
+    const std::string bytes = serialize(config);
+    const Handle handle = handle_;
+    return offActor<Nothing>([handle, id, bytes]() -> Try<Nothing> {
+      const nestguard_result rc = nestguard_isolator_update(
+          handle.get(), bytesOf(id), id.size(), bytesOf(bytes), bytes.size());
+      if (rc != NESTGUARD_RESULT_OK) {
+        return Error(lastError(rc));
+      }
+      return Nothing();
+    });
+  }
+
+  Future<ResourceStatistics> usage(const ContainerID& containerId) override
+  {
+    const std::string id = serialize(containerId);
+    const Handle handle = handle_;
+    return offActor<ResourceStatistics>(
+        [handle, id]() -> Try<ResourceStatistics> {
+          Bytes stats;
+          const nestguard_result rc = nestguard_isolator_usage(
+              handle.get(), bytesOf(id), id.size(), stats.out());
+          if (rc != NESTGUARD_RESULT_OK) {
+            return Error(lastError(rc));
+          }
+          return parse<ResourceStatistics>(stats, "usage");
+        });
+  }
+
+  Future<ContainerStatus> status(const ContainerID& containerId) override
+  {
+    const std::string id = serialize(containerId);
+    const Handle handle = handle_;
+    return offActor<ContainerStatus>([handle, id]() -> Try<ContainerStatus> {
+      Bytes status;
+      const nestguard_result rc = nestguard_isolator_status(
+          handle.get(), bytesOf(id), id.size(), status.out());
+      if (rc != NESTGUARD_RESULT_OK) {
+        return Error(lastError(rc));
+      }
+      return parse<ContainerStatus>(status, "status");
+    });
+  }
+
+  Future<Nothing> cleanup(const ContainerID& containerId) override
+  {
+    const std::string id = serialize(containerId);
+
+    // The watch ends with the container; its descriptor closes once the
+    // poll in flight has been discarded.
+    std::shared_ptr<Watch> watch;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto existing = watches_.find(id);
+      if (existing != watches_.end()) {
+        watch = existing->second;
+        watches_.erase(existing);
+      }
+    }
+    if (watch) {
+      stop(watch);
+    }
+
+    const Handle handle = handle_;
+    return offActor<Nothing>([handle, id]() -> Try<Nothing> {
+      const nestguard_result rc =
+        nestguard_isolator_cleanup(handle.get(), bytesOf(id), id.size());
+      if (rc != NESTGUARD_RESULT_OK) {
+        return Error(lastError(rc));
+      }
+      return Nothing();
+    });
+  }
+
+private:
+  explicit NestguardIsolator(const Handle& handle) : handle_(handle) {}
+
+  const Handle handle_;
+
+  std::mutex mutex_;
+  // Watches by serialized ContainerID.
+  std::map<std::string, std::shared_ptr<Watch>> watches_;
+};
+
+
+Isolator* createIsolator(const Parameters& parameters)
+{
+  try {
+    Try<Isolator*> isolator = NestguardIsolator::create(parameters);
+    if (isolator.isError()) {
+      LOG(ERROR) << isolator.error();
+      return nullptr;
+    }
+    return isolator.get();
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "module 'io_nestguard_Isolator': " << e.what();
+    return nullptr;
+  }
+}
+
+} // namespace
+} // namespace nestguard_mesos
+
+
+NESTGUARD_MODULE_EXPORT mesos::modules::Module<Isolator> io_nestguard_Isolator(
+    MESOS_MODULE_API_VERSION,
+    MESOS_VERSION,
+    nestguard_mesos::kAuthorName,
+    nestguard_mesos::kAuthorEmail,
+    "nestguard isolators: nested cgroups, namespaces, sandbox volumes, "
+    "credentials, hardening (libnestguard.so).",
+    nestguard_mesos::compatible,
+    nestguard_mesos::createIsolator);

@@ -1,0 +1,298 @@
+// Runtime test of io_nestguard_Isolator on a real libprocess, run by
+// check-compile.sh when LIBPROCESS_LIB names a libprocess built from the
+// same Mesos sources (see README.md). It drives the module through every
+// Mesos call with the `disk/du` isolator only (no cgroup, no mount): each
+// call goes through process::async, errors come back as failed futures
+// with the library's text, and watch() polls its descriptor until cleanup
+// ends it. As root with a cgroup v1 memory controller it also runs the
+// `cgroups` isolator: a process over its 32 MB limit is OOM-killed and
+// watch() completes with REASON_CONTAINER_LIMITATION_MEMORY; every cgroup
+// it made is removed.
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <mesos/module/isolator.hpp>
+#include <mesos/slave/isolator.hpp>
+
+#include <process/clock.hpp>
+#include <process/future.hpp>
+#include <process/process.hpp>
+
+#include <stout/duration.hpp>
+#include <stout/hashset.hpp>
+
+namespace {
+
+int failures = 0;
+int passes = 0;
+
+void expect(bool ok, const std::string& what)
+{
+  std::cout << (ok ? "ok   " : "FAIL ") << what << std::endl;
+  ++(ok ? passes : failures);
+}
+
+template <typename T>
+bool settles(const process::Future<T>& future)
+{
+  return future.await(Seconds(30)) && !future.isPending();
+}
+
+mesos::Parameters disk()
+{
+  mesos::Parameters parameters;
+  mesos::Parameter* p = parameters.add_parameter();
+  p->set_key("isolation");
+  p->set_value("disk/du");
+  return parameters;
+}
+
+std::string firstLine(const std::string& text)
+{
+  return text.substr(0, text.find('\n'));
+}
+
+
+mesos::Resource scalar(const std::string& name, double value)
+{
+  mesos::Resource resource;
+  resource.set_name(name);
+  resource.set_type(mesos::Value::SCALAR);
+  resource.mutable_scalar()->set_value(value);
+  return resource;
+}
+
+
+// Removes the cgroups under `root` in every hierarchy (deepest first).
+void removeCgroups(const std::string& root)
+{
+  const std::string command =
+    "for d in /sys/fs/cgroup/*/" + root + " /sys/fs/cgroup/" + root +
+    "; do [ -d \"$d\" ] && find \"$d\" -depth -type d -exec rmdir {} + ; "
+    "done 2>/dev/null; true";
+  if (system(command.c_str()) != 0) {
+    std::cerr << "could not remove cgroups under " << root << std::endl;
+  }
+}
+
+
+bool cgroupExists(const std::string& root)
+{
+  const std::string command =
+    "ls -d /sys/fs/cgroup/*/" + root + "/*/ >/dev/null 2>&1";
+  return system(command.c_str()) == 0;
+}
+
+
+// A process over its memory limit: OOM kill → watch() → limitation.
+void oomChecks(mesos::modules::Module<mesos::slave::Isolator>* module,
+               const std::string& sandbox)
+{
+  struct stat memory;
+  if (geteuid() != 0 || stat("/sys/fs/cgroup/memory", &memory) != 0) {
+    std::cout << "SKIP OOM watch: needs root and /sys/fs/cgroup/memory"
+              << std::endl;
+    return;
+  }
+
+  const std::string root = "nestguard-shim-" + std::to_string(getpid());
+  mesos::Parameters parameters;
+  mesos::Parameter* p = parameters.add_parameter();
+  p->set_key("isolation");
+  p->set_value("cgroups");
+  p = parameters.add_parameter();
+  p->set_key("cgroups_root");
+  p->set_value(root);
+  std::unique_ptr<mesos::slave::Isolator> isolator(module->create(parameters));
+  expect(isolator != nullptr, "created with isolation=cgroups");
+  if (!isolator) {
+    return;
+  }
+
+  mesos::ContainerID id;
+  id.set_value("nestguard-shim-oom");
+  mesos::slave::ContainerConfig config;
+  config.set_directory(sandbox);
+  config.mutable_command_info()->set_value("hog");
+  *config.add_resources() = scalar("mem", 32);
+  *config.add_resources() = scalar("cpus", 0.5);
+
+  process::Future<Option<mesos::slave::ContainerLaunchInfo>> prepared =
+    isolator->prepare(id, config);
+  settles(prepared);
+  expect(prepared.isReady(),
+         "cgroups prepare() ready" +
+           (prepared.isFailed() ? " (" + prepared.failure() + ")"
+                                : std::string()));
+  if (!prepared.isReady()) {
+    removeCgroups(root);
+    return;
+  }
+
+  process::Future<mesos::slave::ContainerLimitation> limitation =
+    isolator->watch(id);
+
+  // The hog waits for the go-ahead, then touches 64 MB.
+  int go[2];
+  if (pipe(go) != 0) {
+    std::cerr << "pipe failed" << std::endl;
+    return;
+  }
+  const pid_t hog = fork();
+  if (hog == 0) {
+    close(go[1]);
+    char byte;
+    if (read(go[0], &byte, 1) != 1) {
+      _exit(3);
+    }
+    const size_t size = 64 * 1024 * 1024;
+    char* memory = static_cast<char*>(malloc(size));
+    if (memory == nullptr) {
+      _exit(4);
+    }
+    memset(memory, 1, size);
+    _exit(memory[size - 1] == 1 ? 0 : 5);
+  }
+  close(go[0]);
+
+  process::Future<Nothing> isolated = isolator->isolate(id, hog);
+  settles(isolated);
+  expect(isolated.isReady(), "cgroups isolate() moved the hog in");
+  if (write(go[1], "x", 1) != 1) {
+    std::cerr << "write failed" << std::endl;
+  }
+  close(go[1]);
+
+  const bool fired = limitation.await(Seconds(60)) && limitation.isReady();
+  expect(fired &&
+           limitation->reason() ==
+             mesos::TaskStatus::REASON_CONTAINER_LIMITATION_MEMORY,
+         "watch() completes with REASON_CONTAINER_LIMITATION_MEMORY" +
+           (fired ? " (" + firstLine(limitation->message()) + ")"
+                  : limitation.isFailed() ? " (failed: " + limitation.failure() + ")"
+                  : limitation.isPending() ? " (still pending)"
+                  : " (discarded)"));
+
+  int status = 0;
+  if (!fired) {
+    kill(hog, SIGKILL);
+  }
+  waitpid(hog, &status, 0);
+  expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+         "the hog was killed with SIGKILL");
+
+  process::Future<Nothing> cleaned = isolator->cleanup(id);
+  settles(cleaned);
+  expect(cleaned.isReady(), "cgroups cleanup() ready");
+  expect(!cgroupExists(root), "the container's cgroups are gone");
+  isolator.reset();
+  removeCgroups(root);
+}
+
+} // namespace
+
+
+int main(int argc, char** argv)
+{
+  if (argc != 2) {
+    std::cerr << "usage: " << argv[0] << " LIBNESTGUARD_MESOS_SO" << std::endl;
+    return 2;
+  }
+  process::initialize();
+
+  void* library = dlopen(argv[1], RTLD_NOW);
+  if (library == nullptr) {
+    std::cerr << "dlopen: " << dlerror() << std::endl;
+    return 1;
+  }
+  auto* module = static_cast<mesos::modules::Module<mesos::slave::Isolator>*>(
+      dlsym(library, "io_nestguard_Isolator"));
+  expect(module != nullptr, "dlsym io_nestguard_Isolator");
+  if (module == nullptr) {
+    return 1;
+  }
+  std::unique_ptr<mesos::slave::Isolator> isolator(module->create(disk()));
+  expect(isolator != nullptr, "created with isolation=disk/du");
+  if (!isolator) {
+    return 1;
+  }
+
+  char sandbox[] = "/tmp/nestguard-shim-sandbox.XXXXXX";
+  if (mkdtemp(sandbox) == nullptr) {
+    std::cerr << "mkdtemp failed" << std::endl;
+    return 1;
+  }
+  const std::string file = std::string(sandbox) + "/data";
+  std::ofstream(file) << std::string(64 * 1024, 'x');
+
+  mesos::ContainerID id;
+  id.set_value("nestguard-shim-" + std::to_string(getpid()));
+  mesos::slave::ContainerConfig config;
+  config.set_directory(sandbox);
+  config.mutable_command_info()->set_value("true");
+
+  process::Future<Nothing> recovered = isolator->recover(
+      std::vector<mesos::slave::ContainerState>(), hashset<mesos::ContainerID>());
+  expect(settles(recovered) && recovered.isReady(), "recover() ready");
+
+  process::Future<mesos::ResourceStatistics> unknown = isolator->usage(id);
+  settles(unknown); // before the message below reads it
+  expect(unknown.isFailed() &&
+           unknown.failure().find("unknown container") != std::string::npos,
+         "usage() of an unknown container fails with the library's text (" +
+           (unknown.isFailed() ? unknown.failure() : std::string("?")) + ")");
+
+  process::Future<Option<mesos::slave::ContainerLaunchInfo>> prepared =
+    isolator->prepare(id, config);
+  expect(settles(prepared) && prepared.isReady() && prepared->isNone(),
+         "prepare() ready, nothing to add (None)");
+
+  process::Future<mesos::slave::ContainerLimitation> limitation =
+    isolator->watch(id);
+  expect(limitation.isPending(), "watch() pending");
+
+  process::Future<Nothing> isolated = isolator->isolate(id, getpid());
+  expect(settles(isolated) && isolated.isReady(), "isolate() ready");
+
+  process::Future<mesos::ResourceStatistics> usage = isolator->usage(id);
+  settles(usage);
+  expect(usage.isReady() && usage->disk_used_bytes() >= 64 * 1024,
+         "usage() counts the sandbox (" +
+           (usage.isReady() ? std::to_string(usage->disk_used_bytes())
+                            : std::string("?")) + " bytes)");
+
+  // No requests (Resources' other constructors live in libmesos): the
+  // update goes through and leaves no disk limit.
+  process::Future<Nothing> updated = isolator->update(id, mesos::Resources());
+  expect(settles(updated) && updated.isReady(), "update() ready");
+  usage = isolator->usage(id);
+  expect(settles(usage) && usage.isReady() && !usage->has_disk_limit_bytes(),
+         "usage() after update() has no disk limit");
+
+  process::Future<mesos::ContainerStatus> status = isolator->status(id);
+  expect(settles(status) && status.isReady(), "status() ready");
+
+  process::Future<Nothing> cleaned = isolator->cleanup(id);
+  expect(settles(cleaned) && cleaned.isReady(), "cleanup() ready");
+  expect(limitation.isPending(), "watch() never fired (no limitation)");
+
+  isolator.reset();
+  oomChecks(module, sandbox);
+  unlink(file.c_str());
+  rmdir(sandbox);
+
+  std::cout << passes << " passed, " << failures << " failed" << std::endl;
+  return failures == 0 ? 0 : 1;
+}
