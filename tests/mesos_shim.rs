@@ -149,25 +149,3 @@ fn agent_manifest_loads_its_acl_file_strictly() {
     assert!(!handle.is_null());
     nestguard_authorizer_free(handle);
 }
-
-#[test]
-fn pending_isolator_declarations_are_library_functions() {
-    let pending = repo().join("ffi/mesos/src/pending_isolator_abi.h");
-    let Ok(header) = std::fs::read_to_string(&pending) else {
-        return; // the header carries the isolator ABI: nothing pending
-    };
-    let abi = std::fs::read_to_string(repo().join("src/abi/isolator.rs"))
-        .expect("read src/abi/isolator.rs");
-    let declared: Vec<&str> = header
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with("nestguard_isolator"))
-        .filter(|w| header.contains(&format!("{w}(")))
-        .collect();
-    assert!(declared.len() >= 13, "declarations found: {declared:?}");
-    for name in declared {
-        assert!(
-            abi.contains(&format!("pub extern \"C\" fn {name}(")),
-            "{name} is declared in ffi/mesos/src/pending_isolator_abi.h but not exported by src/abi/isolator.rs"
-        );
-    }
-}
