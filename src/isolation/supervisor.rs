@@ -351,11 +351,15 @@ fn supervise(
         return fail(format!("dup2(stdout): {e}"));
     }
     drop(stdout);
+    // In-namespace setup runs while the helper checkpoints our pid; the
+    // command is forked, and a setup failure reported, only once released,
+    // so a container never runs (or ends) without its `pid` checkpoint.
+    let prepared = setup_inside(control, info, clone);
     let mut byte = [0u8; 1];
     if !matches!(File::from(go).read(&mut byte), Ok(1)) {
         return fail("the helper exited before releasing the supervisor".into());
     }
-    let prepared = match setup_inside(control, info, clone) {
+    let prepared = match prepared {
         Ok(p) => p,
         Err(text) => return fail(text),
     };
