@@ -270,6 +270,30 @@ fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Re
     result
 }
 
+/// Writes as much of `data` as `pipe` takes without blocking and returns
+/// how much that was; the pipe is left blocking for the rest. Nobody reads
+/// yet, so a full buffer is the only reason to stop early.
+fn prefill(pipe: &std::fs::File, data: &[u8]) -> std::io::Result<usize> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_retain(fcntl(pipe, FcntlArg::F_GETFL)?);
+    fcntl(pipe, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    let mut sent = 0;
+    let result = loop {
+        match nix::unistd::write(pipe, data.get(sent..).unwrap_or_default()) {
+            Ok(0) => break Ok(()),
+            Ok(n) => sent += n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => break Ok(()),
+            Err(e) => break Err(std::io::Error::from(e)),
+        }
+        if sent == data.len() {
+            break Ok(());
+        }
+    };
+    fcntl(pipe, FcntlArg::F_SETFL(flags))?;
+    result.map(|()| sent)
+}
+
 /// Reads `<runtime>/status`: missing or empty reads as [`UNKNOWN_STATUS`].
 pub fn read_status(runtime: &Path) -> Result<i32, LauncherError> {
     let path = runtime.join(STATUS_FILE);
@@ -546,15 +570,26 @@ impl Launcher {
             .open(&stderr_path)
             .map_err(io("open", &stderr_path))?;
         let data = channel::encode(control, info)?;
+        // Without cgroups to join, the launch data goes into the pipe before
+        // the helper exists (as much as the pipe buffer takes, normally all
+        // of it): the helper then reads it at once instead of waiting for
+        // the host to be scheduled again after `spawn` returns.
+        let (stdin_read, stdin_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| err(format!("pipe2: {e}")))?;
+        let mut stdin = std::fs::File::from(stdin_write);
+        let mut sent = 0;
+        if self.cgroups.is_none() {
+            sent = prefill(&stdin, &data).map_err(|e| err(format!("write launch data: {e}")))?;
+        }
         let mut child = Command::new(helper_path)
             .env_clear()
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(stdin_read))
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
             .map_err(|e| err(format!("spawn: {e}")))?;
-        // The helper blocks on its stdin until the launch data arrives, so
-        // it joins the cgroups before it forks anything.
+        // Otherwise the helper blocks on its stdin until the launch data
+        // arrives, so it joins the cgroups before it forks anything.
         if let Some(cgroups) = &self.cgroups
             && let Err(e) = cgroups.add_pid(id, child.id())
         {
@@ -562,11 +597,8 @@ impl Launcher {
             let _ = child.wait();
             return Err(LauncherError::Cgroup(e));
         }
-        let written = child
-            .stdin
-            .take()
-            .map(|mut stdin| without_sigpipe(|| stdin.write_all(&data)))
-            .unwrap_or(Ok(()));
+        let written = without_sigpipe(|| stdin.write_all(data.get(sent..).unwrap_or_default()));
+        drop(stdin);
         let mut line = String::new();
         let read = child
             .stdout

@@ -4,7 +4,9 @@
 //!
 //! * **helper** — exec'd by the host right after fork. Reads the launch data
 //!   from stdin, `setsid`s, enters the parent's namespaces, creates new ones,
-//!   forks the supervisor, checkpoints its pid, releases it, reports
+//!   forks the supervisor (through an intermediate process that does the
+//!   checkpoint, release and report when the pid namespace is new inside
+//!   the parent's), checkpoints its pid, releases it, reports
 //!   `ok <pid> <start>` on stdout and waits for it, so the host's child
 //!   never becomes a zombie nobody reaps.
 //! * **supervisor** — pid 1 of a new pid namespace (or a child subreaper in a
@@ -173,12 +175,7 @@ fn run_helper() -> Result<(), HelperError> {
         }
         namespaces::enter(&opened)?;
     }
-    // A new pid namespace can only be created by a process whose active pid
-    // namespace is the one it entered: after `setns` into the parent's pid
-    // namespace, an intermediate child does the `unshare`, forks the
-    // supervisor, sends its host pid here and exits (Mesos' `ns::clone`
-    // double fork). The supervisor is then reparented to the parent
-    // container's init, which reaps it; this helper exits after reporting.
+    // A new pid namespace inside the parent's: see [`via_intermediate`].
     let intermediate =
         enter.contains(CloneFlags::CLONE_NEWPID) && clone.contains(CloneFlags::CLONE_NEWPID);
     if !intermediate {
@@ -187,55 +184,27 @@ fn run_helper() -> Result<(), HelperError> {
 
     let (go_read, go_write) =
         nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| HelperError::Syscall("pipe2", e))?;
-    let child = if intermediate {
-        let (err_read, err_write) =
-            nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| HelperError::Syscall("pipe2", e))?;
-        // SAFETY: the helper is single-threaded.
-        match unsafe { fork() }.map_err(|e| HelperError::Syscall("fork", e))? {
-            ForkResult::Child => {
-                drop(err_read);
-                drop(go_write);
-                let message = match namespaces::create(clone) {
-                    Err(e) => e.to_string(),
-                    // SAFETY: the intermediate process is single-threaded.
-                    Ok(()) => match unsafe { fork() } {
-                        Ok(ForkResult::Child) => {
-                            drop(err_write);
-                            let code = supervise(&control, &info, clone, &runtime, stdout, go_read);
-                            std::process::exit(code);
-                        }
-                        Ok(ForkResult::Parent { .. }) => match only_child(&proc_dir) {
-                            Ok(pid) => format!("pid {pid}"),
-                            Err(e) => e.to_string(),
-                        },
-                        Err(e) => format!("fork: {e}"),
-                    },
-                };
-                let _ = File::from(err_write).write_all(message.as_bytes());
-                // SAFETY: _exit is async-signal-safe; nothing to flush.
-                unsafe { libc::_exit(0) }
-            }
-            ForkResult::Parent { child } => {
-                drop(err_write);
-                process::waitpid_raw(child.as_raw(), 0)?;
-                let mut message = String::new();
-                let _ = File::from(err_read).read_to_string(&mut message);
-                match message.strip_prefix("pid ").and_then(|p| p.parse().ok()) {
-                    Some(pid) => Pid::from_raw(pid),
-                    None => return Err(HelperError::Intermediate(message)),
-                }
-            }
+    if intermediate {
+        return via_intermediate(Launch {
+            control: &control,
+            info: &info,
+            clone,
+            runtime: &runtime,
+            proc_dir: &proc_dir,
+            stdout,
+            go_read,
+            go_write,
+            devnull: &devnull,
+        });
+    }
+    // SAFETY: the helper is single-threaded; the child only runs our code.
+    let child = match unsafe { fork() }.map_err(|e| HelperError::Syscall("fork", e))? {
+        ForkResult::Child => {
+            drop(go_write);
+            let code = supervise(&control, &info, clone, &runtime, stdout, go_read);
+            std::process::exit(code);
         }
-    } else {
-        // SAFETY: the helper is single-threaded; the child only runs our code.
-        match unsafe { fork() }.map_err(|e| HelperError::Syscall("fork", e))? {
-            ForkResult::Child => {
-                drop(go_write);
-                let code = supervise(&control, &info, clone, &runtime, stdout, go_read);
-                std::process::exit(code);
-            }
-            ForkResult::Parent { child } => child,
-        }
+        ForkResult::Parent { child } => child,
     };
     drop(go_read);
     drop(stdout);
@@ -262,10 +231,104 @@ fn run_helper() -> Result<(), HelperError> {
         .to_line(),
     );
     nix::unistd::dup2_stdout(&devnull).map_err(|e| HelperError::Syscall("dup2(stdout)", e))?;
-    if !intermediate {
-        process::waitpid_raw(child.as_raw(), 0)?;
-    }
+    process::waitpid_raw(child.as_raw(), 0)?;
     Ok(())
+}
+
+/// What the intermediate process sends the helper once it has reported the
+/// container as started (anything else is its error text).
+const REPORTED: &str = "reported";
+
+/// Everything the intermediate process needs (a new pid namespace).
+struct Launch<'a> {
+    control: &'a Control,
+    info: &'a ContainerLaunchInfo,
+    clone: CloneFlags,
+    runtime: &'a OwnedFd,
+    proc_dir: &'a OwnedFd,
+    stdout: OwnedFd,
+    go_read: OwnedFd,
+    go_write: OwnedFd,
+    devnull: &'a OwnedFd,
+}
+
+/// A new pid namespace can only be created by a process whose active pid
+/// namespace is the one it entered: after `setns` into the parent's pid
+/// namespace, an intermediate child does the `unshare` and forks the
+/// supervisor (Mesos' `ns::clone` double fork). The intermediate itself
+/// checkpoints the supervisor's pid, releases it and reports it to the host
+/// (its stdout is the helper's), so the launch does not wait for one more
+/// process hop back through the helper; it then exits, the supervisor is
+/// reparented to the parent container's init, which reaps it. The helper
+/// only relays the intermediate's error, if any.
+fn via_intermediate(l: Launch<'_>) -> Result<(), HelperError> {
+    let (err_read, err_write) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| HelperError::Syscall("pipe2", e))?;
+    // SAFETY: the helper is single-threaded.
+    match unsafe { fork() }.map_err(|e| HelperError::Syscall("fork", e))? {
+        ForkResult::Child => {
+            drop(err_read);
+            let message = match namespaces::create(l.clone) {
+                Err(e) => e.to_string(),
+                // SAFETY: the intermediate process is single-threaded.
+                Ok(()) => match unsafe { fork() } {
+                    Ok(ForkResult::Child) => {
+                        drop(err_write);
+                        drop(l.go_write);
+                        let code =
+                            supervise(l.control, l.info, l.clone, l.runtime, l.stdout, l.go_read);
+                        std::process::exit(code);
+                    }
+                    Ok(ForkResult::Parent { child: local }) => {
+                        drop(l.go_read);
+                        drop(l.stdout);
+                        let started = only_child(l.proc_dir).and_then(|host| {
+                            checkpoint_and_release(l.runtime, l.proc_dir, host, l.go_write, true)
+                                .map(|start| (host, start))
+                        });
+                        match started {
+                            Ok((host, start_time)) => {
+                                write_fd(
+                                    1,
+                                    &Report::Started {
+                                        pid: host.as_raw(),
+                                        start_time,
+                                    }
+                                    .to_line(),
+                                );
+                                REPORTED.to_owned()
+                            }
+                            Err(e) => {
+                                // `local`: the supervisor as this process sees it.
+                                let _ = kill(local, Signal::SIGKILL);
+                                let _ = process::waitpid_raw(local.as_raw(), 0);
+                                e.to_string()
+                            }
+                        }
+                    }
+                    Err(e) => format!("fork: {e}"),
+                },
+            };
+            let _ = File::from(err_write).write_all(message.as_bytes());
+            // SAFETY: _exit is async-signal-safe; nothing to flush.
+            unsafe { libc::_exit(0) }
+        }
+        ForkResult::Parent { child } => {
+            drop(err_write);
+            drop(l.go_write);
+            drop(l.go_read);
+            drop(l.stdout);
+            let mut message = String::new();
+            let _ = File::from(err_read).read_to_string(&mut message);
+            process::waitpid_raw(child.as_raw(), 0)?;
+            if message != REPORTED {
+                return Err(HelperError::Intermediate(message));
+            }
+            nix::unistd::dup2_stdout(l.devnull)
+                .map_err(|e| HelperError::Syscall("dup2(stdout)", e))?;
+            Ok(())
+        }
+    }
 }
 
 /// The calling process' single child (host pid), read from the host's procfs.
@@ -351,11 +414,15 @@ fn supervise(
         return fail(format!("dup2(stdout): {e}"));
     }
     drop(stdout);
+    // In-namespace setup runs while the helper checkpoints our pid; the
+    // command is forked, and a setup failure reported, only once released,
+    // so a container never runs (or ends) without its `pid` checkpoint.
+    let prepared = setup_inside(control, info, clone);
     let mut byte = [0u8; 1];
     if !matches!(File::from(go).read(&mut byte), Ok(1)) {
         return fail("the helper exited before releasing the supervisor".into());
     }
-    let prepared = match setup_inside(control, info, clone) {
+    let prepared = match prepared {
         Ok(p) => p,
         Err(text) => return fail(text),
     };
