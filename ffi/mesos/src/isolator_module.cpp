@@ -57,8 +57,8 @@ namespace {
 
 typedef std::shared_ptr<nestguard_isolator> Handle;
 
-// Spelled with `struct`: the ABI also has a function of the same name
-// (nestguard_isolator_watch), see src/pending_isolator_abi.h.
+// The watch handle type; a watch is
+// (created with nestguard_isolator_watch_new).
 typedef struct ::nestguard_isolator_watch WatchHandle;
 
 
@@ -303,7 +303,7 @@ public:
     // isolators do on their actor.
     WatchHandle* handle = nullptr;
     const nestguard_result rc =
-      nestguard_isolator_watch(handle_.get(), bytesOf(id), id.size(), &handle);
+      nestguard_isolator_watch_new(handle_.get(), bytesOf(id), id.size(), &handle);
     if (rc != NESTGUARD_RESULT_OK) {
       return Failure(lastError(rc));
     }
