@@ -11,7 +11,7 @@
 //! freed, and follows reloads while the authorizer lives.
 
 use super::error::fail;
-use super::ffi::{copy_text, free_handle, handle_ref, into_handle, slice_from, write_out};
+use super::ffi::{free_handle, handle_ref, into_handle, slice_from, text_out, write_out};
 use super::result::nestguard_result;
 use crate::authz::{Approver, Authorizer, ObjectView, ParseMode, Source};
 use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
@@ -238,11 +238,7 @@ pub extern "C" fn nestguard_authorizer_explain(
         let bytes = try_slice!(request, request_len, "request");
         let request = match decode_request(bytes) { Ok(r) => r, Err(code) => return code };
         let json = try_abi!(auth.inner.explain_json(&request)).to_string();
-        if copy_text(&json, buf, buf_len, out_n) {
-            nestguard_result::Ok
-        } else {
-            fail(nestguard_result::BufferTooSmall, "the buffer is too small for the explanation")
-        }
+        text_out(&json, buf, buf_len, out_n, "the buffer is too small for the explanation")
     }
 }
 
@@ -380,11 +376,7 @@ pub extern "C" fn nestguard_approver_explain(
         let policy = approver.inner.policy();
         let decision = try_abi!(approver.inner.decide_in(&policy, view.as_ref()));
         let json = crate::authz::explain::to_json(&policy, &decision).to_string();
-        if copy_text(&json, buf, buf_len, out_n) {
-            nestguard_result::Ok
-        } else {
-            fail(nestguard_result::BufferTooSmall, "the buffer is too small for the explanation")
-        }
+        text_out(&json, buf, buf_len, out_n, "the buffer is too small for the explanation")
     }
 }
 

@@ -2,7 +2,7 @@
 //! serialized `mesos.ContainerID` bytes.
 
 use super::bytes::nestguard_bytes;
-use super::ffi::{copy_text, write_out};
+use super::ffi::{text_out, write_out};
 use super::result::nestguard_result;
 use crate::container_id;
 use crate::proto::mesos::ContainerId;
@@ -45,10 +45,6 @@ pub extern "C" fn nestguard_container_id_render(
         try_not_null!(out_n, "out_n");
         let id = try_decode!(ContainerId, id, id_len, "id");
         try_abi!(container_id::validate(&id));
-        if copy_text(&container_id::to_dotted(&id), buf, buf_len, out_n) {
-            nestguard_result::Ok
-        } else {
-            super::error::fail(nestguard_result::BufferTooSmall, "the buffer is too small for the container id")
-        }
+        text_out(&container_id::to_dotted(&id), buf, buf_len, out_n, "the buffer is too small for the container id")
     }
 }

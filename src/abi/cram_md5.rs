@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::bytes::nestguard_bytes;
 use super::credentials::nestguard_credentials;
 use super::error::fail;
-use super::ffi::{copy_text, free_handle, handle_ref, into_handle, write_out};
+use super::ffi::{free_handle, handle_ref, into_handle, text_out, write_out};
 use super::result::{AbiError, nestguard_result};
 use crate::credentials::cram_md5::{
     Authenticatee, Authenticator, ClientConfig, ClientOutcome, ClientStep, CramMd5Error, Message,
@@ -258,11 +258,7 @@ pub extern "C" fn nestguard_cram_md5_server_outcome_text(
             Some(ServerOutcome::Error(e)) => e.clone(),
             _ => String::new(),
         };
-        if copy_text(&text, buf, buf_len, out_n) {
-            nestguard_result::Ok
-        } else {
-            fail(nestguard_result::BufferTooSmall, "the buffer is too small for the outcome text")
-        }
+        text_out(&text, buf, buf_len, out_n, "the buffer is too small for the outcome text")
     }
 }
 
@@ -396,11 +392,7 @@ pub extern "C" fn nestguard_cram_md5_client_outcome_text(
             Some(ClientOutcome::Error(e)) => e.clone(),
             _ => String::new(),
         };
-        if copy_text(&text, buf, buf_len, out_n) {
-            nestguard_result::Ok
-        } else {
-            fail(nestguard_result::BufferTooSmall, "the buffer is too small for the outcome text")
-        }
+        text_out(&text, buf, buf_len, out_n, "the buffer is too small for the outcome text")
     }
 }
 

@@ -116,6 +116,22 @@ pub(crate) fn copy_text(
     true
 }
 
+/// Fills a caller buffer with `text` (see [`copy_text`]) and returns the
+/// result code: `Ok`, or `BufferTooSmall` with `what` as the error text.
+pub(crate) fn text_out(
+    text: &str,
+    buf: *mut std::ffi::c_char,
+    len: usize,
+    out_n: *mut usize,
+    what: &str,
+) -> super::result::nestguard_result {
+    if copy_text(text, buf, len, out_n) {
+        super::result::nestguard_result::Ok
+    } else {
+        super::error::fail(super::result::nestguard_result::BufferTooSmall, what)
+    }
+}
+
 /// Moves a value into a heap handle for C.
 pub(crate) fn into_handle<T>(value: T) -> *mut T {
     Box::into_raw(Box::new(value))
