@@ -141,76 +141,60 @@ impl TestAgent {
         std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
     }
 
-    /// `curl` against the agent: returns (status, body).
+    /// Runs curl against the agent with `args` (method, headers, body) before
+    /// the URL; returns (status, body).
+    fn curl_with(&self, args: &[&str], path: &str) -> (u16, String) {
+        let mut cmd = Command::new("curl");
+        cmd.args(["-s", "-o", "-", "-w", "\n%{http_code}"])
+            .args(args);
+        cmd.arg(format!("{}{path}", self.address));
+        curl_output(cmd)
+    }
+
+    /// A JSON POST, optionally with HTTP Basic.
     pub fn curl(&self, auth: Option<(&str, &str)>, path: &str, body: &str) -> (u16, String) {
-        let mut cmd = Command::new("curl");
-        cmd.args([
-            "-s",
-            "-o",
-            "-",
-            "-w",
-            "\n%{http_code}",
+        let basic = auth.map(|(p, s)| format!("{p}:{s}"));
+        let mut args = vec![
             "-X",
             "POST",
             "-H",
             "Content-Type: application/json",
-        ]);
-        if let Some((p, s)) = auth {
-            cmd.args(["-u", &format!("{p}:{s}")]);
+            "--data-binary",
+            body,
+        ];
+        if let Some(b) = &basic {
+            args.extend(["-u", b.as_str()]);
         }
-        cmd.args(["--data-binary", body, &format!("{}{path}", self.address)]);
-        curl_output(cmd)
+        self.curl_with(&args, path)
     }
 
-    /// `curl` with a bearer token.
+    /// A JSON POST with a bearer token.
     pub fn curl_bearer(&self, token: &str, path: &str, body: &str) -> (u16, String) {
-        let mut cmd = Command::new("curl");
-        cmd.args([
-            "-s",
-            "-o",
-            "-",
-            "-w",
-            "\n%{http_code}",
+        let bearer = format!("Authorization: Bearer {token}");
+        let args = [
             "-X",
             "POST",
             "-H",
             "Content-Type: application/json",
-        ]);
-        cmd.args(["-H", &format!("Authorization: Bearer {token}")]);
-        cmd.args(["--data-binary", body, &format!("{}{path}", self.address)]);
-        curl_output(cmd)
+            "-H",
+            &bearer,
+            "--data-binary",
+            body,
+        ];
+        self.curl_with(&args, path)
     }
 
+    /// A GET as ops.
     pub fn get(&self, path: &str) -> (u16, String) {
-        let mut cmd = Command::new("curl");
-        cmd.args([
-            "-s",
-            "-o",
-            "-",
-            "-w",
-            "\n%{http_code}",
-            "-u",
-            &format!("{}:{}", OPS.0, OPS.1),
-        ]);
-        cmd.arg(format!("{}{path}", self.address));
-        curl_output(cmd)
+        self.curl_with(&["-u", &format!("{}:{}", OPS.0, OPS.1)], path)
     }
 
+    /// A DELETE as ops.
     pub fn delete(&self, path: &str) -> (u16, String) {
-        let mut cmd = Command::new("curl");
-        cmd.args([
-            "-s",
-            "-o",
-            "-",
-            "-w",
-            "\n%{http_code}",
-            "-X",
-            "DELETE",
-            "-u",
-            &format!("{}:{}", OPS.0, OPS.1),
-        ]);
-        cmd.arg(format!("{}{path}", self.address));
-        curl_output(cmd)
+        self.curl_with(
+            &["-X", "DELETE", "-u", &format!("{}:{}", OPS.0, OPS.1)],
+            path,
+        )
     }
 
     /// Launches a pod; returns its executor container id and sandbox.
