@@ -1,24 +1,39 @@
 //! Launcher benchmarks (root; real processes), all in one run:
 //!
-//! * `launch_exit/*`: `/bin/true` launched until it has exited —
+//! * `launch_exit/*`: `/bin/true` launched until its exit is seen —
 //!   nestguard as a nested container (own pid/mnt/uts/ipc namespaces, the
-//!   executor's network namespace, checkpointed, then destroyed) vs
+//!   executor's network namespace, in a cgroup of its own, checkpointed) vs
 //!   `unshare --pid --fork --mount --uts --ipc /bin/true` vs `runc run` of a
-//!   busybox-static bundle. The nestguard runtime dir is on tmpfs, where
-//!   Mesos keeps it (`/var/run/mesos`); `nestguard_nested_disk` is the same
-//!   on an fsync-ing disk, and `checkpoint_write/*` isolates one atomic
-//!   checkpoint write, so the durability cost is reported separately.
+//!   busybox-static bundle.
+//!   - `nestguard_nested_tmpfs`: Mesos' default for a nested container
+//!     (`share_cgroups`: its own freezer cgroup, the executor's resource
+//!     cgroups), the runtime dir on tmpfs, where Mesos keeps it
+//!     (`/var/run/mesos`). Timed: cgroup creation, launch, exit seen.
+//!   - `nestguard_nested_own_cgroups`: the same with cgroups of its own in
+//!     every controller (`share_cgroups: false`).
+//!   - `nestguard_nested_disk`: the runtime dir on an fsync-ing disk, and
+//!     `checkpoint_write/*` isolates one atomic checkpoint write, so the
+//!     durability cost is reported separately.
+//!   - `nestguard_nested_with_destroy`: also times the destroy that follows
+//!     (kill, cgroup removal, `termination` checkpoint); the other
+//!     nestguard cases destroy outside the timed part, as `unshare` has
+//!     nothing to clean up.
 //! * `recover/1000_checkpointed`: a new launcher recovering 1,000 containers.
 //! * `destroy/pod_100`: destroying a pod of 100 nested containers.
 //!
 //! Run: `cargo bench --bench launch` (as root; needs `runc`, `busybox-static`).
+//! The cgroups live under a `nestguard-bench-<pid>` root, removed at the end.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use nestguard::container_id::parse_dotted;
+use nestguard::isolation::cgroups::{Cgroups, CgroupsConfig, CreateOptions};
 use nestguard::isolation::{Launcher, LauncherOptions, Mode};
 use nestguard::proto::mesos::CommandInfo;
 use nestguard::proto::mesos::slave::ContainerLaunchInfo;
@@ -57,13 +72,38 @@ fn executor() -> ContainerLaunchInfo {
 
 struct Pod {
     launcher: Launcher,
+    cgroups: Arc<Cgroups>,
     root: nestguard::proto::mesos::ContainerId,
     sandbox: PathBuf,
     _dirs: Vec<tempfile::TempDir>,
 }
 
+/// The benchmark's own cgroups root; removed (with anything left in it)
+/// when dropped.
+struct CgroupsRoot(Arc<Cgroups>);
+
+impl CgroupsRoot {
+    fn new() -> CgroupsRoot {
+        CgroupsRoot(Arc::new(
+            Cgroups::new(CgroupsConfig {
+                cgroups_root: format!("nestguard-bench-{}", std::process::id()).into(),
+                ..CgroupsConfig::default()
+            })
+            .unwrap(),
+        ))
+    }
+}
+
+impl Drop for CgroupsRoot {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.destroy_all() {
+            eprintln!("cgroup cleanup failed: {e}");
+        }
+    }
+}
+
 impl Pod {
-    fn new(runtime_parent: &str, name: &str) -> Pod {
+    fn new(cgroups: &Arc<Cgroups>, runtime_parent: &str, name: &str) -> Pod {
         let rt = tempfile::Builder::new()
             .prefix("nestguard-bench-")
             .tempdir_in(runtime_parent)
@@ -72,35 +112,69 @@ impl Pod {
             .prefix("nestguard-bench-")
             .tempdir_in("/dev/shm")
             .unwrap();
-        let launcher = Launcher::new(LauncherOptions {
-            runtime_dir: rt.path().to_path_buf(),
-            helper: HELPER.into(),
-            mode: Mode::Linux,
-        })
+        let launcher = Launcher::with_cgroups(
+            LauncherOptions {
+                runtime_dir: rt.path().to_path_buf(),
+                helper: HELPER.into(),
+                mode: Mode::Linux,
+            },
+            cgroups.clone(),
+        )
         .unwrap();
         let root = parse_dotted(name).unwrap();
         let sandbox = work.path().join(name);
+        cgroups.create(&root, &CreateOptions::default()).unwrap();
         launcher.launch(&root, &executor(), None, &sandbox).unwrap();
         Pod {
             launcher,
+            cgroups: cgroups.clone(),
             root,
             sandbox,
             _dirs: vec![rt, work],
         }
     }
 
+    /// Creates the nested container's cgroups and launches it.
     fn launch_nested(
         &self,
         value: &str,
         info: &ContainerLaunchInfo,
+        share_cgroups: bool,
     ) -> nestguard::proto::mesos::ContainerId {
         let id = nestguard::proto::mesos::ContainerId {
             value: value.into(),
             parent: Some(Box::new(self.root.clone())),
         };
+        self.cgroups
+            .create(
+                &id,
+                &CreateOptions {
+                    share_cgroups,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         let sb = self.sandbox.join("containers").join(value);
         self.launcher.launch(&id, info, None, &sb).unwrap();
         id
+    }
+
+    /// Launch → exit seen; returns the time it took and the id.
+    fn run_true(
+        &self,
+        n: u64,
+        info: &ContainerLaunchInfo,
+        share_cgroups: bool,
+    ) -> (Duration, nestguard::proto::mesos::ContainerId) {
+        let start = Instant::now();
+        let id = self.launch_nested(&format!("t{n}"), info, share_cgroups);
+        let status = self
+            .launcher
+            .wait(&id, Some(Duration::from_secs(10)))
+            .unwrap();
+        let took = start.elapsed();
+        assert_eq!(status, Some(0));
+        (took, id)
     }
 }
 
@@ -136,26 +210,37 @@ fn launch_exit(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(2))
         .warm_up_time(Duration::from_millis(500));
 
-    for (name, parent) in [
-        ("nestguard_nested_tmpfs", "/dev/shm"),
-        ("nestguard_nested_disk", "/tmp"),
+    let cgroups = CgroupsRoot::new();
+    let info = true_info();
+    let mut n = 0u64;
+    for (name, parent, share_cgroups) in [
+        ("nestguard_nested_tmpfs", "/dev/shm", true),
+        ("nestguard_nested_own_cgroups", "/dev/shm", false),
+        ("nestguard_nested_disk", "/tmp", true),
     ] {
-        let pod = Pod::new(parent, "nestguard-bench-pod");
-        let mut n = 0u64;
-        let info = true_info();
+        let pod = Pod::new(&cgroups.0, parent, &format!("nestguard-bench-{name}"));
         g.bench_function(name, |b| {
-            b.iter(|| {
-                n += 1;
-                let id = pod.launch_nested(&format!("t{n}"), &info);
-                let status = pod
-                    .launcher
-                    .wait(&id, Some(Duration::from_secs(10)))
-                    .unwrap();
-                assert_eq!(status, Some(0));
-                pod.launcher.destroy(&id).unwrap();
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    n += 1;
+                    let (took, id) = pod.run_true(n, &info, share_cgroups);
+                    total += took;
+                    pod.launcher.destroy(&id).unwrap();
+                }
+                total
             })
         });
     }
+    let pod = Pod::new(&cgroups.0, "/dev/shm", "nestguard-bench-destroy-after");
+    g.bench_function("nestguard_nested_with_destroy", |b| {
+        b.iter(|| {
+            n += 1;
+            let (_, id) = pod.run_true(n, &info, true);
+            pod.launcher.destroy(&id).unwrap();
+        })
+    });
+    drop(pod);
 
     g.bench_function("unshare", |b| {
         b.iter(|| {
@@ -257,6 +342,7 @@ fn recover(c: &mut Criterion) {
 }
 
 fn destroy(c: &mut Criterion) {
+    let cgroups = CgroupsRoot::new();
     let mut g = c.benchmark_group("destroy");
     g.sample_size(10)
         .measurement_time(Duration::from_secs(2))
@@ -275,9 +361,13 @@ fn destroy(c: &mut Criterion) {
         b.iter_batched(
             || {
                 n += 1;
-                let pod = Pod::new("/dev/shm", &format!("nestguard-bench-destroy{n}"));
+                let pod = Pod::new(
+                    &cgroups.0,
+                    "/dev/shm",
+                    &format!("nestguard-bench-destroy{n}"),
+                );
                 for i in 0..100 {
-                    pod.launch_nested(&format!("c{i}"), &sleep);
+                    pod.launch_nested(&format!("c{i}"), &sleep, true);
                 }
                 pod
             },

@@ -99,6 +99,32 @@ fn sandbox_stdout_env_and_helper_failure() {
 }
 
 #[test]
+fn command_starts_with_default_signal_dispositions() {
+    if !root_or_skip() {
+        return;
+    }
+    let f = Fixture::new(Mode::Linux);
+    // Ignored dispositions survive execve: a host that ignores SIGHUP (and
+    // the Rust runtime's SIGPIPE) must not hand that to its containers.
+    // SAFETY: SIG_IGN/SIG_DFL for SIGHUP; no handler involved.
+    let previous = unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+    let launched = f.try_launch(
+        "nestguard-signals",
+        shell("exec grep -E '^Sig(Ign|Blk):' /proc/self/status"),
+    );
+    // SAFETY: restores what was there.
+    unsafe { libc::signal(libc::SIGHUP, previous) };
+    let (id, _) = launched.unwrap();
+    assert_eq!(f.wait(&id), 0);
+    let out = read(f.sandbox(&id).join("stdout"));
+    assert_eq!(
+        out, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n",
+        "the command must start with no signal ignored or blocked"
+    );
+    f.l().destroy(&id).unwrap();
+}
+
+#[test]
 fn refuses_bad_launches() {
     if !root_or_skip() {
         return;

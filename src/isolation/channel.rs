@@ -30,6 +30,9 @@ pub struct Control {
     pub clone: i32,
     /// Hostname to set in a new UTS namespace.
     pub hostname: Option<String>,
+    /// `cgroup.procs` files the helper joins before it forks anything.
+    #[serde(default)]
+    pub cgroup_procs: Vec<PathBuf>,
 }
 
 /// A malformed message between host and helper.
@@ -172,6 +175,7 @@ mod tests {
             enter: libc::CLONE_NEWNET,
             clone: libc::CLONE_NEWPID,
             hostname: Some("h".into()),
+            cgroup_procs: vec!["/sys/fs/cgroup/freezer/x/cgroup.procs".into()],
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

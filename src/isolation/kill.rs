@@ -64,6 +64,15 @@ pub struct Target<'a> {
 pub trait ContainerKiller: Send + Sync + std::fmt::Debug {
     /// Kills all processes of the container whose supervisor is `target`.
     fn kill_all(&self, target: &Target<'_>) -> Result<(), KillError>;
+
+    /// Kills every process of `target`'s container and of all containers
+    /// nested in it in one go, if this killer can; `Ok(false)` if it cannot
+    /// (the caller then kills container by container). A pod's destroy is
+    /// then one freeze of its subtree instead of one per container.
+    fn kill_subtree(&self, target: &Target<'_>) -> Result<bool, KillError> {
+        let _ = target;
+        Ok(false)
+    }
 }
 
 /// The default killer: pid-namespace init, else the session.
@@ -192,5 +201,11 @@ impl ContainerKiller for CgroupKiller {
     fn kill_all(&self, target: &Target<'_>) -> Result<(), KillError> {
         self.cgroups.kill_all(target.id)?;
         PidNamespaceKiller.kill_all(target)
+    }
+
+    /// The container's cgroup subtree holds its nested containers' cgroups.
+    fn kill_subtree(&self, target: &Target<'_>) -> Result<bool, KillError> {
+        self.kill_all(target)?;
+        Ok(true)
     }
 }

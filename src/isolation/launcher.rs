@@ -29,9 +29,7 @@ use super::channel::{self, Control, PidRecord, Report};
 use super::command::{self, CommandError};
 use super::kill::{self, CgroupKiller, ContainerKiller, KillError, PidNamespaceKiller, Target};
 use super::namespaces::{self, NamespaceError};
-use super::paths::{
-    self, CONFIG_FILE, LAUNCH_INFO_FILE, PID_FILE, STATUS_FILE, STDERR_FILE, TERMINATION_FILE,
-};
+use super::paths::{self, CONFIG_FILE, LAUNCH_INFO_FILE, PID_FILE, STATUS_FILE, TERMINATION_FILE};
 use super::process::{self, ProcessError};
 use super::sandbox::{self, SandboxError};
 use crate::checkpoint::{self, CheckpointError};
@@ -236,8 +234,13 @@ impl Container {
         if let Some(s) = self.status {
             return Ok(s);
         }
-        if let Some(mut helper) = self.helper.take() {
-            let _ = helper.wait();
+        // The helper exits right after the supervisor; it is reaped now if
+        // it already has, at destroy otherwise: the status does not depend
+        // on it, and waiting here would delay every wait.
+        if let Some(helper) = self.helper.as_mut()
+            && !matches!(helper.try_wait(), Ok(None))
+        {
+            self.helper = None;
         }
         let status = read_status(&self.runtime)?;
         self.pidfd = None;
@@ -268,30 +271,6 @@ fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Re
         let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
     }
     result
-}
-
-/// Writes as much of `data` as `pipe` takes without blocking and returns
-/// how much that was; the pipe is left blocking for the rest. Nobody reads
-/// yet, so a full buffer is the only reason to stop early.
-fn prefill(pipe: &std::fs::File, data: &[u8]) -> std::io::Result<usize> {
-    use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    let flags = OFlag::from_bits_retain(fcntl(pipe, FcntlArg::F_GETFL)?);
-    fcntl(pipe, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-    let mut sent = 0;
-    let result = loop {
-        match nix::unistd::write(pipe, data.get(sent..).unwrap_or_default()) {
-            Ok(0) => break Ok(()),
-            Ok(n) => sent += n,
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(nix::errno::Errno::EAGAIN) => break Ok(()),
-            Err(e) => break Err(std::io::Error::from(e)),
-        }
-        if sent == data.len() {
-            break Ok(());
-        }
-    };
-    fcntl(pipe, FcntlArg::F_SETFL(flags))?;
-    result.map(|()| sent)
 }
 
 /// Reads `<runtime>/status`: missing or empty reads as [`UNKNOWN_STATUS`].
@@ -488,11 +467,11 @@ impl Launcher {
             key: key.clone(),
             destroying: false,
         };
-        sandbox::create(sandbox, info.user.as_deref())?;
-        if let Some(up) = runtime.parent() {
-            std::fs::create_dir_all(up).map_err(io("create directory", up))?;
-        }
-        std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
+        // The helper is spawned first: its exec and start-up overlap with
+        // the sandbox and checkpoint work below. It blocks on its stdin until
+        // the launch data arrives, so nothing of the container starts before
+        // that work is done (and durable).
+        let mut helper = self.spawn_helper()?;
         let control = Control {
             runtime_dir: runtime.clone(),
             sandbox: sandbox.to_path_buf(),
@@ -500,14 +479,36 @@ impl Launcher {
             enter: plan.enter.bits(),
             clone: plan.clone.bits(),
             hostname: container.and_then(|c| c.hostname.clone()),
+            cgroup_procs: Vec::new(),
         };
-        let started = self
-            .checkpoint_config(&runtime, info, container, sandbox)
-            .and_then(|()| self.spawn(id, &control, info));
-        let (pid, start_time, helper) = match started {
+        let mut created = false;
+        let prepared = sandbox::create(sandbox, info.user.as_deref())
+            .map_err(LauncherError::from)
+            .and_then(|()| {
+                if let Some(up) = runtime.parent() {
+                    std::fs::create_dir_all(up).map_err(io("create directory", up))?;
+                }
+                std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
+                created = true;
+                self.checkpoint_config(&runtime, info, container, sandbox)
+            });
+        let started = prepared
+            .and_then(|()| {
+                let mut control = control;
+                if let Some(cgroups) = &self.cgroups {
+                    control.cgroup_procs = cgroups.procs_files(id)?;
+                }
+                Ok(channel::encode(&control, info)?)
+            })
+            .and_then(|data| self.handshake(&mut helper, &data));
+        let (pid, start_time) = match started {
             Ok(s) => s,
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&runtime);
+                let _ = helper.kill();
+                let _ = helper.wait();
+                if created {
+                    let _ = std::fs::remove_dir_all(&runtime);
+                }
                 return Err(e);
             }
         };
@@ -553,75 +554,48 @@ impl Launcher {
         Ok(())
     }
 
-    fn spawn(
-        &self,
-        id: &ContainerId,
-        control: &Control,
-        info: &ContainerLaunchInfo,
-    ) -> Result<(i32, u64, Child), LauncherError> {
-        let helper_path = &self.options.helper;
-        let err = |what: String| LauncherError::Helper {
-            path: helper_path.clone(),
+    fn helper_error(&self, what: String) -> LauncherError {
+        LauncherError::Helper {
+            path: self.options.helper.clone(),
             what,
-        };
-        let stderr_path = control.sandbox.join(STDERR_FILE);
-        let stderr = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&stderr_path)
-            .map_err(io("open", &stderr_path))?;
-        let data = channel::encode(control, info)?;
-        // Without cgroups to join, the launch data goes into the pipe before
-        // the helper exists (as much as the pipe buffer takes, normally all
-        // of it): the helper then reads it at once instead of waiting for
-        // the host to be scheduled again after `spawn` returns.
-        let (stdin_read, stdin_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| err(format!("pipe2: {e}")))?;
-        let mut stdin = std::fs::File::from(stdin_write);
-        let mut sent = 0;
-        if self.cgroups.is_none() {
-            sent = prefill(&stdin, &data).map_err(|e| err(format!("write launch data: {e}")))?;
         }
-        let mut child = Command::new(helper_path)
+    }
+
+    /// Spawns `nestguard-launch` with pipes for its stdin (launch data) and
+    /// stdout (report). Its stderr is discarded until it has the sandbox's.
+    fn spawn_helper(&self) -> Result<Child, LauncherError> {
+        Command::new(&self.options.helper)
             .env_clear()
-            .stdin(Stdio::from(stdin_read))
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(stderr)
+            .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| err(format!("spawn: {e}")))?;
-        // Otherwise the helper blocks on its stdin until the launch data
-        // arrives, so it joins the cgroups before it forks anything.
-        if let Some(cgroups) = &self.cgroups
-            && let Err(e) = cgroups.add_pid(id, child.id())
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(LauncherError::Cgroup(e));
-        }
-        let written = without_sigpipe(|| stdin.write_all(data.get(sent..).unwrap_or_default()));
-        drop(stdin);
+            .map_err(|e| self.helper_error(format!("spawn: {e}")))
+    }
+
+    /// Sends the launch data and reads the report: the supervisor's pid and
+    /// start time. On error the caller kills and reaps the helper.
+    fn handshake(&self, helper: &mut Child, data: &[u8]) -> Result<(i32, u64), LauncherError> {
+        let err = |what: String| self.helper_error(what);
+        let written = match helper.stdin.take() {
+            Some(mut stdin) => without_sigpipe(|| stdin.write_all(data)),
+            None => Err(std::io::Error::other("no stdin pipe")),
+        };
         let mut line = String::new();
-        let read = child
+        let read = helper
             .stdout
             .take()
             .map(|out| BufReader::new(out).read_line(&mut line))
             .unwrap_or(Ok(0));
-        let report = match (written, read) {
-            (Err(e), _) => Err(err(format!("write launch data: {e}"))),
+        match (written, read) {
+            // The helper's own report says more than EPIPE.
+            (Err(e), Ok(0) | Err(_)) => Err(err(format!("write launch data: {e}"))),
             (_, Err(e)) => Err(err(format!("read report: {e}"))),
             (_, Ok(0)) => Err(err("exited without reporting".into())),
-            _ => Report::parse(&line).map_err(|e| err(e.to_string())),
-        };
-        match report {
-            Ok(Report::Started { pid, start_time }) => Ok((pid, start_time, child)),
-            Ok(Report::Failed(text)) => {
-                let _ = child.wait();
-                Err(err(text))
-            }
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err(e)
-            }
+            _ => match Report::parse(&line).map_err(|e| err(e.to_string()))? {
+                Report::Started { pid, start_time } => Ok((pid, start_time)),
+                Report::Failed(text) => Err(err(text)),
+            },
         }
     }
 
@@ -751,8 +725,16 @@ impl Launcher {
         // Deepest first: a parent's namespaces outlive its children.
         subtree.sort_by_key(|k| std::cmp::Reverse(k.matches('.').count()));
         // Signal every container first (children first) so the kernel tears
-        // them down in parallel; then wait for each and record its status.
-        for k in &subtree {
+        // them down in parallel — all at once where the killer can (cgroups)
+        // — then wait for each and record its status.
+        let all_killed = match containers.get(&key).and_then(Container::target) {
+            Some(target) => self
+                .killer
+                .kill_subtree(&target)
+                .map_err(|e| LauncherError::Kill(key.clone(), e))?,
+            None => false,
+        };
+        for k in subtree.iter().filter(|_| !all_killed) {
             // Exited containers too: in a shared pid namespace, what the
             // command left behind lives on in its session.
             if let Some(c) = containers.get(k)
@@ -768,11 +750,10 @@ impl Launcher {
             let Some(c) = containers.get_mut(&k) else {
                 continue;
             };
-            let status = self.destroy_one(&k, c)?;
-            if let Some(cgroups) = &self.cgroups {
-                cgroups.destroy(&c.id)?;
-            }
-            if c.id.parent.is_some() {
+            let status = self.destroy_one(&k, c, !all_killed)?;
+            // A container known only from its cgroups has no runtime
+            // directory to record anything in.
+            if c.id.parent.is_some() && c.runtime.is_dir() {
                 let termination = ContainerTermination {
                     status: Some(status),
                     message: Some("container destroyed".into()),
@@ -785,9 +766,19 @@ impl Launcher {
             }
             containers.remove(&k);
         }
+        // The subtree's cgroups at once, children first, now that none of
+        // its containers has a process left.
+        if let Some(cgroups) = &self.cgroups {
+            cgroups.destroy(id)?;
+        }
         if id.parent.is_none() {
             let runtime = paths::runtime_path(&self.options.runtime_dir, id);
-            std::fs::remove_dir_all(&runtime).map_err(io("remove", &runtime))?;
+            match std::fs::remove_dir_all(&runtime) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io("remove", &runtime)(e));
+                }
+                _ => {}
+            }
         }
         tracing::debug!(container = %key, status = ?result, "container destroyed");
         Ok(result)
@@ -818,37 +809,86 @@ impl Launcher {
         Ok(true)
     }
 
-    fn destroy_one(&self, key: &str, c: &mut Container) -> Result<i32, LauncherError> {
+    /// Waits for one killed container to be gone and records its status;
+    /// `kill`: make sure of the kill first (not needed after a subtree kill,
+    /// which returns only once every process is gone).
+    fn destroy_one(&self, key: &str, c: &mut Container, kill: bool) -> Result<i32, LauncherError> {
         if let Some(target) = c.target() {
-            self.killer
-                .kill_all(&target)
-                .map_err(|e| LauncherError::Kill(key.to_owned(), e))?;
+            if kill {
+                self.killer
+                    .kill_all(&target)
+                    .map_err(|e| LauncherError::Kill(key.to_owned(), e))?;
+            }
             if let Some(fd) = c.pidfd.as_ref()
                 && !process::wait_readable(fd.as_fd(), Some(DESTROY_TIMEOUT))?
             {
                 return Err(LauncherError::Timeout(key.to_owned(), DESTROY_TIMEOUT));
             }
         }
-        c.finish()
+        let status = c.finish()?;
+        // The supervisor is gone, so its helper exits at once.
+        if let Some(mut helper) = c.helper.take() {
+            let _ = helper.wait();
+        }
+        Ok(status)
     }
 
-    /// Rebuilds the container tree from the runtime directory after a
-    /// restart. `known` are the containers the caller (the agent) knows; every
-    /// container whose root is not among them is an orphan: it is managed
-    /// like any other (so it can be destroyed) and returned. Containers that
-    /// exited while nobody watched keep their checkpointed status.
+    /// Rebuilds the container tree from the runtime directory (and, with
+    /// cgroups, from the containers that have cgroups) after a restart.
+    /// `known` are the containers the caller (the agent) knows; every
+    /// container whose root is not among them is an orphan, and so is every
+    /// container that has cgroups but no checkpoints: it is managed like any
+    /// other (so it can be destroyed) and returned. Containers that exited
+    /// while nobody watched keep their checkpointed status.
     pub fn recover(&self, known: &[ContainerId]) -> Result<Vec<ContainerId>, LauncherError> {
         let known: HashSet<String> = known.iter().map(container_id::to_dotted).collect();
         let mut containers = self.lock();
         let mut orphans = Vec::new();
         let root = self.options.runtime_dir.join(paths::CONTAINERS);
         self.recover_dir(&root, None, &known, &mut containers, &mut orphans)?;
+        self.recover_cgroups(&mut containers, &mut orphans)?;
         tracing::info!(
             containers = containers.len(),
             orphans = orphans.len(),
             "launcher recovered"
         );
         Ok(orphans)
+    }
+
+    /// Containers that have cgroups but no checkpoints: the agent stopped
+    /// between creating a container's cgroups and checkpointing its launch,
+    /// or while destroying it. What may run in them was never reported as
+    /// running, so they are orphans (destroyed through their cgroups, as
+    /// Mesos' launcher does with freezer cgroups it does not know).
+    fn recover_cgroups(
+        &self,
+        containers: &mut BTreeMap<String, Container>,
+        orphans: &mut Vec<ContainerId>,
+    ) -> Result<(), LauncherError> {
+        let Some(cgroups) = &self.cgroups else {
+            return Ok(());
+        };
+        for id in cgroups.scan()? {
+            let key = container_id::to_dotted(&id);
+            if containers.contains_key(&key) {
+                continue;
+            }
+            tracing::warn!(container = %key, "cgroups without checkpoints: orphan");
+            containers.insert(
+                key,
+                Container {
+                    runtime: paths::runtime_path(&self.options.runtime_dir, &id),
+                    id: id.clone(),
+                    sandbox: None,
+                    pid: None,
+                    pidfd: None,
+                    helper: None,
+                    status: None,
+                },
+            );
+            orphans.push(id);
+        }
+        Ok(())
     }
 
     fn recover_dir(

@@ -7,11 +7,18 @@
 //! Processes of one container, host first:
 //!
 //! ```text
-//! host ──exec──▶ nestguard-launch (helper: setns into the parent's namespaces)
-//!                   └─(intermediate: unshare, only for a new pid namespace)
-//!                         └─ supervisor (pid 1 / subreaper; writes `status`)
-//!                               └─ command
+//! host ──exec──▶ nestguard-launch (helper: joins the cgroups, setns into the
+//!                   │               parent's namespaces, unshare its own)
+//!                   └─ supervisor (pid 1 / subreaper; checkpoints `pid`,
+//!                         │        reports, writes `status`)
+//!                         └─ command
 //! ```
+//!
+//! A nested container's helper is started in its parent's pid namespace
+//! (the host thread's `pid_for_children`, set and restored around the
+//! spawn), so a new pid namespace needs no intermediate process (one is
+//! used on kernels before 5.8). The supervisor and the command are created
+//! with `CLONE_VM | CLONE_VFORK` ([`vfork`]): no address-space copy.
 //!
 //! Checkpoints follow Mesos' runtime layout ([`paths`]); the supervisor's
 //! identity is its pid plus start time ([`channel::PidRecord`]); the host
@@ -30,5 +37,6 @@ pub mod paths;
 pub mod process;
 pub mod sandbox;
 pub mod supervisor;
+mod vfork;
 
 pub use launcher::{Launcher, LauncherError, LauncherOptions, Mode};

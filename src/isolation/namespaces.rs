@@ -168,6 +168,21 @@ pub fn open_namespaces(
     Ok(out)
 }
 
+/// Enters the namespaces in `flags` of the process behind `pidfd` in one
+/// atomic `setns` (Linux ≥ 5.8). `Ok(false)` when the kernel does not take
+/// a pidfd there (the caller then opens `/proc/<pid>/ns/*`).
+pub fn enter_pidfd(pidfd: BorrowedFd<'_>, flags: CloneFlags) -> Result<bool, NamespaceError> {
+    match setns(pidfd, flags) {
+        Ok(()) => Ok(true),
+        Err(nix::Error::EINVAL | nix::Error::EBADF) => Ok(false),
+        Err(source) => Err(NamespaceError::Syscall {
+            call: "setns",
+            what: format!("pidfd, {flags:?}"),
+            source,
+        }),
+    }
+}
+
 /// `setns` into each opened namespace, in [`ORDER`].
 pub fn enter(namespaces: &[(CloneFlags, File)]) -> Result<(), NamespaceError> {
     for (flag, file) in namespaces {

@@ -3,37 +3,45 @@
 //! Three processes (youki has the same split: main, intermediate, init):
 //!
 //! * **helper** — exec'd by the host right after fork. Reads the launch data
-//!   from stdin, `setsid`s, enters the parent's namespaces, creates new ones,
-//!   forks the supervisor (through an intermediate process that does the
-//!   checkpoint, release and report when the pid namespace is new inside
-//!   the parent's), checkpoints its pid, releases it, reports
-//!   `ok <pid> <start>` on stdout and waits for it, so the host's child
-//!   never becomes a zombie nobody reaps.
+//!   from stdin, joins the container's cgroups, `setsid`s, enters the
+//!   parent's namespaces, creates new ones and forks the supervisor — through
+//!   a short-lived intermediate process when the pid namespace is new inside
+//!   the parent's. It then waits for its child, so the host's child never
+//!   becomes a zombie nobody reaps.
 //! * **supervisor** — pid 1 of a new pid namespace (or a child subreaper in a
-//!   shared one). Finishes in-namespace setup (procfs, loopback, hostname,
-//!   mounts), forks the command, forwards every signal to it, reaps all
-//!   descendants, and when the command exits writes its raw wait status to
-//!   `status` (atomically), then exits. Setup failures write `code << 8`.
-//! * **command** — rlimits, working directory, user, no_new_privs, `execve`.
+//!   shared one). Checkpoints its own host pid and start time (`pid`) and
+//!   reports `ok <pid> <start>` to the host before anything of the
+//!   container runs; then finishes in-namespace setup (procfs, loopback,
+//!   hostname, mounts), forks the command, forwards every signal to it,
+//!   reaps all descendants, and when the command exits writes its raw wait
+//!   status to `status` (atomically), then exits. Setup failures write
+//!   `code << 8`.
+//! * **command** — signal dispositions reset, rlimits, working directory,
+//!   user, capabilities, no_new_privs, `execve`.
 //!
-//! All three are single-threaded, so work after their forks is safe.
+//! Every hop is on the launch's critical path, so no process waits for
+//! another's go-ahead: the supervisor learns its host pid from the host's
+//! procfs (opened before `setns`) instead of being told it.
+//!
+//! All of them are single-threaded, so work after their forks is safe.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::fcntl::{OFlag, open, openat, renameat};
 use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::stat::Mode;
-use nix::unistd::{ForkResult, Pid, fork, fsync, setsid};
+use nix::unistd::{Pid, fsync, setsid};
 
 use super::channel::{self, Control, Report};
 use super::command::{self, Prepared};
 use super::namespaces;
-use super::paths::{PID_FILE, STATUS_FILE, STDOUT_FILE};
+use super::paths::{PID_FILE, STATUS_FILE, STDERR_FILE, STDOUT_FILE};
 use super::process;
+use super::vfork;
 use crate::proto::mesos::slave::ContainerLaunchInfo;
 
 /// Exit code of the command when setup or `execve` fails (status `1 << 8`,
@@ -69,9 +77,6 @@ pub enum HelperError {
         #[source]
         source: nix::Error,
     },
-    /// The intermediate process (new pid namespace) failed.
-    #[error("intermediate process: {0}")]
-    Intermediate(String),
     /// Another syscall failed.
     #[error("{0}: {1}")]
     Syscall(&'static str, #[source] nix::Error),
@@ -118,12 +123,7 @@ fn write_fd(fd: i32, text: &str) {
 pub fn helper_main() -> i32 {
     match run_helper() {
         Ok(()) => 0,
-        Err(e) => {
-            let text = e.to_string();
-            write_fd(2, &format!("nestguard-launch: {text}\n"));
-            write_fd(1, &Report::Failed(text).to_line());
-            1
-        }
+        Err(e) => report_failure(&e),
     }
 }
 
@@ -138,6 +138,20 @@ fn run_helper() -> Result<(), HelperError> {
         .read_to_end(&mut data)
         .map_err(HelperError::Stdin)?;
     let (control, info) = channel::decode(&data)?;
+    // Opened here, by their host paths (before any `setns`); the first
+    // process of the container (intermediate or supervisor) joins through
+    // them before it does anything else, so nothing the container starts
+    // escapes its limits or destroy. The helper itself stays out: a destroy
+    // must not kill it, as it reaps the intermediate.
+    let cgroups = control
+        .cgroup_procs
+        .iter()
+        .map(|file| {
+            open(file, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())
+                .map(|fd| (file.clone(), fd))
+                .map_err(at_path("open", file))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
 
     let devnull = open("/dev/null", OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())
         .map_err(at_path("open", "/dev/null"))?;
@@ -154,292 +168,234 @@ fn run_helper() -> Result<(), HelperError> {
         Mode::empty(),
     )
     .map_err(at_path("open", "/proc"))?;
-    let stdout_path = control.sandbox.join(STDOUT_FILE);
-    let stdout = open(
-        &stdout_path,
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_APPEND | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(0o640),
-    )
-    .map_err(at_path("open", &stdout_path))?;
+    let stdout = open_log(&control.sandbox.join(STDOUT_FILE))?;
+    // The host spawns the helper before the sandbox exists (so that the
+    // helper starts while the host prepares it); stderr is the sandbox's
+    // from here on.
+    let stderr = open_log(&control.sandbox.join(STDERR_FILE))?;
+    nix::unistd::dup2_stderr(&stderr).map_err(|e| HelperError::Syscall("dup2(stderr)", e))?;
+    drop(stderr);
     setsid().map_err(|e| HelperError::Syscall("setsid", e))?;
 
     let enter = CloneFlags::from_bits_truncate(control.enter);
     let clone = CloneFlags::from_bits_truncate(control.clone);
     if let Some((pid, start)) = control.parent {
-        let opened = namespaces::open_namespaces(proc_dir.as_fd(), pid, enter)?;
-        // Opened first, checked second: the fds surely belong to the parent.
-        let alive = process::stat_in(Some(proc_dir.as_fd()), pid)?
-            .is_some_and(|s| s.start_time == start && !s.exited());
-        if !alive {
-            return Err(HelperError::ParentGone(pid));
-        }
-        namespaces::enter(&opened)?;
+        enter_parent(&proc_dir, pid, start, enter)?;
     }
-    // A new pid namespace inside the parent's: see [`via_intermediate`].
-    let intermediate =
-        enter.contains(CloneFlags::CLONE_NEWPID) && clone.contains(CloneFlags::CLONE_NEWPID);
-    if !intermediate {
-        namespaces::create(clone)?;
-    }
-
-    let (go_read, go_write) =
-        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| HelperError::Syscall("pipe2", e))?;
-    if intermediate {
-        return via_intermediate(Launch {
-            control: &control,
-            info: &info,
-            clone,
-            runtime: &runtime,
-            proc_dir: &proc_dir,
-            stdout,
-            go_read,
-            go_write,
-            devnull: &devnull,
-        });
-    }
-    // SAFETY: the helper is single-threaded; the child only runs our code.
-    let child = match unsafe { fork() }.map_err(|e| HelperError::Syscall("fork", e))? {
-        ForkResult::Child => {
-            drop(go_write);
-            let code = supervise(&control, &info, clone, &runtime, stdout, go_read);
-            std::process::exit(code);
-        }
-        ForkResult::Parent { child } => child,
+    let mut launch = Launch {
+        cgroups,
+        control: &control,
+        info: &info,
+        clone,
+        runtime: &runtime,
+        proc_dir: &proc_dir,
+        stdout,
     };
-    drop(go_read);
-    drop(stdout);
-    let start = match checkpoint_and_release(
-        &runtime,
-        &proc_dir,
-        child,
-        go_write,
-        clone.contains(CloneFlags::CLONE_NEWPID),
-    ) {
-        Ok(start) => start,
-        Err(e) => {
-            let _ = kill(child, Signal::SIGKILL);
-            let _ = process::waitpid_raw(child.as_raw(), 0);
-            return Err(e);
-        }
-    };
-    write_fd(
-        1,
-        &Report::Started {
-            pid: child.as_raw(),
-            start_time: start,
-        }
-        .to_line(),
-    );
-    nix::unistd::dup2_stdout(&devnull).map_err(|e| HelperError::Syscall("dup2(stdout)", e))?;
+    // A new pid namespace can only be created by a process whose active pid
+    // namespace is the one it entered: after `setns` into the parent's pid
+    // namespace, an intermediate child does the `unshare` and creates the
+    // supervisor (Mesos' `ns::clone` double fork). All three share one
+    // address space and only one of them runs at a time: the helper is
+    // suspended until the intermediate exits, the intermediate until the
+    // supervisor exits. The intermediate, in the parent's pid namespace, is
+    // thus reaped at once by the helper, which lives in the host's: nothing
+    // of this container outside its own pid namespace is left for the
+    // host to reap before the parent's namespace can end.
+    let child =
+        if enter.contains(CloneFlags::CLONE_NEWPID) && clone.contains(CloneFlags::CLONE_NEWPID) {
+            // SAFETY: the helper is single-threaded and only waits after this;
+            // the intermediate ends in `_exit`.
+            unsafe {
+                vfork::spawn(move || {
+                    let code = match join_cgroups(&mut launch.cgroups)
+                        .and_then(|()| Ok(namespaces::create(clone)?))
+                        .and_then(|()| fork_supervisor(launch))
+                        .and_then(|supervisor| Ok(process::waitpid_raw(supervisor.as_raw(), 0)?))
+                    {
+                        Ok(_) => 0,
+                        Err(e) => report_failure(&e),
+                    };
+                    // SAFETY: _exit is async-signal-safe; nothing to flush.
+                    libc::_exit(code)
+                })
+            }
+            .map_err(|e| HelperError::Syscall("clone(CLONE_VM|CLONE_VFORK)", e))?
+        } else {
+            namespaces::create(clone)?;
+            fork_supervisor(launch)?
+        };
+    // Returns at once: the child shared our memory and has exited.
     process::waitpid_raw(child.as_raw(), 0)?;
     Ok(())
 }
 
-/// What the intermediate process sends the helper once it has reported the
-/// container as started (anything else is its error text).
-const REPORTED: &str = "reported";
+/// Enters the namespaces in `flags` of the parent container's init `pid`,
+/// checking it is the very process (start time) after getting hold of it.
+/// One `setns` through a pidfd; per-namespace files on kernels before 5.8.
+fn enter_parent(
+    proc_dir: &OwnedFd,
+    pid: i32,
+    start: u64,
+    flags: CloneFlags,
+) -> Result<(), HelperError> {
+    let alive = || -> Result<(), HelperError> {
+        match process::stat_in(Some(proc_dir.as_fd()), pid)? {
+            Some(s) if s.start_time == start && !s.exited() => Ok(()),
+            _ => Err(HelperError::ParentGone(pid)),
+        }
+    };
+    if let Ok(pidfd) = process::pidfd_open(pid) {
+        alive()?;
+        if flags.is_empty() || namespaces::enter_pidfd(pidfd.as_fd(), flags)? {
+            return Ok(());
+        }
+    }
+    let opened = namespaces::open_namespaces(proc_dir.as_fd(), pid, flags)?;
+    alive()?;
+    namespaces::enter(&opened)?;
+    Ok(())
+}
 
-/// Everything the intermediate process needs (a new pid namespace).
+/// Writes `0` (the writer itself) into each opened `cgroup.procs` file, and
+/// closes them.
+fn join_cgroups(cgroups: &mut Vec<(PathBuf, OwnedFd)>) -> Result<(), HelperError> {
+    for (file, fd) in cgroups.drain(..) {
+        nix::unistd::write(&fd, b"0").map_err(at_path("write 0 into", &file))?;
+    }
+    Ok(())
+}
+
+/// Opens a sandbox log file for appending (created if missing).
+fn open_log(path: &Path) -> Result<OwnedFd, HelperError> {
+    open(
+        path,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_APPEND | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o640),
+    )
+    .map_err(at_path("open", path))
+}
+
+/// Reports `e` to the host (stdout) and the sandbox (stderr); returns the
+/// exit code for it.
+fn report_failure(e: &HelperError) -> i32 {
+    let text = e.to_string();
+    write_fd(2, &format!("nestguard-launch: {text}\n"));
+    write_fd(1, &Report::Failed(text).to_line());
+    1
+}
+
+/// Everything the supervisor needs.
 struct Launch<'a> {
+    /// `cgroup.procs` files not joined yet.
+    cgroups: Vec<(PathBuf, OwnedFd)>,
     control: &'a Control,
     info: &'a ContainerLaunchInfo,
     clone: CloneFlags,
     runtime: &'a OwnedFd,
     proc_dir: &'a OwnedFd,
     stdout: OwnedFd,
-    go_read: OwnedFd,
-    go_write: OwnedFd,
-    devnull: &'a OwnedFd,
 }
 
-/// A new pid namespace can only be created by a process whose active pid
-/// namespace is the one it entered: after `setns` into the parent's pid
-/// namespace, an intermediate child does the `unshare` and forks the
-/// supervisor (Mesos' `ns::clone` double fork). The intermediate itself
-/// checkpoints the supervisor's pid, releases it and reports it to the host
-/// (its stdout is the helper's), so the launch does not wait for one more
-/// process hop back through the helper; it then exits, the supervisor is
-/// reparented to the parent container's init, which reaps it. The helper
-/// only relays the intermediate's error, if any.
-fn via_intermediate(l: Launch<'_>) -> Result<(), HelperError> {
-    let (err_read, err_write) =
-        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| HelperError::Syscall("pipe2", e))?;
-    // SAFETY: the helper is single-threaded.
-    match unsafe { fork() }.map_err(|e| HelperError::Syscall("fork", e))? {
-        ForkResult::Child => {
-            drop(err_read);
-            let message = match namespaces::create(l.clone) {
-                Err(e) => e.to_string(),
-                // SAFETY: the intermediate process is single-threaded.
-                Ok(()) => match unsafe { fork() } {
-                    Ok(ForkResult::Child) => {
-                        drop(err_write);
-                        drop(l.go_write);
-                        let code =
-                            supervise(l.control, l.info, l.clone, l.runtime, l.stdout, l.go_read);
-                        std::process::exit(code);
-                    }
-                    Ok(ForkResult::Parent { child: local }) => {
-                        drop(l.go_read);
-                        drop(l.stdout);
-                        let started = only_child(l.proc_dir).and_then(|host| {
-                            checkpoint_and_release(l.runtime, l.proc_dir, host, l.go_write, true)
-                                .map(|start| (host, start))
-                        });
-                        match started {
-                            Ok((host, start_time)) => {
-                                write_fd(
-                                    1,
-                                    &Report::Started {
-                                        pid: host.as_raw(),
-                                        start_time,
-                                    }
-                                    .to_line(),
-                                );
-                                REPORTED.to_owned()
-                            }
-                            Err(e) => {
-                                // `local`: the supervisor as this process sees it.
-                                let _ = kill(local, Signal::SIGKILL);
-                                let _ = process::waitpid_raw(local.as_raw(), 0);
-                                e.to_string()
-                            }
-                        }
-                    }
-                    Err(e) => format!("fork: {e}"),
-                },
-            };
-            let _ = File::from(err_write).write_all(message.as_bytes());
-            // SAFETY: _exit is async-signal-safe; nothing to flush.
-            unsafe { libc::_exit(0) }
-        }
-        ForkResult::Parent { child } => {
-            drop(err_write);
-            drop(l.go_write);
-            drop(l.go_read);
-            drop(l.stdout);
-            let mut message = String::new();
-            let _ = File::from(err_read).read_to_string(&mut message);
-            process::waitpid_raw(child.as_raw(), 0)?;
-            if message != REPORTED {
-                return Err(HelperError::Intermediate(message));
-            }
-            nix::unistd::dup2_stdout(l.devnull)
-                .map_err(|e| HelperError::Syscall("dup2(stdout)", e))?;
-            Ok(())
-        }
+/// Forks the supervisor (in the namespaces the caller is now in); returns its
+/// pid as the caller sees it.
+///
+/// The supervisor shares the helper's memory (see [`super::vfork`]): the
+/// helper is suspended until the supervisor exits, then reaps it and exits.
+fn fork_supervisor(l: Launch<'_>) -> Result<Pid, HelperError> {
+    // SAFETY: the helper (or intermediate) is single-threaded and only waits
+    // after this; the supervisor ends in `_exit` and never frees what the
+    // helper uses.
+    unsafe {
+        vfork::spawn(move || {
+            let code = supervise(l);
+            // SAFETY: _exit is async-signal-safe; the status is on disk.
+            libc::_exit(code)
+        })
     }
+    .map_err(|e| HelperError::Syscall("clone(CLONE_VM|CLONE_VFORK)", e))
 }
 
-/// The calling process' single child (host pid), read from the host's procfs.
-fn only_child(proc_dir: &OwnedFd) -> Result<Pid, HelperError> {
-    // `thread-self` resolves in the procfs' own pid namespace (the host's),
-    // whatever pid namespace the caller is in.
-    let rel = "thread-self/children";
-    let fd = openat(
-        proc_dir.as_fd(),
-        rel,
-        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(at_path("open", format!("/proc/{rel}")))?;
-    let mut text = String::new();
-    File::from(fd).read_to_string(&mut text).map_err(|e| {
-        at_path("read", format!("/proc/{rel}"))(nix::Error::from_raw(
-            e.raw_os_error().unwrap_or(libc::EIO),
-        ))
-    })?;
-    let pids: Vec<&str> = text.split_whitespace().collect();
-    match pids.as_slice() {
-        [one] => one
-            .parse()
-            .map(Pid::from_raw)
-            .map_err(|_| HelperError::Intermediate(format!("unexpected children list {text:?}"))),
-        _ => Err(HelperError::Intermediate(format!(
-            "expected exactly one supervisor child, found {text:?}"
-        ))),
-    }
+/// The supervisor's own pid and start time in the host's pid namespace:
+/// `thread-self` of the procfs opened before any `setns` resolves there,
+/// whatever pid namespace the supervisor is in.
+fn host_identity(proc_dir: &OwnedFd) -> Result<(Pid, u64), HelperError> {
+    let link = nix::fcntl::readlinkat(proc_dir.as_fd(), "thread-self")
+        .map_err(at_path("readlink", "/proc/thread-self"))?;
+    let pid = link
+        .to_str()
+        .and_then(|l| l.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .map(Pid::from_raw)
+        .ok_or(HelperError::Syscall(
+            "readlink(/proc/thread-self)",
+            nix::Error::EINVAL,
+        ))?;
+    let stat = process::stat_in(Some(proc_dir.as_fd()), pid.as_raw())?.ok_or(
+        HelperError::Syscall("stat(/proc/thread-self)", nix::Error::ESRCH),
+    )?;
+    Ok((pid, stat.start_time))
 }
 
-/// Checkpoints the supervisor's pid and start time, then lets it proceed, so a
-/// running container always has a `pid` checkpoint.
-fn checkpoint_and_release(
-    runtime: &OwnedFd,
-    proc_dir: &OwnedFd,
-    child: Pid,
-    go: OwnedFd,
-    own_pid_namespace: bool,
-) -> Result<u64, HelperError> {
-    let stat = process::stat_in(Some(proc_dir.as_fd()), child.as_raw())?
-        .ok_or(HelperError::ParentGone(child.as_raw()))?;
+/// Checkpoints the supervisor's pid and start time and reports them to the
+/// host, so a running container always has a `pid` checkpoint.
+fn checkpoint_and_report(l: &Launch<'_>) -> Result<(), HelperError> {
+    let (pid, start_time) = host_identity(l.proc_dir)?;
     write_at(
-        runtime,
+        l.runtime,
         PID_FILE,
         channel::pid_file_text(&channel::PidRecord {
-            pid: child.as_raw(),
-            start_time: stat.start_time,
-            own_pid_namespace,
+            pid: pid.as_raw(),
+            start_time,
+            own_pid_namespace: l.clone.contains(CloneFlags::CLONE_NEWPID),
         })
         .as_bytes(),
     )?;
-    File::from(go).write_all(b"g").map_err(|e| {
-        HelperError::Syscall(
-            "write(go pipe)",
-            nix::Error::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
-        )
-    })?;
-    Ok(stat.start_time)
+    write_fd(
+        1,
+        &Report::Started {
+            pid: pid.as_raw(),
+            start_time,
+        }
+        .to_line(),
+    );
+    Ok(())
 }
 
-/// The supervisor; returns its exit code. Writes `status` in every case where
-/// the helper reached it.
-fn supervise(
-    control: &Control,
-    info: &ContainerLaunchInfo,
-    clone: CloneFlags,
-    runtime: &OwnedFd,
-    stdout: OwnedFd,
-    go: OwnedFd,
-) -> i32 {
+/// The supervisor; returns its exit code. Writes `status` in every case
+/// after it reported the container as started.
+fn supervise(mut l: Launch<'_>) -> i32 {
+    if let Err(e) = join_cgroups(&mut l.cgroups).and_then(|()| checkpoint_and_report(&l)) {
+        return report_failure(&e);
+    }
     let fail = |text: String| -> i32 {
         write_fd(2, &format!("nestguard-launch: {text}\n"));
         let _ = write_at(
-            runtime,
+            l.runtime,
             STATUS_FILE,
             format!("{}", SETUP_FAILURE << 8).as_bytes(),
         );
         SETUP_FAILURE
     };
-    if let Err(e) = nix::unistd::dup2_stdout(&stdout) {
+    if let Err(e) = nix::unistd::dup2_stdout(&l.stdout) {
         return fail(format!("dup2(stdout): {e}"));
     }
-    drop(stdout);
-    // In-namespace setup runs while the helper checkpoints our pid; the
-    // command is forked, and a setup failure reported, only once released,
-    // so a container never runs (or ends) without its `pid` checkpoint.
-    let prepared = setup_inside(control, info, clone);
-    let mut byte = [0u8; 1];
-    if !matches!(File::from(go).read(&mut byte), Ok(1)) {
-        return fail("the helper exited before releasing the supervisor".into());
-    }
-    let prepared = match prepared {
+    let prepared = match setup_inside(l.control, l.info, l.clone) {
         Ok(p) => p,
         Err(text) => return fail(text),
     };
-
     let all = SigSet::all();
     let mut previous = SigSet::empty();
     if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&all), Some(&mut previous)) {
         return fail(format!("sigprocmask: {e}"));
     }
-    // SAFETY: single-threaded supervisor; the child only execs.
-    let child = match unsafe { fork() } {
-        Err(e) => return fail(format!("fork: {e}")),
-        Ok(ForkResult::Child) => exec_command(&prepared, &previous),
-        Ok(ForkResult::Parent { child }) => child,
+    // SAFETY: single-threaded supervisor, suspended until the command execs;
+    // the command ends in `execve` or `_exit`.
+    let child = match unsafe { vfork::spawn(|| exec_command(&prepared, &previous)) } {
+        Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
+        Ok(child) => child,
     };
     let status = forward_and_reap(child);
-    match write_at(runtime, STATUS_FILE, status.to_string().as_bytes()) {
+    match write_at(l.runtime, STATUS_FILE, status.to_string().as_bytes()) {
         Ok(()) => 0,
         Err(e) => {
             write_fd(2, &format!("nestguard-launch: {e}\n"));
@@ -486,6 +442,7 @@ fn setup_inside(
 /// In the command process: apply limits and identity, then `execve`.
 fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
     let result = (|| -> Result<std::convert::Infallible, String> {
+        reset_signal_dispositions();
         for (res, soft, hard) in &p.rlimits {
             nix::sys::resource::setrlimit(*res, *soft, *hard)
                 .map_err(|e| format!("setrlimit({res:?}): {e}"))?;
@@ -539,6 +496,44 @@ fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
     write_fd(2, &format!("nestguard-launch: {text}\n"));
     // SAFETY: _exit is always safe; skips atexit handlers of the copied image.
     unsafe { libc::_exit(SETUP_FAILURE) }
+}
+
+/// Ignored signals stay ignored across `execve`: a host that ignores
+/// SIGPIPE (most servers do) would otherwise hand that to every container.
+/// The command starts with every disposition at its default. The raw
+/// syscall, because the C library refuses to touch the real-time signals it
+/// reserves (32, 33), which a host may still have ignored.
+fn reset_signal_dispositions() {
+    /// The kernel's `struct sigaction` (x86-64 and aarch64 layout).
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: usize,
+        flags: libc::c_ulong,
+        restorer: usize,
+        mask: u64,
+    }
+    let default = KernelSigaction {
+        handler: libc::SIG_DFL,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    for signal in 1..=libc::SIGRTMAX() {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: rt_sigaction reads `default` (a valid kernel sigaction
+        // with SIG_DFL) and writes nothing (old action pointer is null).
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                &default as *const KernelSigaction,
+                std::ptr::null_mut::<KernelSigaction>(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
 }
 
 /// Waits for signals: SIGCHLD reaps (every descendant, as init or subreaper),

@@ -15,6 +15,11 @@ use rustix::process::{Pid, Signal, kill_process};
 use super::error::{CgroupError, Result};
 use super::fsops;
 
+/// Longest pause between two checks of a freeze or of processes dying:
+/// killing a pod's hundreds of processes takes tens of milliseconds, and a
+/// longer pause would mostly be overshoot.
+const MAX_PAUSE: Duration = Duration::from_millis(1);
+
 /// How long a freeze may take before we fall back to kill-until-empty.
 const FREEZE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -65,20 +70,26 @@ fn wait_empty(dirs: &[PathBuf], top: &Path, timeout: Duration) -> Result<()> {
             });
         }
         thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
+        pause = (pause * 2).min(MAX_PAUSE);
         signal_all(dirs)?;
     }
 }
 
 fn sleep_step(pause: &mut Duration) {
     thread::sleep(*pause);
-    *pause = (*pause * 2).min(Duration::from_millis(20));
+    *pause = (*pause * 2).min(MAX_PAUSE);
 }
 
 /// Removes several subtrees (one per v1 hierarchy) concurrently: each rmdir
 /// of a cgroup waits on kernel bookkeeping, and the hierarchies are
 /// independent of each other.
 pub(crate) fn remove_subtrees(dirs: &[PathBuf], timeout: Duration) -> Result<()> {
+    // Threads only pay off for several existing subtrees (a nested
+    // container sharing its parent's cgroups has just its freezer one).
+    let dirs: Vec<&PathBuf> = dirs.iter().filter(|d| d.exists()).collect();
+    if let [only] = dirs.as_slice() {
+        return remove_subtree(only, timeout);
+    }
     thread::scope(|scope| {
         let handles: Vec<_> = dirs
             .iter()

@@ -39,8 +39,7 @@
 //! * isolator `prepare`: [`Cgroups::create`] with the container's limits and
 //!   `share_cgroups` (parents before children).
 //! * launcher, before the command runs: the helper writes `0` into each of
-//!   [`Cgroups::procs_files`] (or the host calls
-//!   [`ContainerProcesses::add_pid`] while the helper waits on its pipe).
+//!   [`Cgroups::procs_files`] before it forks anything.
 //! * isolator `watch`: [`Cgroups::watch_oom`], poll its fd, then
 //!   [`OomWatcher::check`]; `update`: [`Cgroups::update`]; `usage`:
 //!   [`Cgroups::usage`].
@@ -176,6 +175,12 @@ pub struct Cgroups {
 pub trait ContainerProcesses: Send + Sync {
     /// Moves `pid` (with all its threads) into the container's cgroups.
     fn add_pid(&self, id: &ContainerId, pid: u32) -> Result<()>;
+    /// The `cgroup.procs` files a process writes `0` into to join the
+    /// container's cgroups itself (the launch helper does, before it forks).
+    fn procs_files(&self, id: &ContainerId) -> Result<Vec<PathBuf>>;
+    /// Every container that has cgroups, parents first (after a restart,
+    /// the launcher cross-checks them with its checkpoints).
+    fn scan(&self) -> Result<Vec<ContainerId>>;
     /// Every process of the container and its nested containers.
     fn subtree_pids(&self, id: &ContainerId) -> Result<Vec<u32>>;
     /// Kills every process of the container and its nested containers and
@@ -739,6 +744,14 @@ impl Cgroups {
 }
 
 impl ContainerProcesses for Cgroups {
+    fn procs_files(&self, id: &ContainerId) -> Result<Vec<PathBuf>> {
+        Cgroups::procs_files(self, id)
+    }
+
+    fn scan(&self) -> Result<Vec<ContainerId>> {
+        Cgroups::scan(self)
+    }
+
     fn add_pid(&self, id: &ContainerId, pid: u32) -> Result<()> {
         let value = pid.to_string();
         for file in self.procs_files(id)? {
@@ -853,12 +866,23 @@ fn static_name(controller: &str) -> &'static str {
 }
 
 /// Paths without duplicates (co-mounted v1 controllers share a directory),
-/// order kept.
+/// order kept. Identity is the directory's device and inode (one `statx`,
+/// where canonicalizing costs a `readlink` per component on every launch);
+/// a path that does not exist is its own identity.
 fn unique(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    #[derive(PartialEq, Eq, Hash)]
+    enum Key {
+        Inode(u64, u64),
+        Path(PathBuf),
+    }
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for p in paths {
-        let key = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+        let key = match std::fs::metadata(&p) {
+            Ok(m) => Key::Inode(m.dev(), m.ino()),
+            Err(_) => Key::Path(p.clone()),
+        };
         if seen.insert(key) {
             out.push(p);
         }

@@ -1,0 +1,101 @@
+//! Creating a process without copying the address space: `clone` with
+//! `CLONE_VM | CLONE_VFORK` on a stack of its own, as `posix_spawn` does.
+//!
+//! Why: copying page tables on `fork` and the copy-on-write faults that
+//! follow are the largest costs of a launch on virtualized hosts (hundreds
+//! of microseconds per fork where page-table updates trap). The helper and
+//! the supervisor each create exactly one process and then only wait, so
+//! neither needs a copy: the parent is suspended by the kernel until the
+//! child calls `execve` or exits, and the child runs on its own stack in the
+//! parent's memory. Nothing runs concurrently with the child, so the memory
+//! it shares is never accessed by two processes at once.
+//!
+//! Rules for the child, enforced by the callers: it never returns into the
+//! parent's frames (the callback ends in `execve` or `_exit`), and it never
+//! frees what the parent still uses. Allocations it makes and does not free
+//! stay behind in the parent's heap, which is harmless for parents that only
+//! wait and exit.
+//!
+//! `nix::sched::clone` does the syscall; this module adds the stack (mapped,
+//! with a guard page, so an overflow faults instead of corrupting the heap).
+
+use std::ptr::NonNull;
+
+use nix::sched::CloneFlags;
+use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous, mprotect, munmap};
+use nix::unistd::Pid;
+
+/// Stack size of a child; mapped lazily, so only touched pages cost memory.
+const STACK_SIZE: usize = 2 << 20;
+
+/// A mapped stack with a guard page at its low end.
+struct Stack {
+    base: NonNull<std::ffi::c_void>,
+    len: usize,
+}
+
+impl Stack {
+    fn new(len: usize) -> nix::Result<Stack> {
+        let size = std::num::NonZeroUsize::new(len).ok_or(nix::Error::EINVAL)?;
+        // SAFETY: a fresh private anonymous mapping aliases nothing.
+        let base = unsafe {
+            mmap_anonymous(
+                None,
+                size,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE | MapFlags::MAP_STACK,
+            )?
+        };
+        let stack = Stack { base, len };
+        let page = rustix::param::page_size();
+        // SAFETY: the first page of our own mapping becomes the guard.
+        unsafe { mprotect(base, page, ProtFlags::PROT_NONE)? };
+        Ok(stack)
+    }
+
+    fn as_slice(&mut self) -> &mut [u8] {
+        let page = rustix::param::page_size();
+        // SAFETY: the mapping is `len` bytes, readable and writable above
+        // the guard page, and lives as long as `self`.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.base.as_ptr().cast::<u8>().add(page),
+                self.len - page,
+            )
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours; the child that used it has exec'd or
+        // exited (CLONE_VFORK returned only then).
+        let _ = unsafe { munmap(self.base, self.len) };
+    }
+}
+
+/// Runs `child` in a new process sharing this one's memory; returns once the
+/// child has called `execve` or exited, with its pid. `child` must end in
+/// `execve` or `_exit` (its return value becomes the exit code otherwise);
+/// see the module rules. The new process gets SIGCHLD as exit signal, so the
+/// caller waits for it like a forked child.
+///
+/// # Safety
+///
+/// The caller must be single-threaded (the suspended parent is the only
+/// other user of the memory) and `child` must follow the module's rules.
+pub unsafe fn spawn(child: impl FnOnce() -> i32) -> nix::Result<Pid> {
+    let mut stack = Stack::new(STACK_SIZE)?;
+    let mut child = Some(child);
+    let callback = Box::new(move || -> isize { child.take().map_or(127, |f| f() as isize) });
+    // SAFETY: the caller guarantees the module's rules; the stack outlives
+    // the child's use of it (CLONE_VFORK: we return after it exec'd/exited).
+    unsafe {
+        nix::sched::clone(
+            callback,
+            stack.as_slice(),
+            CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
+            Some(libc::SIGCHLD),
+        )
+    }
+}
