@@ -140,9 +140,21 @@ fn after_a_crash_recover_and_cleanup_leave_no_cgroup_behind() {
     agent.restart();
     let orphans = agent.l().recover(&[]).unwrap();
     assert!(orphans.iter().any(|o| o == &exec), "{orphans:?}");
+    // The launcher finds it from its cgroups: an orphan to destroy.
+    assert!(orphans.iter().any(|o| o == &stray), "{orphans:?}");
+    // One that appears after the launcher's recover is the isolator's to
+    // remove.
+    let late = id("late");
+    agent
+        .cg()
+        .create(
+            &late,
+            &nestguard::isolation::cgroups::CreateOptions::default(),
+        )
+        .unwrap();
     agent.iso().recover(&[], &orphans).unwrap();
     assert!(
-        !agent.cg().exists(&stray).unwrap(),
+        !agent.cg().exists(&late).unwrap(),
         "unknown cgroup removed at recover"
     );
     assert!(
@@ -151,6 +163,7 @@ fn after_a_crash_recover_and_cleanup_leave_no_cgroup_behind() {
     );
     // The agent destroys its orphans, then cleans up.
     agent.destroy(&exec, None);
+    agent.destroy(&stray, None);
     assert!(
         agent.cg().scan().unwrap().is_empty(),
         "{:?}",

@@ -7,6 +7,11 @@
 //! nothing to run there: the child execs `nestguard-launch` at once and the
 //! helper does the rest. The launch data goes through the helper's stdin.
 //!
+//! Latency: each launch's helper is spawned one launch ahead (a spare,
+//! exec'd and idle on its stdin), so the exec and dynamic loading of the
+//! helper — most of a nested launch's cost on a virtualized host — are not
+//! on the critical path; the spare is replaced while the helper works.
+//!
 //! Every container's identity is its supervisor's pid plus start time; the
 //! host watches it through a pidfd and learns the exit status from the
 //! `status` checkpoint, so nothing depends on being the supervisor's parent —
@@ -302,6 +307,9 @@ pub struct Launcher {
     pending: Mutex<Pending>,
     /// Signalled when a launch finishes.
     launched: Condvar,
+    /// A helper spawned ahead of the next launch, idle on its stdin: its
+    /// exec and start-up are then off that launch's critical path.
+    spare: Mutex<Option<Child>>,
 }
 
 #[derive(Debug, Default)]
@@ -355,6 +363,7 @@ impl Launcher {
             containers: Mutex::new(BTreeMap::new()),
             pending: Mutex::new(Pending::default()),
             launched: Condvar::new(),
+            spare: Mutex::new(None),
         })
     }
 
@@ -467,11 +476,12 @@ impl Launcher {
             key: key.clone(),
             destroying: false,
         };
-        // The helper is spawned first: its exec and start-up overlap with
-        // the sandbox and checkpoint work below. It blocks on its stdin until
-        // the launch data arrives, so nothing of the container starts before
+        // The helper is spawned first (usually it was, by the previous
+        // launch: see `spare`), so its exec and start-up overlap with the
+        // sandbox and checkpoint work below. It blocks on its stdin until the
+        // launch data arrives, so nothing of the container starts before
         // that work is done (and durable).
-        let mut helper = self.spawn_helper()?;
+        let mut helper = self.take_helper()?;
         let control = Control {
             runtime_dir: runtime.clone(),
             sandbox: sandbox.to_path_buf(),
@@ -573,14 +583,47 @@ impl Launcher {
             .map_err(|e| self.helper_error(format!("spawn: {e}")))
     }
 
+    /// The spare helper if it is still alive, else a new one.
+    fn take_helper(&self) -> Result<Child, LauncherError> {
+        let spare = self
+            .spare
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(mut helper) = spare {
+            if matches!(helper.try_wait(), Ok(None)) {
+                return Ok(helper);
+            }
+            let _ = helper.kill();
+            let _ = helper.wait();
+        }
+        self.spawn_helper()
+    }
+
+    /// Spawns the next launch's helper, unless one is ready. A failure only
+    /// means the next launch spawns its own.
+    fn refill_spare(&self) {
+        let mut spare = self
+            .spare
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if spare.is_none() {
+            *spare = self.spawn_helper().ok();
+        }
+    }
+
     /// Sends the launch data and reads the report: the supervisor's pid and
-    /// start time. On error the caller kills and reaps the helper.
+    /// start time. On error the caller kills and reaps the helper. While the
+    /// helper works, the next launch's helper is spawned.
     fn handshake(&self, helper: &mut Child, data: &[u8]) -> Result<(i32, u64), LauncherError> {
         let err = |what: String| self.helper_error(what);
         let written = match helper.stdin.take() {
             Some(mut stdin) => without_sigpipe(|| stdin.write_all(data)),
             None => Err(std::io::Error::other("no stdin pipe")),
         };
+        if written.is_ok() {
+            self.refill_spare();
+        }
         let mut line = String::new();
         let read = helper
             .stdout
@@ -978,6 +1021,11 @@ impl std::fmt::Debug for Launcher {
 
 impl Drop for Launcher {
     fn drop(&mut self) {
+        // The idle spare exits on EOF; kill it anyway, and reap it.
+        if let Some(mut spare) = self.spare.get_mut().ok().and_then(Option::take) {
+            let _ = spare.kill();
+            let _ = spare.wait();
+        }
         let containers =
             std::mem::take(self.containers.get_mut().unwrap_or_else(|p| p.into_inner()));
         if let Ok(mut strays) = STRAY_HELPERS.lock() {
