@@ -118,6 +118,15 @@ fn a_pids_limit_holds_in_a_sub_container() {
     agent.destroy(&exec, None);
 }
 
+/// Cgroups for `id` and nothing else: what a crash between an isolator's
+/// prepare and the launch leaves.
+fn bare_cgroup(agent: &Agent, id: &nestguard::proto::mesos::ContainerId) {
+    agent
+        .cg()
+        .create(id, &nestguard::isolation::cgroups::CreateOptions::default())
+        .unwrap();
+}
+
 #[test]
 fn after_a_crash_recover_and_cleanup_leave_no_cgroup_behind() {
     if !root_or_skip() {
@@ -128,13 +137,7 @@ fn after_a_crash_recover_and_cleanup_leave_no_cgroup_behind() {
     let (task, task_pid) = agent.launch("exec.task", own_cgroups(config("exec sleep 120")));
     // A container whose checkpoints are lost: only its cgroup remains.
     let stray = id("stray");
-    agent
-        .cg()
-        .create(
-            &stray,
-            &nestguard::isolation::cgroups::CreateOptions::default(),
-        )
-        .unwrap();
+    bare_cgroup(&agent, &stray);
 
     // Crash: nothing is cleaned up; a new agent comes up.
     agent.restart();
@@ -145,13 +148,7 @@ fn after_a_crash_recover_and_cleanup_leave_no_cgroup_behind() {
     // One that appears after the launcher's recover is the isolator's to
     // remove.
     let late = id("late");
-    agent
-        .cg()
-        .create(
-            &late,
-            &nestguard::isolation::cgroups::CreateOptions::default(),
-        )
-        .unwrap();
+    bare_cgroup(&agent, &late);
     agent.iso().recover(&[], &orphans).unwrap();
     assert!(
         !agent.cg().exists(&late).unwrap(),

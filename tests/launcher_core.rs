@@ -124,6 +124,59 @@ fn command_starts_with_default_signal_dispositions() {
     f.l().destroy(&id).unwrap();
 }
 
+/// A busybox image's root: the applets the test uses, and a marker file.
+fn busybox_rootfs(dir: &std::path::Path) -> std::path::PathBuf {
+    let rootfs = dir.join("rootfs");
+    std::fs::create_dir_all(rootfs.join("bin")).unwrap();
+    std::fs::create_dir_all(rootfs.join("etc")).unwrap();
+    std::fs::copy("/bin/busybox", rootfs.join("bin/busybox"))
+        .expect("busybox-static is installed (scripts/test-packages.txt)");
+    for applet in ["sh", "cat", "echo", "pwd", "test", "ls", "id"] {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    std::fs::write(rootfs.join("etc/marker"), "image\n").unwrap();
+    std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0::/:/bin/sh\n").unwrap();
+    rootfs
+}
+
+#[test]
+fn nested_container_with_its_own_rootfs() {
+    if !root_or_skip() {
+        return;
+    }
+    let f = Fixture::new(Mode::Linux);
+    let rootfs = busybox_rootfs(f.dir.path());
+    let (exec, _) = f
+        .try_launch("nestguard-img", executor("sleep 100"))
+        .unwrap();
+    let mut info = shell(
+        "cat /etc/marker; test -e /etc/debian_version && echo host-visible; \
+         test -c /dev/null && echo > /dev/null && echo dev-null; pwd; cat /proc/1/comm; \
+         ls /mnt; echo written > from-image",
+    );
+    info.rootfs = Some(rootfs.to_string_lossy().into_owned());
+    let (task, out) = f.run_ok("nestguard-img.task", info);
+    assert_eq!(
+        out, "image\ndev-null\n/mnt/mesos/sandbox\nnestguard-launc\nmesos\n",
+        "the image's files, its own /dev and /proc, the sandbox as working directory"
+    );
+    assert_eq!(read(f.sandbox(&task).join("from-image")), "written\n");
+    // Nothing of it is mounted in the host.
+    let mounts = read("/proc/self/mountinfo");
+    assert!(!mounts.contains(&*rootfs.to_string_lossy()), "{mounts}");
+    f.l().destroy(&exec).unwrap();
+
+    // A rootfs needs a mount namespace of its own.
+    let mut top = shell("true");
+    top.rootfs = Some(rootfs.to_string_lossy().into_owned());
+    let err = f.try_launch("nestguard-img-top", top).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a rootfs needs a new mount namespace"),
+        "{err}"
+    );
+}
+
 #[test]
 fn refuses_bad_launches() {
     if !root_or_skip() {
@@ -348,14 +401,7 @@ fn user_rlimits_no_new_privs_and_mounts() {
         flags: Some(0),
         options: None,
     }];
-    let (id, _) = f.try_launch("nestguard-id.task", info).unwrap();
-    assert_eq!(
-        f.wait(&id),
-        0,
-        "stderr: {}",
-        read(f.sandbox(&id).join("stderr"))
-    );
-    let out = read(f.sandbox(&id).join("stdout"));
+    let (id, out) = f.run_ok("nestguard-id.task", info);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "65534");
     assert_eq!(lines[1], "77");

@@ -134,9 +134,8 @@ fn capabilities(info: &ContainerLaunchInfo) -> Result<Option<Capabilities>, Comm
     reason = "pre_exec_commands is deprecated but must still be refused"
 )]
 pub fn check_supported(info: &ContainerLaunchInfo) -> Result<(), CommandError> {
-    let checks: [(bool, &'static str); 6] = [
+    let checks: [(bool, &'static str); 5] = [
         (!info.pre_exec_commands.is_empty(), "pre_exec_commands"),
-        (info.rootfs.is_some(), "rootfs"),
         (info.tty_slave_path.is_some(), "tty_slave_path"),
         (!info.masked_paths.is_empty(), "masked_paths"),
         (!info.file_operations.is_empty(), "file_operations"),
@@ -393,10 +392,10 @@ mod tests {
             Err(CommandError::Capability("effective_capabilities", 7))
         ));
         let mut i = info(true, "true", &[]);
-        i.rootfs = Some("/x".into());
+        i.tty_slave_path = Some("/dev/pts/7".into());
         assert_eq!(
             prepare(&i, Path::new("/tmp")).unwrap_err().to_string(),
-            "ContainerLaunchInfo.rootfs is not supported by the nestguard launcher"
+            "ContainerLaunchInfo.tty_slave_path is not supported by the nestguard launcher"
         );
         assert!(matches!(
             prepare(&ContainerLaunchInfo::default(), Path::new("/tmp")),

@@ -35,6 +35,7 @@ pub mod launcher;
 pub mod namespaces;
 pub mod paths;
 pub mod process;
+pub mod rootfs;
 pub mod sandbox;
 pub mod supervisor;
 mod vfork;

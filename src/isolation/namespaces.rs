@@ -33,6 +33,9 @@ pub enum NamespaceError {
     /// A hostname without a new UTS namespace would rename the host.
     #[error("a hostname needs a new UTS namespace")]
     HostnameWithoutUts,
+    /// A rootfs without a new mount namespace would replace the host's root.
+    #[error("a rootfs needs a new mount namespace (CLONE_NEWNS)")]
+    RootfsWithoutMount,
     /// Opening a namespace file failed.
     #[error("open {path}: {source}")]
     Open {
@@ -99,8 +102,9 @@ pub struct Plan {
 /// Otherwise a nested container gets the pod defaults: it enters all of its
 /// parent's namespaces (so the network namespace is the executor's) and
 /// creates its own mount, UTS, IPC and — unless
-/// `LinuxInfo.share_pid_namespace` — pid namespaces. A top-level container
-/// without lists runs in the host's namespaces.
+/// `LinuxInfo.share_pid_namespace` — pid namespaces; with a rootfs of its
+/// own, its mount namespace derives from the host's instead of the parent's.
+/// A top-level container without lists runs in the host's namespaces.
 pub fn plan(
     nested: bool,
     posix: bool,
@@ -115,7 +119,7 @@ pub fn plan(
         .and_then(|l| l.share_pid_namespace)
         .unwrap_or(false);
     if posix {
-        if !enter.is_empty() || !clone.is_empty() {
+        if !enter.is_empty() || !clone.is_empty() || info.rootfs.is_some() {
             return Err(NamespaceError::Posix);
         }
         if hostname.is_some() {
@@ -130,8 +134,16 @@ pub fn plan(
             clone |= CloneFlags::CLONE_NEWPID;
         }
     }
+    if nested && info.rootfs.is_some() && info.enter_namespaces.is_empty() {
+        // Its own image: the mount namespace derives from the host's (where
+        // the rootfs was prepared), not the parent's, as in Mesos.
+        enter.remove(CloneFlags::CLONE_NEWNS);
+    }
     if !nested && !enter.is_empty() {
         return Err(NamespaceError::EnterWithoutParent);
+    }
+    if info.rootfs.is_some() && !clone.contains(CloneFlags::CLONE_NEWNS) {
+        return Err(NamespaceError::RootfsWithoutMount);
     }
     if hostname.is_some() && !clone.contains(CloneFlags::CLONE_NEWUTS) {
         return Err(NamespaceError::HostnameWithoutUts);

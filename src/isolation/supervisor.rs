@@ -41,6 +41,7 @@ use super::command::{self, Prepared};
 use super::namespaces;
 use super::paths::{PID_FILE, STATUS_FILE, STDERR_FILE, STDOUT_FILE};
 use super::process;
+use super::rootfs;
 use super::vfork;
 use crate::proto::mesos::slave::ContainerLaunchInfo;
 
@@ -410,7 +411,8 @@ fn setup_inside(
     info: &ContainerLaunchInfo,
     clone: CloneFlags,
 ) -> Result<Prepared, String> {
-    if clone.contains(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS) {
+    // With a rootfs, its own /proc is mounted there instead.
+    if clone.contains(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS) && info.rootfs.is_none() {
         namespaces::mount_proc().map_err(|e| e.to_string())?;
     }
     if clone.contains(CloneFlags::CLONE_NEWNET) {
@@ -429,6 +431,15 @@ fn setup_inside(
         )
         .map_err(|e| format!("mount {:?} on {}: {e}", m.source, m.target))?;
     }
+    // After the isolators' mounts (their targets are host paths, inside the
+    // rootfs for a container that has one), as Mesos' launch helper.
+    let sandbox = match &info.rootfs {
+        Some(rootfs) => {
+            rootfs::enter(Path::new(rootfs), &control.sandbox).map_err(|e| e.to_string())?;
+            PathBuf::from(rootfs::SANDBOX_IN_ROOTFS)
+        }
+        None => control.sandbox.clone(),
+    };
     // A new session in a shared pid namespace too: destroy can then find
     // every process of the container by session id.
     if nix::unistd::getsid(None).ok() != Some(nix::unistd::getpid()) {
@@ -436,7 +447,7 @@ fn setup_inside(
     }
     nix::sys::prctl::set_child_subreaper(true)
         .map_err(|e| format!("prctl(PR_SET_CHILD_SUBREAPER): {e}"))?;
-    command::prepare(info, &control.sandbox).map_err(|e| e.to_string())
+    command::prepare(info, &sandbox).map_err(|e| e.to_string())
 }
 
 /// In the command process: apply limits and identity, then `execve`.

@@ -114,6 +114,16 @@ impl Fixture {
         Ok((id, pid))
     }
 
+    /// Launches `info`, expects exit 0 (showing stderr otherwise) and
+    /// returns the id and what the container wrote to stdout.
+    pub fn run_ok(&self, dotted: &str, info: ContainerLaunchInfo) -> (ContainerId, String) {
+        let (id, _) = self.try_launch(dotted, info).unwrap();
+        let status = self.wait(&id);
+        let sandbox = self.sandbox(&id);
+        assert_eq!(status, 0, "stderr: {}", read(sandbox.join("stderr")));
+        (id, read(sandbox.join("stdout")))
+    }
+
     pub fn wait(&self, id: &ContainerId) -> i32 {
         self.l()
             .wait(id, Some(Duration::from_secs(30)))
