@@ -7,18 +7,26 @@
 //! Processes of one container, host first:
 //!
 //! ```text
-//! host ──exec──▶ nestguard-launch (helper: joins the cgroups, setns into the
-//!                   │               parent's namespaces, unshare its own)
-//!                   └─ supervisor (pid 1 / subreaper; checkpoints `pid`,
-//!                         │        reports, writes `status`)
-//!                         └─ command
+//! host ──exec──▶ nestguard-launch (helper: setns into the parent's
+//!                   │               namespaces through a pidfd, unshare)
+//!                   └─ intermediate (only for a new pid namespace inside the
+//!                         │          parent's: joins the cgroups, unshares)
+//!                         └─ supervisor (pid 1 / subreaper; joins the cgroups
+//!                               │        if no intermediate did, checkpoints
+//!                               │        `pid`, reports, writes `status`)
+//!                               └─ command (optionally in its own rootfs)
 //! ```
 //!
-//! A nested container's helper is started in its parent's pid namespace
-//! (the host thread's `pid_for_children`, set and restored around the
-//! spawn), so a new pid namespace needs no intermediate process (one is
-//! used on kernels before 5.8). The supervisor and the command are created
-//! with `CLONE_VM | CLONE_VFORK` ([`vfork`]): no address-space copy.
+//! What a launch costs, and why it is fast: every hop is on the critical
+//! path, so the intermediate, the supervisor and the command are created
+//! with `CLONE_VM | CLONE_VFORK` (module `vfork`) — no page-table copy, and only
+//! one of the processes sharing the memory runs at a time; the supervisor
+//! checkpoints and reports its own pid, so no process waits for another's
+//! go-ahead; the helper is `no_main` and spawned one launch ahead, idle on
+//! its stdin, so its exec is not on the launch's path at all. The helper
+//! stays out of the container's cgroups: a destroy kills everything in them,
+//! and the helper must live to reap the intermediate, or the parent's pid
+//! namespace could not end.
 //!
 //! Checkpoints follow Mesos' runtime layout ([`paths`]); the supervisor's
 //! identity is its pid plus start time ([`channel::PidRecord`]); the host
