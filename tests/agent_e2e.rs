@@ -311,8 +311,25 @@ fn agent_sigkill_then_recovery() {
             .0,
         200
     );
-    let standalone = r#"{"type":"LAUNCH_CONTAINER","launch_container":{"container_id":{"value":"lonely"},"command":{"value":"sleep 61"}}}"#;
-    assert_eq!(agent.curl(Some(OPS), "/api/v1", standalone).0, 200);
+    let standalone = |id: &str, seconds: u32| {
+        format!(
+            r#"{{"type":"LAUNCH_CONTAINER","launch_container":{{"container_id":{{"value":"{id}"}},"command":{{"value":"sleep {seconds}"}}}}}}"#
+        )
+    };
+    assert_eq!(
+        agent
+            .curl(Some(OPS), "/api/v1", &standalone("lonely", 61))
+            .0,
+        200
+    );
+    assert_eq!(
+        agent
+            .curl(Some(OPS), "/api/v1", &standalone("forgotten", 62))
+            .0,
+        200
+    );
+    // The agent loses what it knew of one of them: that one is an orphan.
+    std::fs::remove_dir_all(agent.dir.path().join("work/meta/standalone/forgotten")).unwrap();
 
     agent.sigkill();
     std::thread::sleep(Duration::from_millis(1500)); // "quitter" exits while the agent is down
@@ -363,9 +380,46 @@ fn agent_sigkill_then_recovery() {
         ),
     );
     assert!(body.contains(r#""exit_status":9"#), "{body}");
-    // The unknown standalone container was an orphan: destroyed.
+    // The standalone container was recovered: still running, still
+    // manageable, removable.
+    let lonely = r#"{"container_id":{"value":"lonely"}}"#;
+    let call = |kind: &str, field: &str| format!(r#"{{"type":"{kind}","{field}":{lonely}}}"#);
+    assert_eq!(
+        agent
+            .curl(
+                Some(OPS),
+                "/api/v1",
+                &call("KILL_CONTAINER", "kill_container")
+            )
+            .0,
+        200
+    );
+    let (_, body) = agent.curl(
+        Some(OPS),
+        "/api/v1",
+        &call("WAIT_CONTAINER", "wait_container"),
+    );
+    assert!(body.contains(r#""exit_status":9"#), "{body}");
+    assert_eq!(
+        agent
+            .curl(
+                Some(OPS),
+                "/api/v1",
+                &call("REMOVE_CONTAINER", "remove_container")
+            )
+            .0,
+        200
+    );
+    assert!(
+        !agent
+            .dir
+            .path()
+            .join("work/meta/standalone/lonely")
+            .exists()
+    );
+    // The forgotten one was an orphan: destroyed.
     let pgrep = Command::new("pgrep")
-        .args(["-f", "sleep 61"])
+        .args(["-f", "sleep 62"])
         .output()
         .unwrap();
     assert!(

@@ -24,7 +24,8 @@ pub const ACLS: &str = r#"{
   "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "launch_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "wait_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
-  "kill_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
+  "kill_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "remove_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
 }"#;
 
 pub fn require_root() -> bool {

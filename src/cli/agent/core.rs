@@ -3,7 +3,7 @@
 //! (executor containers running the default executor), and recovery after
 //! a restart. Module work goes through [`super::abi`] only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -306,8 +306,38 @@ impl Agent {
             container_class: Some(mesos::slave::ContainerClass::Default as i32),
             ..Default::default()
         };
-        self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]))?;
+        if id.parent.is_none() {
+            self.checkpoint_standalone(id, &config)?;
+        }
+        let started = self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]));
+        if started.is_err() && id.parent.is_none() {
+            let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
+        }
+        started?;
         Ok(Launched::Now)
+    }
+
+    /// Remembers a standalone container across agent restarts.
+    fn checkpoint_standalone(
+        &self,
+        id: &ContainerId,
+        config: &ContainerConfig,
+    ) -> Result<(), ApiError> {
+        let dir = self.layout.standalone_meta(id);
+        std::fs::create_dir_all(&dir)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| {
+                Ok(nestguard::checkpoint::write_message(
+                    &dir.join("config"),
+                    config,
+                )?)
+            })
+            .map_err(|e| {
+                ApiError::Internal(format!(
+                    "Failed to checkpoint container {}: {e}",
+                    to_dotted(id)
+                ))
+            })
     }
 
     fn create_sandbox(&self, sandbox: &Path) -> Result<(), ApiError> {
@@ -571,6 +601,9 @@ impl Agent {
         if let Some(r) = record {
             let _ = std::fs::remove_dir_all(&r.sandbox);
         }
+        if id.parent.is_none() {
+            let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
+        }
         Ok(())
     }
 
@@ -772,7 +805,39 @@ impl Agent {
                 }
             }
         }
+        // Standalone containers: their config says where their sandbox is
+        // and which user they run as.
+        let mut standalone: HashMap<String, ContainerConfig> = HashMap::new();
+        if let Ok(entries) = std::fs::read_dir(self.layout.standalones_meta()) {
+            for entry in entries.flatten() {
+                let path = entry.path().join("config");
+                match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
+                    Ok(config) => {
+                        let id = ContainerId {
+                            value: entry.file_name().to_string_lossy().into_owned(),
+                            parent: None,
+                        };
+                        known.push(id.clone());
+                        standalone.insert(id.value, config);
+                    }
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "ignoring an unreadable standalone container checkpoint")
+                    }
+                }
+            }
+        }
         let reply = self.modules.launcher.recover(&known)?;
+        // A standalone container the launcher no longer has (it ended and
+        // was destroyed before the restart) has nothing left to recover.
+        for id in standalone.keys() {
+            let managed = reply
+                .checkpointed_container_states
+                .iter()
+                .any(|s| s.container_id.parent.is_none() && &s.container_id.value == id);
+            if !managed {
+                let _ = std::fs::remove_dir_all(self.layout.standalones_meta().join(id));
+            }
+        }
         if let Some(isolator) = &self.modules.isolator {
             isolator.recover(&reply)?;
         }
@@ -788,19 +853,16 @@ impl Agent {
         for state in &reply.checkpointed_container_states {
             let id = state.container_id.clone();
             let root = container_id::root(&id).value.clone();
-            let Some(exec) = self.executor(&root) else {
-                continue;
+            let (mut sandbox, root_user) = match (self.executor(&root), standalone.get(&root)) {
+                (Some(exec), _) => (exec.sandbox.clone(), Some(exec.framework.user.clone())),
+                (None, Some(config)) => (PathBuf::from(&config.directory), config.user.clone()),
+                (None, None) => continue,
             };
-            let mut sandbox = exec.sandbox.clone();
             for level in container_id::chain(&id).iter().skip(1) {
                 sandbox = sandbox.join("containers").join(level);
             }
             let (tx, _) = watch::channel(None);
-            let user = if id.parent.is_none() {
-                Some(exec.framework.user.clone())
-            } else {
-                None
-            };
+            let user = if id.parent.is_none() { root_user } else { None };
             lock(&self.state).containers.insert(
                 to_dotted(&id),
                 ContainerRecord {
@@ -818,7 +880,7 @@ impl Agent {
             self.reap(id, watch);
         }
         tracing::info!(
-            executors = known.len(),
+            known = known.len(),
             orphans = reply.orphan_container_ids.len(),
             "recovered"
         );

@@ -52,6 +52,19 @@ impl Layout {
     pub fn executors_meta(&self) -> PathBuf {
         self.work_dir.join("meta").join("executors")
     }
+
+    /// `<work_dir>/meta/standalone/<id>`: a standalone container's config,
+    /// written before its launch and removed with REMOVE_CONTAINER, so a
+    /// restarted agent recovers it instead of destroying it as an orphan
+    /// (Mesos keeps a `standalone.marker` for the same purpose).
+    pub fn standalone_meta(&self, id: &ContainerId) -> PathBuf {
+        self.standalones_meta().join(&id.value)
+    }
+
+    /// `<work_dir>/meta/standalone`.
+    pub fn standalones_meta(&self) -> PathBuf {
+        self.work_dir.join("meta").join("standalone")
+    }
 }
 
 /// `<parent sandbox>/containers/<child>` (Mesos shipped `containers/`, not
