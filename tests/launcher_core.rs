@@ -135,7 +135,12 @@ fn busybox_rootfs(dir: &std::path::Path) -> std::path::PathBuf {
         std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
     }
     std::fs::write(rootfs.join("etc/marker"), "image\n").unwrap();
-    std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0::/:/bin/sh\n").unwrap();
+    // A user only the image knows: looked up in its passwd, never by NSS.
+    std::fs::write(
+        rootfs.join("etc/passwd"),
+        "root:x:0:0::/:/bin/sh\nimageuser:x:4321:4322::/:/bin/sh\n",
+    )
+    .unwrap();
     rootfs
 }
 
@@ -152,7 +157,8 @@ fn nested_container_with_its_own_rootfs() {
     let mut info = shell(
         "cat /etc/marker; test -e /etc/debian_version && echo host-visible; \
          test -c /dev/null && echo > /dev/null && echo dev-null; pwd; cat /proc/1/comm; \
-         ls /mnt; echo written > from-image",
+         ls /mnt; echo written > from-image; \
+         for f in /proc/1/fd/*; do if test -d $f; then echo host-directory-reachable; fi; done",
     );
     info.rootfs = Some(rootfs.to_string_lossy().into_owned());
     let (task, out) = f.run_ok("nestguard-img.task", info);
@@ -164,6 +170,13 @@ fn nested_container_with_its_own_rootfs() {
     // Nothing of it is mounted in the host.
     let mounts = read("/proc/self/mountinfo");
     assert!(!mounts.contains(&*rootfs.to_string_lossy()), "{mounts}");
+
+    // The image's user, from the image's /etc/passwd.
+    let mut as_user = shell("id -u; id -g");
+    as_user.rootfs = Some(rootfs.to_string_lossy().into_owned());
+    as_user.user = Some("imageuser".into());
+    let (_, out) = f.run_ok("nestguard-img.user", as_user);
+    assert_eq!(out, "4321\n4322\n");
     f.l().destroy(&exec).unwrap();
 
     // A rootfs needs a mount namespace of its own.

@@ -1,8 +1,8 @@
 //! What travels between the host and the `nestguard-launch` helper.
 //!
 //! Host → helper, on the helper's stdin (a pipe, never argv, so nothing shows
-//! in `ps`): a 4-byte little-endian length, a JSON [`Control`] record, then the
-//! serialized `ContainerLaunchInfo` up to EOF. Helper → host, on the helper's
+//! in `ps`): a JSON [`Control`] record, then the serialized
+//! `ContainerLaunchInfo`, each behind a 4-byte little-endian length. Helper → host, on the helper's
 //! stdout (a pipe): one line, `ok <pid> <start time>` or `error <text>`.
 //! The `pid` checkpoint is decimal lines: pid, start time, and `1` if the
 //! supervisor is the init of its own pid namespace (else `0`; absent reads
@@ -55,30 +55,47 @@ pub enum ChannelError {
     PidFile(PathBuf),
 }
 
-/// Frames the launch data for the helper's stdin.
+/// Frames the launch data for the helper's stdin: each part behind its
+/// length, so the helper never waits for EOF (a copy of the pipe's write end
+/// in some other child of the host would withhold it forever).
 pub fn encode(control: &Control, info: &ContainerLaunchInfo) -> Result<Vec<u8>, ChannelError> {
     let json = serde_json::to_vec(control)?;
-    let len = u32::try_from(json.len()).map_err(|_| ChannelError::Truncated("control too long"))?;
-    let mut out = Vec::with_capacity(4 + json.len() + info.encoded_len());
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&json);
-    info.encode_raw(&mut out);
+    let info = info.encode_to_vec();
+    let mut out = Vec::with_capacity(8 + json.len() + info.len());
+    for part in [&json, &info] {
+        let len =
+            u32::try_from(part.len()).map_err(|_| ChannelError::Truncated("part too long"))?;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(part);
+    }
     Ok(out)
 }
 
-/// Reverses [`encode`].
-pub fn decode(bytes: &[u8]) -> Result<(Control, ContainerLaunchInfo), ChannelError> {
-    let prefix: [u8; 4] = bytes
-        .get(..4)
-        .and_then(|b| b.try_into().ok())
-        .ok_or(ChannelError::Truncated("no length prefix"))?;
-    let len = u32::from_le_bytes(prefix) as usize;
-    let json = bytes.get(4..4 + len).ok_or(ChannelError::Truncated(
-        "control record shorter than its prefix",
-    ))?;
-    let control = serde_json::from_slice(json)?;
-    let info = ContainerLaunchInfo::decode(bytes.get(4 + len..).unwrap_or_default())?;
+/// Reads one length-prefixed part.
+fn read_part(input: &mut impl std::io::Read, what: &'static str) -> Result<Vec<u8>, ChannelError> {
+    let mut prefix = [0u8; 4];
+    input
+        .read_exact(&mut prefix)
+        .map_err(|_| ChannelError::Truncated(what))?;
+    let mut part = vec![0u8; u32::from_le_bytes(prefix) as usize];
+    input
+        .read_exact(&mut part)
+        .map_err(|_| ChannelError::Truncated(what))?;
+    Ok(part)
+}
+
+/// Reads what [`encode`] framed, exactly, from `input`.
+pub fn read_from(
+    input: &mut impl std::io::Read,
+) -> Result<(Control, ContainerLaunchInfo), ChannelError> {
+    let control = serde_json::from_slice(&read_part(input, "control record")?)?;
+    let info = ContainerLaunchInfo::decode(read_part(input, "launch info")?.as_slice())?;
     Ok((control, info))
+}
+
+/// Reverses [`encode`].
+pub fn decode(mut bytes: &[u8]) -> Result<(Control, ContainerLaunchInfo), ChannelError> {
+    read_from(&mut bytes)
 }
 
 /// What the helper reported.

@@ -39,6 +39,9 @@ pub enum CommandError {
     /// Looking the user up failed.
     #[error("getpwnam({0:?}): {1}")]
     UserLookup(String, nix::Error),
+    /// A container image's passwd file cannot be read.
+    #[error("read {0}: {1}")]
+    Passwd(PathBuf, std::io::Error),
     /// A capability value that is not a known Linux capability + 1000.
     #[error("ContainerLaunchInfo.{0}: unknown capability {1}")]
     Capability(&'static str, i32),
@@ -184,6 +187,32 @@ pub fn lookup_user(name: &str, extra_groups: &[u32]) -> Result<Identity, Command
     })
 }
 
+/// Looks `name` up in a passwd file itself, without NSS: inside a
+/// container's own rootfs, NSS would read the image's `nsswitch.conf` and
+/// load its `libnss_*` modules into the privileged supervisor (the sudo
+/// chroot flaw, CVE-2025-32463). Groups as [`lookup_user`].
+pub fn lookup_user_in_passwd(
+    passwd: &Path,
+    name: &str,
+    extra_groups: &[u32],
+) -> Result<Identity, CommandError> {
+    let text =
+        std::fs::read_to_string(passwd).map_err(|e| CommandError::Passwd(passwd.into(), e))?;
+    let (uid, gid) = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&name))
+        .and_then(|f| Some((f.get(2)?.parse().ok()?, f.get(3)?.parse().ok()?)))
+        .ok_or_else(|| CommandError::UnknownUser(name.to_owned()))?;
+    let (uid, gid) = (Uid::from_raw(uid), Gid::from_raw(gid));
+    let mut groups: Vec<Gid> = extra_groups.iter().map(|g| Gid::from_raw(*g)).collect();
+    if !groups.contains(&gid) {
+        groups.push(gid);
+    }
+    Ok(Identity { uid, gid, groups })
+}
+
 fn resource(kind: RlimitType) -> Option<Resource> {
     Some(match kind {
         RlimitType::Unknown => return None,
@@ -313,7 +342,13 @@ pub fn prepare(info: &ContainerLaunchInfo, sandbox: &Path) -> Result<Prepared, C
         (cstring(&exe.to_string_lossy(), "command.value")?, argv)
     };
 
+    // With a rootfs, `prepare` runs after `pivot_root`: /etc is the image's.
     let user = match info.user.as_deref() {
+        Some(name) if info.rootfs.is_some() => Some(lookup_user_in_passwd(
+            Path::new("/etc/passwd"),
+            name,
+            &info.supplementary_groups,
+        )?),
         Some(name) => Some(lookup_user(name, &info.supplementary_groups)?),
         None => None,
     };
@@ -352,6 +387,32 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn passwd_lookup_without_nss() {
+        let dir = tempfile::tempdir().unwrap();
+        let passwd = dir.path().join("passwd");
+        std::fs::write(
+            &passwd,
+            "# image users\nroot:x:0:0::/root:/bin/sh\napp:x:1000:1001:App:/home/app:/bin/sh\nbad:x:oops:1\n",
+        )
+        .unwrap();
+        let app = lookup_user_in_passwd(&passwd, "app", &[7]).unwrap();
+        assert_eq!(
+            (app.uid.as_raw(), app.gid.as_raw(), app.groups),
+            (1000, 1001, vec![Gid::from_raw(7), Gid::from_raw(1001)])
+        );
+        for missing in ["nobody", "bad", "# image users"] {
+            assert!(matches!(
+                lookup_user_in_passwd(&passwd, missing, &[]),
+                Err(CommandError::UnknownUser(_))
+            ));
+        }
+        assert!(matches!(
+            lookup_user_in_passwd(&dir.path().join("none"), "app", &[]),
+            Err(CommandError::Passwd(..))
+        ));
     }
 
     #[test]

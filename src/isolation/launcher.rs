@@ -46,6 +46,11 @@ use crate::proto::mesos::{ContainerId, ContainerInfo};
 /// Mesos reads a missing or empty `status` file.
 pub const UNKNOWN_STATUS: i32 = libc::SIGKILL;
 
+/// How long a launch waits for the helper's report: a helper that cannot
+/// start the container (e.g. blocked joining a frozen cgroup) must not hold
+/// the launch, and any destroy of its ancestors, forever.
+const REPORT_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How long destroy waits for a killed container to be gone.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -492,16 +497,20 @@ impl Launcher {
             cgroup_procs: Vec::new(),
         };
         let mut created = false;
-        let prepared = sandbox::create(sandbox, info.user.as_deref())
-            .map_err(LauncherError::from)
-            .and_then(|()| {
-                if let Some(up) = runtime.parent() {
-                    std::fs::create_dir_all(up).map_err(io("create directory", up))?;
-                }
-                std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
-                created = true;
-                self.checkpoint_config(&runtime, info, container, sandbox)
-            });
+        let prepared = sandbox::create_in(
+            sandbox,
+            info.user.as_deref(),
+            info.rootfs.as_deref().map(Path::new),
+        )
+        .map_err(LauncherError::from)
+        .and_then(|()| {
+            if let Some(up) = runtime.parent() {
+                std::fs::create_dir_all(up).map_err(io("create directory", up))?;
+            }
+            std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
+            created = true;
+            self.checkpoint_config(&runtime, info, container, sandbox)
+        });
         let started = prepared
             .and_then(|()| {
                 let mut control = control;
@@ -625,11 +634,19 @@ impl Launcher {
             self.refill_spare();
         }
         let mut line = String::new();
-        let read = helper
-            .stdout
-            .take()
-            .map(|out| BufReader::new(out).read_line(&mut line))
-            .unwrap_or(Ok(0));
+        let read = match helper.stdout.take() {
+            Some(out) => match process::wait_readable(out.as_fd(), Some(REPORT_TIMEOUT)) {
+                Ok(true) => BufReader::new(out).read_line(&mut line),
+                Ok(false) => {
+                    return Err(err(format!(
+                        "no report within {}s",
+                        REPORT_TIMEOUT.as_secs()
+                    )));
+                }
+                Err(e) => Err(std::io::Error::other(e)),
+            },
+            None => Ok(0),
+        };
         match (written, read) {
             // The helper's own report says more than EPIPE.
             (Err(e), Ok(0) | Err(_)) => Err(err(format!("write launch data: {e}"))),

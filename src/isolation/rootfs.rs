@@ -68,18 +68,42 @@ fn io_at<'a>(
     move |e| at(call, path)(nix::Error::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
 }
 
-fn mkdir_all(path: &Path) -> Result<(), RootfsError> {
-    std::fs::create_dir_all(path).map_err(io_at("mkdir", path))
+/// `<rootfs>/<rel>` as a directory, created where missing. Every component
+/// is checked with `lstat` and a symbolic link is refused: resolved from the
+/// host's root, an image's `proc -> /` or `mnt -> /etc` would put our mounts
+/// or new directories outside the image.
+fn dir_in(rootfs: &Path, rel: &str) -> Result<PathBuf, RootfsError> {
+    let mut path = rootfs.to_path_buf();
+    for component in rel.split('/').filter(|c| !c.is_empty()) {
+        path.push(component);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(RootfsError {
+                    call: "use as a directory (a symbolic link or file in the image)",
+                    path,
+                    source: nix::Error::ENOTDIR,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&path).map_err(io_at("mkdir", &path))?;
+            }
+            Err(e) => return Err(io_at("lstat", &path)(e)),
+        }
+    }
+    Ok(path)
 }
 
 fn mount_fs(
     fstype: &'static str,
-    target: &Path,
+    under: &Path,
+    rel: &str,
     flags: MsFlags,
     data: Option<&str>,
-) -> Result<(), RootfsError> {
-    mkdir_all(target)?;
-    mount(Some(fstype), target, Some(fstype), flags, data).map_err(at("mount", target))
+) -> Result<PathBuf, RootfsError> {
+    let target = dir_in(under, rel)?;
+    mount(Some(fstype), &target, Some(fstype), flags, data).map_err(at("mount", &target))?;
+    Ok(target)
 }
 
 /// Makes `rootfs` the root of the calling process' mount namespace, with the
@@ -88,8 +112,7 @@ pub fn enter(rootfs: &Path, sandbox: &Path) -> Result<(), RootfsError> {
     let bind = MsFlags::MS_BIND | MsFlags::MS_REC;
     // pivot_root needs the new root to be a mount point.
     mount(Some(rootfs), rootfs, None::<&str>, bind, None::<&str>).map_err(at("bind", rootfs))?;
-    let sandbox_target = rootfs.join(SANDBOX_IN_ROOTFS.trim_start_matches('/'));
-    mkdir_all(&sandbox_target)?;
+    let sandbox_target = dir_in(rootfs, SANDBOX_IN_ROOTFS)?;
     mount(
         Some(sandbox),
         &sandbox_target,
@@ -100,14 +123,9 @@ pub fn enter(rootfs: &Path, sandbox: &Path) -> Result<(), RootfsError> {
     .map_err(at("bind", &sandbox_target))?;
 
     let hardened = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    mount_fs("proc", &rootfs.join("proc"), hardened, None)?;
-    mount_fs(
-        "sysfs",
-        &rootfs.join("sys"),
-        hardened | MsFlags::MS_RDONLY,
-        None,
-    )?;
-    populate_dev(&rootfs.join("dev"))?;
+    mount_fs("proc", rootfs, "proc", hardened, None)?;
+    mount_fs("sysfs", rootfs, "sys", hardened | MsFlags::MS_RDONLY, None)?;
+    populate_dev(rootfs)?;
 
     nix::unistd::chdir(rootfs).map_err(at("chdir", rootfs))?;
     // With new and old root the same directory, the old root ends up
@@ -118,11 +136,13 @@ pub fn enter(rootfs: &Path, sandbox: &Path) -> Result<(), RootfsError> {
     Ok(())
 }
 
-/// A tmpfs `/dev` with the usual character devices, links, `pts` and `shm`.
-fn populate_dev(dev: &Path) -> Result<(), RootfsError> {
-    mount_fs(
+/// A tmpfs `/dev` with the usual character devices, links, `pts` and `shm`
+/// (inside the fresh tmpfs, so nothing of the image is followed there).
+fn populate_dev(rootfs: &Path) -> Result<(), RootfsError> {
+    let dev = mount_fs(
         "tmpfs",
-        dev,
+        rootfs,
+        "dev",
         MsFlags::MS_NOSUID | MsFlags::MS_STRICTATIME,
         Some("mode=755,size=65536k"),
     )?;
@@ -145,13 +165,15 @@ fn populate_dev(dev: &Path) -> Result<(), RootfsError> {
     }
     mount_fs(
         "devpts",
-        &dev.join("pts"),
+        &dev,
+        "pts",
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
         Some("newinstance,ptmxmode=0666,mode=0620"),
     )?;
     mount_fs(
         "tmpfs",
-        &dev.join("shm"),
+        &dev,
+        "shm",
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         Some("mode=1777,size=65536k"),
     )?;

@@ -39,9 +39,24 @@ fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Sa
 /// when given, and its `stdout`/`stderr` files (0640, same owner). On a
 /// chown failure the directory is removed again, as Mesos does.
 pub fn create(path: &Path, user: Option<&str>) -> Result<(), SandboxError> {
-    let owner = match user {
-        Some(name) => Some(command::lookup_user(name, &[])?),
-        None => None,
+    create_in(path, user, None)
+}
+
+/// [`create`] for a container with its own rootfs: the user is the image's
+/// (looked up in `<rootfs>/etc/passwd`, without NSS).
+pub fn create_in(
+    path: &Path,
+    user: Option<&str>,
+    rootfs: Option<&Path>,
+) -> Result<(), SandboxError> {
+    let owner = match (user, rootfs) {
+        (Some(name), Some(root)) => Some(command::lookup_user_in_passwd(
+            &root.join("etc/passwd"),
+            name,
+            &[],
+        )?),
+        (Some(name), None) => Some(command::lookup_user(name, &[])?),
+        (None, _) => None,
     };
     std::fs::create_dir_all(path).map_err(io("create directory", path))?;
     std::fs::set_permissions(path, Permissions::from_mode(0o750))

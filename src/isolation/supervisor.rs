@@ -26,8 +26,8 @@
 //! All of them are single-threaded, so work after their forks is safe.
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{OFlag, open, openat, renameat};
@@ -52,9 +52,6 @@ const SETUP_FAILURE: i32 = 1;
 /// A helper step that failed; names the step and the path or syscall.
 #[derive(Debug, thiserror::Error)]
 pub enum HelperError {
-    /// Reading the launch data.
-    #[error("read launch data from stdin: {0}")]
-    Stdin(#[source] std::io::Error),
     /// The launch data is malformed.
     #[error(transparent)]
     Channel(#[from] channel::ChannelError),
@@ -133,12 +130,7 @@ fn run_helper() -> Result<(), HelperError> {
     // container.
     // SAFETY: close_range(3, ~0, 0) only closes descriptors; we own none yet.
     unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
-    let mut data = Vec::new();
-    std::io::stdin()
-        .lock()
-        .read_to_end(&mut data)
-        .map_err(HelperError::Stdin)?;
-    let (control, info) = channel::decode(&data)?;
+    let (control, info) = channel::read_from(&mut std::io::stdin().lock())?;
     // Opened here, by their host paths (before any `setns`); the first
     // process of the container (intermediate or supervisor) joins through
     // them before it does anything else, so nothing the container starts
@@ -163,6 +155,14 @@ fn run_helper() -> Result<(), HelperError> {
         Mode::empty(),
     )
     .map_err(at_path("open", &control.runtime_dir))?;
+    let status = openat(
+        runtime.as_fd(),
+        STATUS_FILE,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )
+    .map_err(at_path("create", control.runtime_dir.join(STATUS_FILE)))?;
+    fsync(runtime.as_fd()).map_err(at_path("fsync", &control.runtime_dir))?;
     let proc_dir = open(
         "/proc",
         OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
@@ -185,6 +185,7 @@ fn run_helper() -> Result<(), HelperError> {
     }
     let mut launch = Launch {
         cgroups,
+        status,
         control: &control,
         info: &info,
         clone,
@@ -201,16 +202,19 @@ fn run_helper() -> Result<(), HelperError> {
     // supervisor exits. The intermediate, in the parent's pid namespace, is
     // thus reaped at once by the helper, which lives in the host's: nothing
     // of this container outside its own pid namespace is left for the
-    // host to reap before the parent's namespace can end.
+    // host to reap before the parent's namespace can end. The supervisor
+    // shares the intermediate's descriptor table, so what it closes of the
+    // host's the intermediate (visible to the parent container) no longer
+    // holds either.
     let child =
         if enter.contains(CloneFlags::CLONE_NEWPID) && clone.contains(CloneFlags::CLONE_NEWPID) {
             // SAFETY: the helper is single-threaded and only waits after this;
             // the intermediate ends in `_exit`.
             unsafe {
-                vfork::spawn(move || {
+                vfork::spawn(false, move || {
                     let code = match join_cgroups(&mut launch.cgroups)
                         .and_then(|()| Ok(namespaces::create(clone)?))
-                        .and_then(|()| fork_supervisor(launch))
+                        .and_then(|()| fork_supervisor(launch, true))
                         .and_then(|supervisor| Ok(process::waitpid_raw(supervisor.as_raw(), 0)?))
                     {
                         Ok(_) => 0,
@@ -223,7 +227,7 @@ fn run_helper() -> Result<(), HelperError> {
             .map_err(|e| HelperError::Syscall("clone(CLONE_VM|CLONE_VFORK)", e))?
         } else {
             namespaces::create(clone)?;
-            fork_supervisor(launch)?
+            fork_supervisor(launch, false)?
         };
     // Returns at once: the child shared our memory and has exited.
     process::waitpid_raw(child.as_raw(), 0)?;
@@ -292,8 +296,12 @@ struct Launch<'a> {
     control: &'a Control,
     info: &'a ContainerLaunchInfo,
     clone: CloneFlags,
+    /// The host's runtime directory and procfs: the supervisor closes them
+    /// once its `pid` is checkpointed (see [`supervise`]).
     runtime: &'a OwnedFd,
     proc_dir: &'a OwnedFd,
+    /// The `status` checkpoint, created empty by the helper.
+    status: OwnedFd,
     stdout: OwnedFd,
 }
 
@@ -302,12 +310,12 @@ struct Launch<'a> {
 ///
 /// The supervisor shares the helper's memory (see [`super::vfork`]): the
 /// helper is suspended until the supervisor exits, then reaps it and exits.
-fn fork_supervisor(l: Launch<'_>) -> Result<Pid, HelperError> {
+fn fork_supervisor(l: Launch<'_>, share_files: bool) -> Result<Pid, HelperError> {
     // SAFETY: the helper (or intermediate) is single-threaded and only waits
     // after this; the supervisor ends in `_exit` and never frees what the
     // helper uses.
     unsafe {
-        vfork::spawn(move || {
+        vfork::spawn(share_files, move || {
             let code = supervise(l);
             // SAFETY: _exit is async-signal-safe; the status is on disk.
             libc::_exit(code)
@@ -364,17 +372,34 @@ fn checkpoint_and_report(l: &Launch<'_>) -> Result<(), HelperError> {
 
 /// The supervisor; returns its exit code. Writes `status` in every case
 /// after it reported the container as started.
+///
+/// It is pid 1 of the container's pid namespace, so the container can see
+/// its descriptors (`/proc/1/fd`, given CAP_SYS_PTRACE): after the `pid`
+/// checkpoint it keeps nothing of the host's but regular files — the
+/// `status` file, the sandbox logs — through which no directory of the host
+/// can be reached. The host's procfs and runtime directory are closed.
 fn supervise(mut l: Launch<'_>) -> i32 {
+    // Signals sent once the host knows the pid stay pending until the
+    // command runs, then are forwarded; none is lost or kills us meanwhile.
+    let all = SigSet::all();
+    let mut previous = SigSet::empty();
+    if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&all), Some(&mut previous)) {
+        return report_failure(&HelperError::Syscall("sigprocmask", e));
+    }
     if let Err(e) = join_cgroups(&mut l.cgroups).and_then(|()| checkpoint_and_report(&l)) {
         return report_failure(&e);
     }
+    // Raw closes: the `OwnedFd`s live in the helper's memory, and the
+    // helper still owns its own descriptors with these numbers.
+    // SAFETY: closes this process' copies; nothing here uses them again.
+    unsafe {
+        libc::close(l.runtime.as_raw_fd());
+        libc::close(l.proc_dir.as_raw_fd());
+    }
+    let status_file = l.status;
     let fail = |text: String| -> i32 {
         write_fd(2, &format!("nestguard-launch: {text}\n"));
-        let _ = write_at(
-            l.runtime,
-            STATUS_FILE,
-            format!("{}", SETUP_FAILURE << 8).as_bytes(),
-        );
+        let _ = write_status(&status_file, SETUP_FAILURE << 8);
         SETUP_FAILURE
     };
     if let Err(e) = nix::unistd::dup2_stdout(&l.stdout) {
@@ -384,25 +409,34 @@ fn supervise(mut l: Launch<'_>) -> i32 {
         Ok(p) => p,
         Err(text) => return fail(text),
     };
-    let all = SigSet::all();
-    let mut previous = SigSet::empty();
-    if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&all), Some(&mut previous)) {
-        return fail(format!("sigprocmask: {e}"));
-    }
     // SAFETY: single-threaded supervisor, suspended until the command execs;
     // the command ends in `execve` or `_exit`.
-    let child = match unsafe { vfork::spawn(|| exec_command(&prepared, &previous)) } {
+    let child = match unsafe { vfork::spawn(false, || exec_command(&prepared, &previous)) } {
         Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
         Ok(child) => child,
     };
     let status = forward_and_reap(child);
-    match write_at(l.runtime, STATUS_FILE, status.to_string().as_bytes()) {
+    match write_status(&status_file, status) {
         Ok(()) => 0,
         Err(e) => {
             write_fd(2, &format!("nestguard-launch: {e}\n"));
             SETUP_FAILURE
         }
     }
+}
+
+/// Fills the `status` checkpoint (created empty by the helper, its entry
+/// already durable): one write of the decimal status, then fsync. Readers
+/// look only once the supervisor is gone; an empty file reads as unknown
+/// (9), as Mesos reads a missing or empty one.
+fn write_status(file: &OwnedFd, status: i32) -> Result<(), HelperError> {
+    let text = status.to_string();
+    let written =
+        nix::sys::uio::pwrite(file, text.as_bytes(), 0).map_err(at_path("write", STATUS_FILE))?;
+    if written != text.len() {
+        return Err(HelperError::Syscall("write(status)", nix::Error::EIO));
+    }
+    fsync(file.as_fd()).map_err(at_path("fsync", STATUS_FILE))
 }
 
 /// In-container setup that needs the supervisor's namespaces.

@@ -78,24 +78,23 @@ impl Drop for Stack {
 /// child has called `execve` or exited, with its pid. `child` must end in
 /// `execve` or `_exit` (its return value becomes the exit code otherwise);
 /// see the module rules. The new process gets SIGCHLD as exit signal, so the
-/// caller waits for it like a forked child.
+/// caller waits for it like a forked child. With `share_files` it also
+/// shares the descriptor table (`CLONE_FILES`): what it closes, the caller
+/// no longer holds either.
 ///
 /// # Safety
 ///
 /// The caller must be single-threaded (the suspended parent is the only
 /// other user of the memory) and `child` must follow the module's rules.
-pub unsafe fn spawn(child: impl FnOnce() -> i32) -> nix::Result<Pid> {
+pub unsafe fn spawn(share_files: bool, child: impl FnOnce() -> i32) -> nix::Result<Pid> {
     let mut stack = Stack::new(STACK_SIZE)?;
     let mut child = Some(child);
     let callback = Box::new(move || -> isize { child.take().map_or(127, |f| f() as isize) });
+    let mut flags = CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK;
+    if share_files {
+        flags |= CloneFlags::CLONE_FILES;
+    }
     // SAFETY: the caller guarantees the module's rules; the stack outlives
     // the child's use of it (CLONE_VFORK: we return after it exec'd/exited).
-    unsafe {
-        nix::sched::clone(
-            callback,
-            stack.as_slice(),
-            CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
-            Some(libc::SIGCHLD),
-        )
-    }
+    unsafe { nix::sched::clone(callback, stack.as_slice(), flags, Some(libc::SIGCHLD)) }
 }

@@ -15,10 +15,17 @@ use rustix::process::{Pid, Signal, kill_process};
 use super::error::{CgroupError, Result};
 use super::fsops;
 
-/// Longest pause between two checks of a freeze or of processes dying:
-/// killing a pod's hundreds of processes takes tens of milliseconds, and a
-/// longer pause would mostly be overshoot.
+/// Longest pause between two checks of a freeze or of processes dying, for
+/// the first [`FAST_PHASE`]: killing a pod's hundreds of processes takes tens
+/// of milliseconds, and a longer pause would mostly be overshoot.
 const MAX_PAUSE: Duration = Duration::from_millis(1);
+
+/// After this, pauses grow to [`SLOW_PAUSE`]: a task stuck in the kernel
+/// must not make us re-read `cgroup.procs` a thousand times a second.
+const FAST_PHASE: Duration = Duration::from_millis(100);
+
+/// Longest pause once the fast phase is over.
+const SLOW_PAUSE: Duration = Duration::from_millis(20);
 
 /// How long a freeze may take before we fall back to kill-until-empty.
 const FREEZE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -57,7 +64,7 @@ fn all_empty(dirs: &[PathBuf]) -> Result<bool> {
 /// (a process moved in after the freeze, or one that escaped it).
 fn wait_empty(dirs: &[PathBuf], top: &Path, timeout: Duration) -> Result<()> {
     let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_micros(200);
+    let mut backoff = Backoff::new(Duration::from_micros(200));
     loop {
         if all_empty(dirs)? {
             return Ok(());
@@ -69,15 +76,35 @@ fn wait_empty(dirs: &[PathBuf], top: &Path, timeout: Duration) -> Result<()> {
                 timeout,
             });
         }
-        thread::sleep(pause);
-        pause = (pause * 2).min(MAX_PAUSE);
+        backoff.sleep();
         signal_all(dirs)?;
     }
 }
 
-fn sleep_step(pause: &mut Duration) {
-    thread::sleep(*pause);
-    *pause = (*pause * 2).min(MAX_PAUSE);
+/// Exponential pauses between checks: capped at [`MAX_PAUSE`] during the
+/// first [`FAST_PHASE`], at [`SLOW_PAUSE`] after.
+struct Backoff {
+    started: Instant,
+    pause: Duration,
+}
+
+impl Backoff {
+    fn new(first: Duration) -> Backoff {
+        Backoff {
+            started: Instant::now(),
+            pause: first,
+        }
+    }
+
+    fn sleep(&mut self) {
+        thread::sleep(self.pause);
+        let cap = if self.started.elapsed() < FAST_PHASE {
+            MAX_PAUSE
+        } else {
+            SLOW_PAUSE
+        };
+        self.pause = (self.pause * 2).min(cap);
+    }
 }
 
 /// Removes several subtrees (one per v1 hierarchy) concurrently: each rmdir
@@ -115,7 +142,7 @@ pub(crate) fn remove_subtrees(dirs: &[PathBuf], timeout: Duration) -> Result<()>
 fn freeze_v1(dir: &Path) -> Result<bool> {
     let state = dir.join("freezer.state");
     let deadline = Instant::now() + FREEZE_TIMEOUT;
-    let mut pause = Duration::from_micros(100);
+    let mut backoff = Backoff::new(Duration::from_micros(100));
     loop {
         // Re-writing FROZEN retries the tasks that were busy last time.
         fsops::write(&state, "FROZEN")?;
@@ -125,7 +152,7 @@ fn freeze_v1(dir: &Path) -> Result<bool> {
         if Instant::now() >= deadline {
             return Ok(false);
         }
-        sleep_step(&mut pause);
+        backoff.sleep();
     }
 }
 
@@ -174,9 +201,9 @@ fn kill_v2_with(dir: &Path, timeout: Duration, use_kill_file: bool) -> Result<()
         let freeze = dir.join("cgroup.freeze");
         fsops::write(&freeze, "1")?;
         let deadline = Instant::now() + FREEZE_TIMEOUT;
-        let mut pause = Duration::from_millis(1);
+        let mut backoff = Backoff::new(Duration::from_millis(1));
         while !is_frozen_v2(dir)? && Instant::now() < deadline {
-            sleep_step(&mut pause);
+            backoff.sleep();
         }
         signal_all(&dirs)?;
         fsops::write(&freeze, "0")?;
