@@ -16,6 +16,14 @@
 //! stay behind in the parent's heap, which is harmless for parents that only
 //! wait and exit.
 //!
+//! Side effects of sharing an address space, accepted: the memory of the
+//! intermediate and the supervisor is charged to the helper's memory cgroup
+//! (the address space's owner), a few hundred kilobytes outside the
+//! container's limit; and the OOM killer kills every process of an address
+//! space together, so an OOM kill of the supervisor also takes the helper —
+//! which only waits for it anyway (the container's processes after `execve`
+//! have their own address spaces and are charged to the container).
+//!
 //! `nix::sched::clone` does the syscall; this module adds the stack (mapped,
 //! with a guard page, so an overflow faults instead of corrupting the heap).
 
