@@ -176,15 +176,18 @@ pub fn lookup_user(name: &str, extra_groups: &[u32]) -> Result<Identity, Command
     let user = User::from_name(name)
         .map_err(|e| CommandError::UserLookup(name.to_owned(), e))?
         .ok_or_else(|| CommandError::UnknownUser(name.to_owned()))?;
-    let mut groups: Vec<Gid> = extra_groups.iter().map(|g| Gid::from_raw(*g)).collect();
-    if !groups.contains(&user.gid) {
-        groups.push(user.gid);
+    Ok(Identity::new(user.uid, user.gid, extra_groups))
+}
+
+impl Identity {
+    /// A user with the launch info's extra groups plus its primary group.
+    fn new(uid: Uid, gid: Gid, extra_groups: &[u32]) -> Identity {
+        let mut groups: Vec<Gid> = extra_groups.iter().map(|g| Gid::from_raw(*g)).collect();
+        if !groups.contains(&gid) {
+            groups.push(gid);
+        }
+        Identity { uid, gid, groups }
     }
-    Ok(Identity {
-        uid: user.uid,
-        gid: user.gid,
-        groups,
-    })
 }
 
 /// Looks `name` up in a passwd file itself, without NSS: inside a
@@ -205,12 +208,11 @@ pub fn lookup_user_in_passwd(
         .find(|f| f.first() == Some(&name))
         .and_then(|f| Some((f.get(2)?.parse().ok()?, f.get(3)?.parse().ok()?)))
         .ok_or_else(|| CommandError::UnknownUser(name.to_owned()))?;
-    let (uid, gid) = (Uid::from_raw(uid), Gid::from_raw(gid));
-    let mut groups: Vec<Gid> = extra_groups.iter().map(|g| Gid::from_raw(*g)).collect();
-    if !groups.contains(&gid) {
-        groups.push(gid);
-    }
-    Ok(Identity { uid, gid, groups })
+    Ok(Identity::new(
+        Uid::from_raw(uid),
+        Gid::from_raw(gid),
+        extra_groups,
+    ))
 }
 
 fn resource(kind: RlimitType) -> Option<Resource> {

@@ -835,7 +835,10 @@ impl Agent {
                 .iter()
                 .any(|s| s.container_id.parent.is_none() && &s.container_id.value == id);
             if !managed {
-                let _ = std::fs::remove_dir_all(self.layout.standalones_meta().join(id));
+                let _ = std::fs::remove_dir_all(self.layout.standalone_meta(&ContainerId {
+                    value: id.clone(),
+                    parent: None,
+                }));
             }
         }
         if let Some(isolator) = &self.modules.isolator {
