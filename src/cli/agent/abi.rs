@@ -68,6 +68,7 @@ abi_functions! {
     authorizer_authorize = "nestguard_authorizer_authorize": fn(*const c_void, *const u8, usize, *mut bool) -> u32;
     authorizer_explain = "nestguard_authorizer_explain": fn(*const c_void, *const u8, usize, *mut c_char, usize, *mut usize) -> u32;
     authorizer_free = "nestguard_authorizer_free": fn(*mut c_void) -> ();
+    authorizer_reload = "nestguard_authorizer_reload": fn(*const c_void) -> u32;
     credentials_load = "nestguard_credentials_load": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
     credentials_free = "nestguard_credentials_free": fn(*mut c_void) -> ();
     http_authenticator_new = "nestguard_http_authenticator_new": fn(*const c_char, usize, *const c_void, *const c_char, usize, bool, *mut *mut c_void) -> u32;
@@ -150,6 +151,7 @@ unsafe impl Sync for Handle {}
 pub struct Authorizer {
     abi: Arc<Abi>,
     handle: Handle,
+    file: Option<std::path::PathBuf>,
 }
 
 impl Authorizer {
@@ -173,12 +175,14 @@ impl Authorizer {
         };
         let mut out = std::ptr::null_mut();
         let trimmed = acls.trim_start();
+        let mut file = None;
         let code = if trimmed.starts_with('{') {
             let (p, n) = text(acls);
             // SAFETY: valid text and out pointer.
             unsafe { (abi.f.authorizer_new)(p, n, strict, &mut out) }
         } else {
             let path = acls.strip_prefix("file://").unwrap_or(acls);
+            file = Some(std::path::PathBuf::from(path));
             let (p, n) = text(path);
             // SAFETY: valid text and out pointer.
             unsafe { (abi.f.authorizer_new_from_file)(p, n, strict, &mut out) }
@@ -189,7 +193,22 @@ impl Authorizer {
         Ok(Authorizer {
             abi: abi.clone(),
             handle: Handle(out),
+            file,
         })
+    }
+
+    /// The ACL file the policy was read from (None: inline JSON).
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Re-reads the ACL file and swaps the new policy in; on error the
+    /// previous policy stays in force (the library guarantees it) and the
+    /// error says why.
+    pub fn reload(&self) -> Result<(), AbiFailure> {
+        // SAFETY: live handle.
+        let code = unsafe { (self.abi.f.authorizer_reload)(self.handle.0) };
+        self.abi.check(code)
     }
 
     /// `authorized(request)`.

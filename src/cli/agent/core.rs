@@ -131,6 +131,103 @@ fn merge_env(layers: &[&Environment]) -> Environment {
     Environment { variables: merged }
 }
 
+/// Who asked, for the decision log: the principal, `token for <cid>` for
+/// an executor token, or `anonymous`. Claims other than `cid` stay out.
+fn subject_text(subject: Option<&Subject>) -> String {
+    let Some(subject) = subject else {
+        return "anonymous".into();
+    };
+    if let Some(value) = &subject.value {
+        return value.clone();
+    }
+    let cid = subject
+        .claims
+        .iter()
+        .flat_map(|c| c.labels.iter())
+        .find(|l| l.key == "cid" || l.key == "cid_prefix")
+        .and_then(|l| l.value.clone())
+        .unwrap_or_default();
+    format!("token for {cid}")
+}
+
+/// The parts of an object ACLs look at (users and the container ID); never
+/// a command line or an environment, which may carry secrets.
+fn object_text(object: Option<&Object>) -> String {
+    let Some(o) = object else {
+        return String::new();
+    };
+    let mut parts = Vec::new();
+    if let Some(id) = &o.container_id {
+        parts.push(format!("container_id={}", to_dotted(id)));
+    }
+    if let Some(u) = o
+        .executor_info
+        .as_ref()
+        .and_then(|e| e.command.as_ref())
+        .and_then(|c| c.user.as_ref())
+    {
+        parts.push(format!("executor_user={u}"));
+    }
+    if let Some(u) = o.framework_info.as_ref().map(|f| &f.user) {
+        parts.push(format!("framework_user={u}"));
+    }
+    if let Some(c) = &o.command_info {
+        parts.push(format!(
+            "command_user={}",
+            c.user.as_deref().unwrap_or("<none>")
+        ));
+    }
+    if let Some(t) = &o.task_info {
+        parts.push(format!("task_id={}", t.task_id.value));
+        if let Some(u) = t.command.as_ref().and_then(|c| c.user.as_ref()) {
+            parts.push(format!("task_user={u}"));
+        }
+    }
+    parts.join(" ")
+}
+
+/// The deciding ACL from the library's explanation JSON: `list[index]`
+/// (with its line), or `no entry of list matched, permissive=...`, or the
+/// implicit approver that decided.
+fn deciding_acl(explanation: Option<&str>) -> String {
+    let Some(v) = explanation.and_then(|e| serde_json::from_str::<serde_json::Value>(e).ok())
+    else {
+        return "unknown (no explanation)".into();
+    };
+    let list = v["list"].as_str();
+    match (list, v["index"].as_u64()) {
+        (Some(list), Some(index)) => match v["line"].as_u64() {
+            Some(line) => format!("{list}[{index}] (line {line})"),
+            None => format!("{list}[{index}]"),
+        },
+        (Some(list), None) => format!(
+            "no entry of {list} matched, permissive={}",
+            v["permissive"].as_bool().unwrap_or(false)
+        ),
+        _ => v["decided_by"].as_str().unwrap_or("unknown").to_owned(),
+    }
+}
+
+/// Writes one decision to the decision log (`nestguard::decision`): who,
+/// what, on which object, the decision and the deciding ACL. The operator's
+/// explanation lives here (and behind `nestguard acls explain`), never in a
+/// response body.
+fn log_decision(request: &Request, allowed: bool, acl: &str) {
+    let action = request
+        .action
+        .and_then(|a| Action::try_from(a).ok())
+        .unwrap_or(Action::Unknown);
+    tracing::info!(
+        target: "nestguard::decision",
+        principal = %subject_text(request.subject.as_ref()),
+        action = action.as_str_name(),
+        object = %object_text(request.object.as_ref()),
+        decision = if allowed { "allow" } else { "deny" },
+        acl,
+        "authorization decision"
+    );
+}
+
 impl Agent {
     /// Creates the agent; call [`Agent::recover`] before serving.
     pub fn new(modules: Modules, layout: Layout, nestguard_exe: PathBuf) -> Agent {
@@ -159,6 +256,11 @@ impl Agent {
     }
 
     // ----- authorization -------------------------------------------------
+
+    /// The authorizer module, if any (for reloads).
+    pub fn authorizer(&self) -> Option<&Authorizer> {
+        self.modules.authorizer.as_ref()
+    }
 
     /// The object Mesos builds for a container call (§3.7).
     fn object(&self, id: &ContainerId, command: Option<&CommandInfo>, nested: bool) -> Object {
@@ -212,22 +314,43 @@ impl Agent {
             tracing::warn!(error = %e, "authorizer failed; denying");
             false
         });
-        let principal = subject
-            .and_then(|s| s.value.clone())
-            .unwrap_or_else(|| "<claims or anonymous>".into());
+        let acl = if allowed {
+            String::new()
+        } else {
+            deciding_acl(authorizer.explain(&request).ok().as_deref())
+        };
+        log_decision(&request, allowed, &acl);
         if allowed {
-            tracing::info!(
-                principal,
-                action = action.as_str_name(),
-                decision = "allow",
-                "authorized"
-            );
             Ok(())
         } else {
-            let why = authorizer.explain(&request).unwrap_or_default();
-            tracing::info!(principal, action = action.as_str_name(), decision = "deny", explanation = %why, "forbidden");
-            Err(ApiError::Forbidden(why))
+            Err(ApiError::Forbidden(acl))
         }
+    }
+
+    /// A decision that filters a listing rather than answering 403: no
+    /// explanation is computed, the decision log gets it at debug level.
+    fn allowed_to_view(&self, subject: Option<&Subject>, action: Action, object: Object) -> bool {
+        let Some(authorizer) = &self.modules.authorizer else {
+            return true;
+        };
+        let request = Request {
+            subject: subject.cloned(),
+            action: Some(action as i32),
+            object: Some(object),
+        };
+        let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "authorizer failed; denying");
+            false
+        });
+        tracing::debug!(
+            target: "nestguard::decision",
+            principal = %subject_text(request.subject.as_ref()),
+            action = action.as_str_name(),
+            object = %object_text(request.object.as_ref()),
+            decision = if allowed { "allow" } else { "deny" },
+            "view filter"
+        );
+        allowed
     }
 
     // ----- launch ----------------------------------------------------------
@@ -607,32 +730,106 @@ impl Agent {
         Ok(())
     }
 
-    /// GET_CONTAINERS: every known container with its executor.
+    /// GET_CONTAINERS as Mesos' `Http::__containers` filters it: each live
+    /// executor container the subject may VIEW_CONTAINER (object: executor
+    /// and framework info) is listed with its framework and executor; every
+    /// other container is listed by ID only, nested ones with `show_nested`,
+    /// standalone ones with `show_standalone`, under a root the subject may
+    /// see (an authorized executor, or VIEW_STANDALONE_CONTAINER on the
+    /// standalone root's ID).
     pub fn list(
         &self,
+        subject: Option<&Subject>,
         show_nested: bool,
+        show_standalone: bool,
     ) -> Vec<mesos::v1::agent::response::get_containers::Container> {
         use mesos::v1::agent::response::get_containers::Container;
-        let state = lock(&self.state);
-        state
-            .containers
-            .values()
-            .filter(|c| show_nested || c.id.parent.is_none())
-            .filter(|c| c.termination.borrow().is_none())
-            .map(|c| {
-                let exec = state.executors.get(&container_id::root(&c.id).value);
-                Container {
-                    framework_id: exec
-                        .and_then(|e| e.framework.id.as_ref())
-                        .and_then(|f| nestguard::proto::convert(f).ok()),
-                    executor_id: exec
-                        .and_then(|e| nestguard::proto::convert(&e.executor.executor_id).ok()),
-                    executor_name: exec.and_then(|e| e.executor.name.clone()),
-                    container_id: nestguard::proto::convert(&c.id).unwrap_or_default(),
+        let (executors, containers) = {
+            let state = lock(&self.state);
+            let live = |id: &ContainerId| {
+                state
+                    .containers
+                    .get(&to_dotted(id))
+                    .is_some_and(|c| c.termination.borrow().is_none())
+            };
+            let executors: Vec<ExecutorRecord> = state
+                .executors
+                .values()
+                .filter(|e| live(&e.container_id))
+                .cloned()
+                .collect();
+            let containers: Vec<ContainerId> = state
+                .containers
+                .values()
+                .filter(|c| c.termination.borrow().is_none())
+                .map(|c| c.id.clone())
+                .collect();
+            (executors, containers)
+        };
+        let executor_roots: std::collections::HashSet<String> = executors
+            .iter()
+            .map(|e| e.container_id.value.clone())
+            .collect();
+        let mut out = Vec::new();
+        let mut authorized_roots = std::collections::HashSet::new();
+        for e in &executors {
+            let object = Object {
+                executor_info: Some(e.executor.clone()),
+                framework_info: Some(e.framework.clone()),
+                ..Default::default()
+            };
+            if !self.allowed_to_view(subject, Action::ViewContainer, object) {
+                continue;
+            }
+            authorized_roots.insert(e.container_id.value.clone());
+            out.push(Container {
+                framework_id: e
+                    .executor
+                    .framework_id
+                    .as_ref()
+                    .or(e.framework.id.as_ref())
+                    .and_then(|f| nestguard::proto::convert(f).ok()),
+                executor_id: nestguard::proto::convert(&e.executor.executor_id).ok(),
+                executor_name: e.executor.name.clone(),
+                container_id: nestguard::proto::convert(&e.container_id).unwrap_or_default(),
+                ..Default::default()
+            });
+        }
+        let mut standalone_allowed: HashMap<String, bool> = HashMap::new();
+        for id in containers {
+            let nested = id.parent.is_some();
+            let root = container_id::root(&id).clone();
+            if !nested && executor_roots.contains(&id.value) {
+                continue; // an executor container, listed above
+            }
+            let root_standalone = !executor_roots.contains(&root.value);
+            if nested && !show_nested {
+                continue;
+            }
+            if !nested && root_standalone && !show_standalone {
+                continue;
+            }
+            let visible = if root_standalone {
+                *standalone_allowed
+                    .entry(root.value.clone())
+                    .or_insert_with(|| {
+                        let object = Object {
+                            container_id: Some(root.clone()),
+                            ..Default::default()
+                        };
+                        self.allowed_to_view(subject, Action::ViewStandaloneContainer, object)
+                    })
+            } else {
+                authorized_roots.contains(&root.value)
+            };
+            if visible {
+                out.push(Container {
+                    container_id: nestguard::proto::convert(&id).unwrap_or_default(),
                     ..Default::default()
-                }
-            })
-            .collect()
+                });
+            }
+        }
+        out
     }
 
     // ----- pods -------------------------------------------------------------

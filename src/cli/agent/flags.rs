@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{ArgAction, Args};
 
@@ -59,6 +60,39 @@ pub struct AgentFlags {
     /// (default: next to this executable).
     #[arg(long)]
     pub library: Option<PathBuf>,
+    /// A client must send a request's whole header within this (slow-loris
+    /// guard). Mesos-style duration: `10secs`, `500ms`, `2mins`.
+    #[arg(long, default_value = "10secs", value_parser = parse_duration)]
+    pub http_header_read_timeout: Duration,
+    /// A connection with no request in progress is closed after this.
+    #[arg(long, default_value = "60secs", value_parser = parse_duration)]
+    pub http_idle_timeout: Duration,
+    /// Once a request is authenticated, its body must arrive within this.
+    #[arg(long, default_value = "30secs", value_parser = parse_duration)]
+    pub http_body_read_timeout: Duration,
+    /// Connections served at once; further clients wait in the listen
+    /// backlog until one closes.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_http_connections: u32,
+    /// Bytes of a request body read before authentication (to answer 401 and
+    /// keep the connection); a larger body closes the connection.
+    #[arg(long, default_value_t = 4096)]
+    pub max_unauthenticated_body_bytes: usize,
+    /// Largest request body accepted from an authenticated client (413 beyond).
+    #[arg(long, default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+}
+
+/// Parses a Mesos-style duration (`10secs`, `500ms`, `2mins`, `1hrs`,
+/// `1days`, `1weeks`; also `10s`); zero is refused because a zero timeout
+/// would close every connection.
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(value.trim())
+        .map_err(|e| format!("'{value}' is not a duration like 10secs or 500ms: {e}"))?;
+    if duration.is_zero() {
+        return Err(format!("'{value}' must be longer than zero"));
+    }
+    Ok(duration)
 }
 
 impl AgentFlags {
@@ -126,5 +160,40 @@ mod tests {
             Wrapper::try_parse_from(["x", "--work_dir=/w", "--authenticate_http_readwrite=false"])
                 .unwrap();
         assert!(!w.flags.authenticate_http_readwrite);
+        assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(10));
+        assert_eq!(w.flags.max_http_connections, 256);
+    }
+
+    #[test]
+    fn mesos_durations() {
+        for (text, want) in [
+            ("10secs", Duration::from_secs(10)),
+            ("500ms", Duration::from_millis(500)),
+            ("2mins", Duration::from_secs(120)),
+            ("1hrs", Duration::from_secs(3600)),
+            ("1days", Duration::from_secs(86400)),
+            ("1weeks", Duration::from_secs(7 * 86400)),
+            ("10ns", Duration::from_nanos(10)),
+            ("3us", Duration::from_micros(3)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text}");
+        }
+        for bad in ["", "10", "ten secs", "0secs", "-1secs"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        let w = Wrapper::try_parse_from([
+            "x",
+            "--work_dir=/w",
+            "--http_header_read_timeout=2secs",
+            "--http_idle_timeout=500ms",
+            "--max_http_connections=3",
+        ])
+        .unwrap();
+        assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(2));
+        assert_eq!(w.flags.http_idle_timeout, Duration::from_millis(500));
+        assert_eq!(w.flags.max_http_connections, 3);
+        assert!(
+            Wrapper::try_parse_from(["x", "--work_dir=/w", "--max_http_connections=0"]).is_err()
+        );
     }
 }

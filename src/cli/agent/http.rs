@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
+use axum::{Router, http};
+use http_body_util::{BodyExt, Limited};
 use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::mesos::v1::agent::{Call, call, response};
 use nestguard::proto::mesos::{self, ContainerId, v1};
@@ -25,15 +27,40 @@ pub struct Server {
     pub agent: Arc<Agent>,
     /// Set when `--authenticate_http_readwrite`.
     pub authenticator: Option<HttpAuthenticator>,
+    /// How much of a body is read, and how long for.
+    pub bodies: BodyLimits,
 }
 
-/// The routes.
+/// Request body limits (from the agent's flags).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    /// Bytes read (and dropped) before a 401, to keep the connection.
+    pub unauthenticated: usize,
+    /// Largest body of an authenticated request.
+    pub max: usize,
+    /// An authenticated body must arrive within this.
+    pub read_timeout: std::time::Duration,
+}
+
+/// The authenticated principal (None: authentication is off), set by the
+/// front door for every route behind it.
+#[derive(Debug, Clone)]
+pub struct Principal(pub Option<Subject>);
+
+/// The routes. Every API route is behind [`front_door`]; `/health` is
+/// open, as Mesos' is.
 pub fn router(server: Arc<Server>) -> Router {
     Router::new()
         .route("/api/v1", any(api))
         .route("/slave(1)/api/v1", any(api))
         .route("/nestguard/v1/pods", post(launch_pod))
         .route("/nestguard/v1/pods/{id}", get(pod_status).delete(kill_pod))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&server),
+            front_door,
+        ))
+        // The front door enforces the body limit itself.
+        .layer(DefaultBodyLimit::disable())
         .route("/health", get(|| async { "OK" }))
         .with_state(server)
 }
@@ -42,18 +69,29 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response {
     (status, body.into()).into_response()
 }
 
+/// Mesos' body of a 401 (libprocess' `Unauthorized`): nothing about why.
+pub const UNAUTHORIZED_BODY: &str = "401 Unauthorized.";
+/// Mesos' body of a 403 (libprocess' `Forbidden()`): no ACL internals. The
+/// explanation goes to the decision log instead.
+pub const FORBIDDEN_BODY: &str = "403 Forbidden.";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match self {
             ApiError::BadRequest(m) => text(StatusCode::BAD_REQUEST, m),
-            ApiError::Forbidden(why) => text(StatusCode::FORBIDDEN, why),
+            ApiError::Forbidden(why) => {
+                // Already in the decision log; never in the body.
+                tracing::debug!(reason = %why, "403");
+                text(StatusCode::FORBIDDEN, FORBIDDEN_BODY)
+            }
             ApiError::NotFound(m) => text(StatusCode::NOT_FOUND, m),
             ApiError::Internal(m) => text(StatusCode::INTERNAL_SERVER_ERROR, m),
         }
     }
 }
 
-/// Authenticates the request; `Err` is the 401 to send.
+/// Authenticates the request from its headers alone; `Err` is the response
+/// to send (401, or 500 when the authenticator failed).
 fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>, Box<Response>> {
     let Some(authenticator) = &server.authenticator else {
         return Ok(None);
@@ -64,7 +102,7 @@ fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>,
     match authenticator.authenticate(header) {
         Ok(Authentication::Principal(subject)) => Ok(Some(subject)),
         Ok(Authentication::Unauthorized(challenge)) => {
-            let mut response = text(StatusCode::UNAUTHORIZED, "");
+            let mut response = text(StatusCode::UNAUTHORIZED, UNAUTHORIZED_BODY);
             if let Ok(value) = HeaderValue::from_str(&challenge) {
                 response
                     .headers_mut()
@@ -72,11 +110,104 @@ fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>,
             }
             Err(Box::new(response))
         }
-        Err(e) => Err(Box::new(text(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            e.to_string(),
-        ))),
+        Err(e) => {
+            tracing::warn!(error = %e, "HTTP authenticator failed");
+            Err(Box::new(text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "500 Internal Server Error.",
+            )))
+        }
     }
+}
+
+/// Authenticates every request before anything looks at its body (Mesos
+/// authenticates first too, but has read the whole body by then): an
+/// unauthenticated client gets 401 whatever its body, and at most
+/// `--max_unauthenticated_body_bytes` of that body are read (to keep the
+/// connection usable); a longer one closes the connection. An
+/// authenticated body is read up to `--max_body_bytes` (413 beyond) within
+/// `--http_body_read_timeout` (408 after).
+async fn front_door(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
+    let limits = server.bodies;
+    let announced = announced_length(request.headers());
+    let subject = match authenticate(&server, request.headers()) {
+        Ok(subject) => subject,
+        Err(response) => {
+            if announced.is_some_and(|n| n > limits.unauthenticated as u64) {
+                // Not a byte of it is read (nor `100 Continue` sent).
+                return closing(*response);
+            }
+            return drain_then(*response, request.into_body(), &limits).await;
+        }
+    };
+    if announced.is_some_and(|n| n > limits.max as u64) {
+        return closing(too_large(limits.max));
+    }
+    let (parts, body) = request.into_parts();
+    let collected = tokio::time::timeout(
+        limits.read_timeout,
+        Limited::new(body, limits.max).collect(),
+    )
+    .await;
+    let bytes = match collected {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return closing(too_large(limits.max));
+        }
+        Ok(Err(e)) => {
+            return closing(text(
+                StatusCode::BAD_REQUEST,
+                format!("Failed to read the request body: {e}"),
+            ));
+        }
+        Err(_) => {
+            return closing(text(
+                StatusCode::REQUEST_TIMEOUT,
+                "The request body did not arrive in time",
+            ));
+        }
+    };
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    request.extensions_mut().insert(Principal(subject));
+    next.run(request).await
+}
+
+/// The `Content-Length` the client announced, if any.
+fn announced_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn too_large(max: usize) -> Response {
+    text(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Request body exceeds {max} bytes"),
+    )
+}
+
+/// Reads and drops at most `limits.unauthenticated` bytes of a rejected
+/// request's body, then sends `response`; a body longer than that (or not
+/// there in time) is left unread and the connection closed after the response.
+async fn drain_then(response: Response, body: Body, limits: &BodyLimits) -> Response {
+    let drained = tokio::time::timeout(
+        limits.read_timeout.min(std::time::Duration::from_secs(1)),
+        Limited::new(body, limits.unauthenticated).collect(),
+    )
+    .await;
+    match drained {
+        Ok(Ok(_)) => response,
+        _ => closing(response),
+    }
+}
+
+/// Asks hyper to close the connection after this response.
+fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+    response
 }
 
 fn unversioned(id: &v1::ContainerId) -> ContainerId {
@@ -97,6 +228,7 @@ fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
 
 async fn api(
     State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
@@ -104,10 +236,6 @@ async fn api(
     let (call, format) = match decode_call(&method, &headers, &body) {
         Ok(ok) => ok,
         Err(rejection) => return text(rejection.0, rejection.1),
-    };
-    let subject = match authenticate(&server, &headers) {
-        Ok(s) => s,
-        Err(response) => return *response,
     };
     match dispatch(&server.agent, subject.as_ref(), call, format).await {
         Ok(response) => response,
@@ -296,12 +424,12 @@ async fn dispatch(
             Ok(StatusCode::OK.into_response())
         }
         call::Type::GetContainers => {
-            let show_nested = call
-                .get_containers
-                .as_ref()
-                .and_then(|g| g.show_nested)
-                .unwrap_or(false);
-            let containers = agent.list(show_nested);
+            let get = call.get_containers.unwrap_or_default();
+            let containers = agent.list(
+                subject,
+                get.show_nested.unwrap_or(false),
+                get.show_standalone.unwrap_or(false),
+            );
             let response = v1::agent::Response {
                 r#type: Some(response::Type::GetContainers as i32),
                 get_containers: Some(response::GetContainers { containers }),
@@ -318,13 +446,9 @@ async fn dispatch(
 
 async fn launch_pod(
     State(server): State<Arc<Server>>,
-    headers: HeaderMap,
+    Extension(Principal(subject)): Extension<Principal>,
     body: Bytes,
 ) -> Response {
-    let subject = match authenticate(&server, &headers) {
-        Ok(s) => s,
-        Err(response) => return *response,
-    };
     let Ok(text_body) = std::str::from_utf8(&body) else {
         return text(StatusCode::BAD_REQUEST, "the pod spec is not UTF-8");
     };
@@ -344,12 +468,9 @@ async fn launch_pod(
 
 async fn pod_status(
     State(server): State<Arc<Server>>,
-    headers: HeaderMap,
+    Extension(Principal(_subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(response) = authenticate(&server, &headers) {
-        return *response;
-    }
     let Some(exec) = server.agent.executor(&id) else {
         return text(
             StatusCode::NOT_FOUND,
@@ -377,12 +498,9 @@ async fn pod_status(
 
 async fn kill_pod(
     State(server): State<Arc<Server>>,
-    headers: HeaderMap,
+    Extension(Principal(_subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(response) = authenticate(&server, &headers) {
-        return *response;
-    }
     let agent = Arc::clone(&server.agent);
     match blocking(move || agent.kill_pod(&id)).await {
         Ok(t) => (

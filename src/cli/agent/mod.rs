@@ -8,11 +8,13 @@
 
 pub mod abi;
 mod core;
+mod door;
 pub mod flags;
 mod http;
 pub mod manifest;
 mod media;
 mod paths;
+mod reload;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -181,14 +183,24 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         agent.set_endpoint(address.to_string());
         let recovering = Arc::clone(&agent);
         tokio::task::spawn_blocking(move || recovering.recover()).await??;
+        // Before announcing: from then on SIGHUP reloads instead of killing.
+        let _watcher = reload::start(Arc::clone(&agent))?;
         println!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
         let server = Arc::new(http::Server {
             agent,
             authenticator,
+            bodies: http::BodyLimits {
+                unauthenticated: flags.max_unauthenticated_body_bytes,
+                max: flags.max_body_bytes,
+                read_timeout: flags.http_body_read_timeout,
+            },
         });
-        axum::serve(listener, http::router(server))
-            .with_graceful_shutdown(shutdown())
-            .await?;
+        let limits = door::Limits {
+            header_read_timeout: flags.http_header_read_timeout,
+            idle_timeout: flags.http_idle_timeout,
+            max_connections: flags.max_http_connections,
+        };
+        door::serve(listener, http::router(server), limits, shutdown()).await;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,159 @@
+//! The agent's front door: accepts TCP connections and serves HTTP/1.1 on
+//! them with a header-read timeout, an idle timeout and a cap on connections,
+//! so slow or idle clients cannot hold the agent's connections.
+//!
+//! `axum::serve` exposes none of these, so connections are served with
+//! hyper's own HTTP/1 builder (its `header_read_timeout`) and a tokio
+//! semaphore. The idle timeout is ours: hyper's header timer also runs while
+//! a kept-alive connection waits for its next request, but the two are
+//! separate flags, so a connection with no request in progress is shut down
+//! after `--http_idle_timeout` whichever fires first.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::time::Instant;
+use tower::Service;
+
+/// Limits of the front door (from the agent's flags).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A request's header must be complete within this.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in progress is closed after this.
+    pub idle_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: u32,
+}
+
+/// Requests in progress on one connection and when the last one ended.
+#[derive(Debug, Clone, Copy)]
+struct Activity {
+    in_flight: usize,
+    since: Instant,
+}
+
+/// Marks a request in progress until dropped (also when its future is
+/// cancelled because the client went away).
+struct InFlight(watch::Sender<Activity>);
+
+impl InFlight {
+    fn begin(tx: &watch::Sender<Activity>) -> InFlight {
+        tx.send_modify(|a| a.in_flight += 1);
+        InFlight(tx.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|a| {
+            a.in_flight -= 1;
+            a.since = Instant::now();
+        });
+    }
+}
+
+/// Resolves once the connection has had no request in progress for `idle`.
+async fn idle_for(mut rx: watch::Receiver<Activity>, idle: Duration) {
+    loop {
+        let now = *rx.borrow_and_update();
+        if now.in_flight > 0 {
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            continue;
+        }
+        tokio::select! {
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+            _ = tokio::time::sleep_until(now.since + idle) => return,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true);
+    let builder = Arc::new(builder);
+    tokio::pin!(shutdown);
+    loop {
+        // Take a slot before accepting: beyond the cap, clients wait in the
+        // kernel's backlog instead of holding a served connection.
+        let permit = tokio::select! {
+            permit = Arc::clone(&slots).acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+            () = &mut shutdown => return,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => return,
+        };
+        let builder = Arc::clone(&builder);
+        let router = router.clone();
+        tokio::spawn(async move {
+            let (tx, rx) = watch::channel(Activity {
+                in_flight: 0,
+                since: Instant::now(),
+            });
+            let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                let guard = InFlight::begin(&tx);
+                let mut router = router.clone();
+                async move {
+                    let response = router.call(request).await;
+                    drop(guard);
+                    response
+                }
+            });
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let idle = idle_for(rx, limits.idle_timeout);
+            tokio::pin!(idle);
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    result = connection.as_mut() => {
+                        if let Err(e) = result {
+                            tracing::debug!(%peer, error = %e, "connection ended");
+                        }
+                        break;
+                    }
+                    () = &mut idle, if !closing => {
+                        tracing::debug!(%peer, "closing an idle connection");
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+            }
+            drop(permit);
+        });
+    }
+}
