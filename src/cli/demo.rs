@@ -332,14 +332,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
         reply.status,
         if reply.status == 403 { "Forbidden" } else { "" }
     );
-    if let Ok(why) = serde_json::from_str::<serde_json::Value>(&reply.body) {
-        println!(
-            "           -> decided by {}[{}] (line {}): allowed={}",
-            why["list"].as_str().unwrap_or("?"),
-            why["index"],
-            why["line"],
-            why["allowed"]
-        );
+    // The body is Mesos' neutral text; the deciding entry is in the
+    // agent's decision log.
+    if let Some(acl) = last_denial(&log) {
+        println!("           -> decided by {acl} (from the agent's decision log)");
     }
     if reply.status != 403 {
         bail!(
@@ -402,4 +398,15 @@ pub fn run() -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The `acl` field of the last denial in the agent's decision log.
+fn last_denial(log: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("nestguard::decision") && l.contains("decision=\"deny\""))?;
+    let (_, acl) = line.split_once("acl=\"")?;
+    Some(acl.split('"').next()?.to_owned())
 }
