@@ -467,19 +467,17 @@ fn get_containers_is_filtered_by_view_acls() {
     // nested containers with show_nested, never the standalone one.
     assert_eq!(
         get_containers(&door, VIEWER, false, false),
-        [executor_entry.clone()]
+        vec![executor_entry.clone()]
     );
-    assert_eq!(get_containers(&door, VIEWER, true, true), {
-        let mut v = vec![executor_entry.clone(), app.clone()];
-        v.sort();
-        v
-    });
+    let mut both = vec![executor_entry, app];
+    both.sort();
+    assert_eq!(get_containers(&door, VIEWER, true, true), both);
     // ops may view standalone containers only, and only with show_standalone.
     assert_eq!(
         get_containers(&door, OPS, true, false),
         Vec::<String>::new()
     );
-    assert_eq!(get_containers(&door, OPS, true, true), [standalone.clone()]);
+    assert_eq!(get_containers(&door, OPS, true, true), vec![standalone]);
     // No matching entry, or an entry for another user: nothing at all.
     for who in [INTRUDER, ALICE_VIEWER] {
         assert_eq!(
@@ -705,6 +703,27 @@ fn idle_connections_are_closed() {
     assert!(closed_within(&mut used, Duration::from_secs(4)));
     assert!(closed_within(&mut silent, Duration::from_secs(4)));
     assert!(started.elapsed() < Duration::from_secs(4));
+}
+
+#[test]
+fn a_long_wait_is_not_an_idle_connection() {
+    let acls = r#"{
+      "permissive": false,
+      "launch_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+      "wait_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+      "kill_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+      "remove_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
+    }"#;
+    let mut door = Door::start(Setup::posix(acls).flag("--http_idle_timeout=1secs"));
+    door.launch_standalone("long", "sleep 3; exit 7");
+    let started = Instant::now();
+    let wait = serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": "long"}}});
+    let (status, body) = door.api(OPS, &wait);
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["wait_container"]["exit_status"], 7 << 8, "{body}");
+    assert!(started.elapsed() > Duration::from_secs(2));
 }
 
 #[test]
