@@ -4,10 +4,10 @@
 //!
 //! `axum::serve` exposes none of these, so connections are served with
 //! hyper's own HTTP/1 builder (its `header_read_timeout`) and a tokio
-//! semaphore. The idle timeout is ours: hyper's header timer also runs while
-//! a kept-alive connection waits for its next request, but the two are
-//! separate flags, so a connection with no request in progress is shut down
-//! after `--http_idle_timeout` whichever fires first.
+//! semaphore. The idle timeout is ours (hyper has none); since hyper's header
+//! timer also runs while a kept-alive connection waits for its next request,
+//! a connection with no request in progress is closed after the shorter of
+//! the two.
 
 use std::future::Future;
 use std::sync::Arc;

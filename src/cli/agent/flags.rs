@@ -64,8 +64,10 @@ pub struct AgentFlags {
     /// guard). Mesos-style duration: `10secs`, `500ms`, `2mins`.
     #[arg(long, default_value = "10secs", value_parser = parse_duration)]
     pub http_header_read_timeout: Duration,
-    /// A connection with no request in progress is closed after this.
-    #[arg(long, default_value = "60secs", value_parser = parse_duration)]
+    /// A connection with no request in progress is closed after this (or
+    /// after `--http_header_read_timeout` if shorter: hyper's header timer
+    /// also runs while a kept-alive connection waits for its next request).
+    #[arg(long, default_value = "10secs", value_parser = parse_duration)]
     pub http_idle_timeout: Duration,
     /// Once a request is authenticated, its body must arrive within this.
     #[arg(long, default_value = "30secs", value_parser = parse_duration)]

@@ -181,10 +181,11 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("binding {}:{}", flags.ip, flags.port))?;
         let address = listener.local_addr()?;
         agent.set_endpoint(address.to_string());
+        // Before recovery (which can take a while): from here on SIGHUP
+        // reloads the ACLs instead of killing the agent.
+        let _watcher = reload::start(Arc::clone(&agent))?;
         let recovering = Arc::clone(&agent);
         tokio::task::spawn_blocking(move || recovering.recover()).await??;
-        // Before announcing: from then on SIGHUP reloads instead of killing.
-        let _watcher = reload::start(Arc::clone(&agent))?;
         println!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
         let server = Arc::new(http::Server {
             agent,
