@@ -20,6 +20,7 @@ use nestguard::proto::nestguard::PodSpec;
 use tokio::sync::watch;
 
 use super::abi::{AbiFailure, Authorizer, CredentialInjector, Isolator, Launcher, Watch, codes};
+use super::decision::{deciding_acl, log_decision, object_text, subject_text};
 use super::paths::{Layout, nested_sandbox};
 
 /// An error that becomes an HTTP response.
@@ -129,103 +130,6 @@ fn merge_env(layers: &[&Environment]) -> Environment {
         }
     }
     Environment { variables: merged }
-}
-
-/// Who asked, for the decision log: the principal, `token for <cid>` for
-/// an executor token, or `anonymous`. Claims other than `cid` stay out.
-fn subject_text(subject: Option<&Subject>) -> String {
-    let Some(subject) = subject else {
-        return "anonymous".into();
-    };
-    if let Some(value) = &subject.value {
-        return value.clone();
-    }
-    let cid = subject
-        .claims
-        .iter()
-        .flat_map(|c| c.labels.iter())
-        .find(|l| l.key == "cid" || l.key == "cid_prefix")
-        .and_then(|l| l.value.clone())
-        .unwrap_or_default();
-    format!("token for {cid}")
-}
-
-/// The parts of an object ACLs look at (users and the container ID); never
-/// a command line or an environment, which may carry secrets.
-fn object_text(object: Option<&Object>) -> String {
-    let Some(o) = object else {
-        return String::new();
-    };
-    let mut parts = Vec::new();
-    if let Some(id) = &o.container_id {
-        parts.push(format!("container_id={}", to_dotted(id)));
-    }
-    if let Some(u) = o
-        .executor_info
-        .as_ref()
-        .and_then(|e| e.command.as_ref())
-        .and_then(|c| c.user.as_ref())
-    {
-        parts.push(format!("executor_user={u}"));
-    }
-    if let Some(u) = o.framework_info.as_ref().map(|f| &f.user) {
-        parts.push(format!("framework_user={u}"));
-    }
-    if let Some(c) = &o.command_info {
-        parts.push(format!(
-            "command_user={}",
-            c.user.as_deref().unwrap_or("<none>")
-        ));
-    }
-    if let Some(t) = &o.task_info {
-        parts.push(format!("task_id={}", t.task_id.value));
-        if let Some(u) = t.command.as_ref().and_then(|c| c.user.as_ref()) {
-            parts.push(format!("task_user={u}"));
-        }
-    }
-    parts.join(" ")
-}
-
-/// The deciding ACL from the library's explanation JSON: `list[index]`
-/// (with its line), or `no entry of list matched, permissive=...`, or the
-/// implicit approver that decided.
-fn deciding_acl(explanation: Option<&str>) -> String {
-    let Some(v) = explanation.and_then(|e| serde_json::from_str::<serde_json::Value>(e).ok())
-    else {
-        return "unknown (no explanation)".into();
-    };
-    let list = v["list"].as_str();
-    match (list, v["index"].as_u64()) {
-        (Some(list), Some(index)) => match v["line"].as_u64() {
-            Some(line) => format!("{list}[{index}] (line {line})"),
-            None => format!("{list}[{index}]"),
-        },
-        (Some(list), None) => format!(
-            "no entry of {list} matched, permissive={}",
-            v["permissive"].as_bool().unwrap_or(false)
-        ),
-        _ => v["decided_by"].as_str().unwrap_or("unknown").to_owned(),
-    }
-}
-
-/// Writes one decision to the decision log (`nestguard::decision`): who,
-/// what, on which object, the decision and the deciding ACL. The operator's
-/// explanation lives here (and behind `nestguard acls explain`), never in a
-/// response body.
-fn log_decision(request: &Request, allowed: bool, acl: &str) {
-    let action = request
-        .action
-        .and_then(|a| Action::try_from(a).ok())
-        .unwrap_or(Action::Unknown);
-    tracing::info!(
-        target: "nestguard::decision",
-        principal = %subject_text(request.subject.as_ref()),
-        action = action.as_str_name(),
-        object = %object_text(request.object.as_ref()),
-        decision = if allowed { "allow" } else { "deny" },
-        acl,
-        "authorization decision"
-    );
 }
 
 impl Agent {

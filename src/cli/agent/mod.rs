@@ -8,6 +8,7 @@
 
 pub mod abi;
 mod core;
+mod decision;
 mod door;
 pub mod flags;
 mod http;
