@@ -938,6 +938,20 @@ fn bad_credentials_get_401_and_create_nothing() {
             );
         }
     }
+    // A header past hyper's buffer (about 400 KiB) never reaches the
+    // authenticator: the connection is refused (431) or just closed.
+    let header_file = door.dir.path().join("huge-header");
+    std::fs::write(
+        &header_file,
+        format!("Authorization: Basic {}\n", "A".repeat(1 << 20)),
+    )
+    .unwrap();
+    let at_file = format!("@{}", header_file.display());
+    let (status, head, _) = door.curl(
+        &["-X", "POST", "-H", &at_file, "--data-binary", "{}"],
+        "/api/v1",
+    );
+    assert!(status == 0 || status == 431, "{status} {head}");
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(door.work_tree(), before, "a rejected request created files");
     assert!(!marker.exists(), "a rejected request ran a process");
