@@ -478,6 +478,34 @@ fn get_containers_is_filtered_by_view_acls() {
         Vec::<String>::new()
     );
     assert_eq!(get_containers(&door, OPS, true, true), vec![standalone]);
+    // An executor token (claims, no principal) views nothing, as in Mesos,
+    // not even its own pod.
+    let out = Command::new(env!("CARGO_BIN_EXE_nestguard"))
+        .args(["token", "issue", "--key"])
+        .arg(door.dir.path().join("jwt.key"))
+        .args([
+            "--fid",
+            "e2e-framework",
+            "--eid",
+            &executor,
+            "--cid",
+            &pod_id,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let call = serde_json::json!({"type": "GET_CONTAINERS",
+        "get_containers": {"show_nested": true, "show_standalone": true}});
+    let (status, _, body) = door.post(
+        &[format!("Authorization: Bearer {token}")],
+        "/api/v1",
+        &call.to_string(),
+    );
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"type":"GET_CONTAINERS","get_containers":{}}"#)
+    );
     // No matching entry, or an entry for another user: nothing at all.
     for who in [INTRUDER, ALICE_VIEWER] {
         assert_eq!(
