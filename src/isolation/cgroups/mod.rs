@@ -61,10 +61,12 @@ mod kill;
 mod layout;
 pub mod limits;
 mod oom;
+pub mod owner;
 mod stats;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use detect::{DEFAULT_MOUNT_ROOT, Hierarchy, detect, detect_with_root};
@@ -168,6 +170,8 @@ pub struct Cgroups {
     config: CgroupsConfig,
     hierarchy: Hierarchy,
     backend: Backend,
+    /// This manager's claim on `cgroups_root` ([`Cgroups::claim`]).
+    owner: Option<Arc<owner::RootLock>>,
 }
 
 /// The calls a launcher needs to place and kill a container's processes;
@@ -189,6 +193,14 @@ pub trait ContainerProcesses: Send + Sync {
     /// `kill_all`, then removes the cgroups of the container and its nested
     /// containers. Idempotent.
     fn destroy(&self, id: &ContainerId) -> Result<()>;
+    /// Makes sure this process owns the cgroup root before recovery treats
+    /// what it finds there as orphans; the returned claim is held for as
+    /// long as the caller keeps it. A root owned by another process is an
+    /// error ([`CgroupError::Owned`]). Doubles without a root have nothing
+    /// to claim.
+    fn claim_for_recovery(&self) -> Result<Option<Arc<owner::RootLock>>> {
+        Ok(None)
+    }
 }
 
 impl Cgroups {
@@ -229,6 +241,7 @@ impl Cgroups {
             config,
             hierarchy: Hierarchy::Legacy,
             backend: Backend::V1(mounts),
+            owner: None,
         })
     }
 
@@ -244,7 +257,38 @@ impl Cgroups {
             config,
             hierarchy: Hierarchy::Unified,
             backend: Backend::V2(mount),
+            owner: None,
         })
+    }
+
+    /// Claims `cgroups_root` for this process for the manager's lifetime
+    /// (see [`owner`]): an agent does this before it recovers anything, so
+    /// a second agent on the same root stops with an error naming the first
+    /// instead of destroying its containers. `description` names the owner
+    /// (e.g. "agent <id>, work dir <path>").
+    pub fn claim(&mut self, description: &str) -> Result<()> {
+        if self.owner.is_none() {
+            self.owner = Some(owner::claim(
+                &self.config.mount_root,
+                &self.config.cgroups_root,
+                description,
+            )?);
+        }
+        Ok(())
+    }
+
+    /// This manager's claim, or a claim for the time of a recovery (so a
+    /// manager that never claimed still never destroys in a root another
+    /// process owns).
+    fn recovery_claim(&self) -> Result<Arc<owner::RootLock>> {
+        match &self.owner {
+            Some(lock) => Ok(lock.clone()),
+            None => owner::claim(
+                &self.config.mount_root,
+                &self.config.cgroups_root,
+                &format!("recovery in process {}", std::process::id()),
+            ),
+        }
     }
 
     /// The hierarchy in use.
@@ -686,6 +730,8 @@ impl Cgroups {
     /// in `known` (with everything nested in them), keeps the rest. Returns
     /// the top-most container of each removed subtree.
     pub fn recover(&self, known: &[ContainerId]) -> Result<Vec<ContainerId>> {
+        // Never destroy in a root another process owns.
+        let _claim = self.recovery_claim()?;
         let known: HashSet<String> = known.iter().map(to_dotted).collect();
         let mut removed: Vec<ContainerId> = Vec::new();
         for id in self.scan()? {
@@ -744,6 +790,10 @@ impl Cgroups {
 }
 
 impl ContainerProcesses for Cgroups {
+    fn claim_for_recovery(&self) -> Result<Option<Arc<owner::RootLock>>> {
+        self.recovery_claim().map(Some)
+    }
+
     fn procs_files(&self, id: &ContainerId) -> Result<Vec<PathBuf>> {
         Cgroups::procs_files(self, id)
     }
