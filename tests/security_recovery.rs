@@ -346,7 +346,11 @@ fn truncated_executor_info_keeps_the_pod_running() {
             .and_then(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|t| runtime.join("containers").join(t).join("pid").exists());
-        if let Some(t) = found {
+        // Launched, and the agent is done with the launch (no marker left).
+        let launching = std::fs::read_dir(agent.work().join("meta/launching"))
+            .map(|d| d.count())
+            .unwrap_or(1);
+        if let (Some(t), 0) = (found, launching) {
             break t;
         }
         assert!(
@@ -513,4 +517,114 @@ fn launch_cut_off_by_a_crash_ends_as_a_failed_launch() {
     assert!(!alive(started_pid), "a cut-off launch is destroyed");
     assert!(alive(parent_pid), "its parent's launch was complete");
     assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0);
+}
+
+/// The directories below the root (not the root itself) that hold neither
+/// a process nor a subdirectory.
+fn empty_cgroups(root: &CgroupRoot) -> Vec<PathBuf> {
+    let tops = root.tops();
+    root.dirs()
+        .into_iter()
+        .filter(|d| !tops.contains(d))
+        .filter(|d| {
+            let procs = std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
+            let subdirs = std::fs::read_dir(d)
+                .map(|e| e.flatten().any(|e| e.path().is_dir()))
+                .unwrap_or(false);
+            procs.trim().is_empty() && !subdirs
+        })
+        .collect()
+}
+
+fn kill_and_wait_nested(agent: &Agent, parent: &str, child: &str) {
+    let (status, body) = agent.api(serde_json::json!({"type": "KILL_NESTED_CONTAINER",
+        "kill_nested_container": {"container_id": nested(parent, child), "signal": 9}}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = agent.wait_nested(parent, child);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""exit_status":9"#), "{body}");
+}
+
+fn separate_cgroups() -> serde_json::Value {
+    serde_json::json!({"type": "MESOS", "linux_info": {"share_cgroups": false}})
+}
+
+/// Item 10: an agent that ends cleanly leaves no empty cgroup of a
+/// container, nor an empty `mesos` separator of a running one — only the
+/// root directories (as Mesos leaves `<hierarchy>/mesos`) and the cgroups
+/// of containers that still run.
+#[test]
+fn clean_stop_leaves_no_empty_container_cgroups() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("empty");
+    let mut agent = Agent::new(&root, &[]);
+    agent.spawn();
+    agent.launch_standalone("runner", "sleep 600");
+    agent.launch_nested("runner", "sharing", "exit 0");
+    let (status, body) = agent.api(serde_json::json!({"type": "LAUNCH_NESTED_CONTAINER",
+        "launch_nested_container": {"container_id": nested("runner", "own"),
+            "command": {"value": "sleep 600"}, "container": separate_cgroups()}}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = agent.wait_nested("runner", "sharing");
+    assert_eq!(status, 200, "{body}");
+    kill_and_wait_nested(&agent, "runner", "own");
+    agent.launch_standalone("done", "exit 0");
+    let (_, body) = agent.api(serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": "done"}}}));
+    assert!(body.contains(r#""exit_status":0"#), "{body}");
+    assert!(agent.stop().is_some_and(|s| s.success()));
+
+    assert!(!root.tops().is_empty(), "the running container has cgroups");
+    let empty = empty_cgroups(&root);
+    assert!(empty.is_empty(), "empty cgroups left: {empty:#?}");
+}
+
+/// Item 10: with `cgroups_skip_freezer=true` no freezer cgroup is created
+/// at all (Mesos' launcher tracks processes in its own); containers, shared
+/// cgroups or not, are still killed and their cgroups removed.
+#[test]
+fn skip_freezer_creates_no_freezer_cgroups() {
+    if !require_root() {
+        return;
+    }
+    if !Path::new(MOUNT_ROOT).join("freezer").is_dir() {
+        eprintln!("skipping: no cgroup v1 freezer (cgroups_skip_freezer is v1 only)");
+        return;
+    }
+    let root = CgroupRoot::new("nofreezer");
+    let mut agent = Agent::new(&root, &[("cgroups_skip_freezer", "true")]);
+    agent.spawn();
+    agent.launch_standalone("runner", "sleep 600");
+    agent.launch_nested("runner", "sharing", "sleep 600");
+    let (status, body) = agent.api(serde_json::json!({"type": "LAUNCH_NESTED_CONTAINER",
+        "launch_nested_container": {"container_id": nested("runner", "own"),
+            "command": {"value": "sleep 600"}, "container": separate_cgroups()}}));
+    assert_eq!(status, 200, "{body}");
+    let freezer = Path::new(MOUNT_ROOT).join("freezer").join(&root.0);
+    assert!(!freezer.exists(), "{} was created", freezer.display());
+    assert!(!root.tops().is_empty(), "the other controllers are used");
+
+    let sharing_pid = agent.supervisor_pid(&["runner", "sharing"]);
+    kill_and_wait_nested(&agent, "runner", "sharing");
+    assert!(!alive(sharing_pid));
+    let (status, _) = agent.api(serde_json::json!({"type": "KILL_CONTAINER",
+        "kill_container": {"container_id": {"value": "runner"}, "signal": 9}}));
+    assert_eq!(status, 200);
+    let (_, body) = agent.api(serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": "runner"}}}));
+    assert!(body.contains(r#""exit_status":9"#), "{body}");
+    assert!(agent.stop().is_some_and(|s| s.success()));
+    assert!(!freezer.exists());
+    let empty = empty_cgroups(&root);
+    assert!(empty.is_empty(), "empty cgroups left: {empty:#?}");
+    for top in root.tops() {
+        let children = std::fs::read_dir(&top)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .count();
+        assert_eq!(children, 0, "{} still has container cgroups", top.display());
+    }
 }

@@ -261,6 +261,29 @@ impl Cgroups {
         })
     }
 
+    /// cgroup v1 without our freezer cgroups (the isolator's
+    /// `cgroups_skip_freezer`, for Mesos' LinuxLauncher, which tracks
+    /// processes in its own freezer cgroups): none is ever created. A
+    /// container's processes are then found in its `pids` cgroup (else
+    /// `cpuacct`, `cpu`, `memory`: the first mounted), where a container
+    /// sharing its parent's cgroups gets a directory of its own, and a kill
+    /// signals them until none is left, without a freeze.
+    pub fn skip_freezer(&mut self) -> Result<()> {
+        let Backend::V1(mounts) = &mut self.backend else {
+            return Err(CgroupError::Invalid(
+                "skipping the freezer needs cgroup v1".into(),
+            ));
+        };
+        mounts.retain(|(c, _)| *c != Controller::Freezer);
+        if mounts.is_empty() {
+            return Err(CgroupError::ControllerNotMounted {
+                controller: "pids",
+                path: self.config.mount_root.join("pids"),
+            });
+        }
+        Ok(())
+    }
+
     /// Claims `cgroups_root` for this process for the manager's lifetime
     /// (see [`owner`]): an agent does this before it recovers anything, so
     /// a second agent on the same root stops with an error naming the first
@@ -368,7 +391,7 @@ impl Cgroups {
     pub fn exists(&self, id: &ContainerId) -> Result<bool> {
         let rel = self.rel(id)?;
         Ok(match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &rel).is_dir(),
+            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &rel).is_dir(),
             Backend::V2(mount) => mount.join(&rel).is_dir(),
         })
     }
@@ -445,8 +468,9 @@ impl Cgroups {
         rel: &Path,
         share: bool,
     ) -> Result<()> {
+        let tracker = tracker(mounts);
         for (controller, mount) in mounts {
-            if share && *controller != Controller::Freezer {
+            if share && *controller != tracker {
                 continue;
             }
             let base = mount.join(&self.config.cgroups_root);
@@ -457,7 +481,7 @@ impl Cgroups {
             if let Some(parent) = dir.parent() {
                 create_dirs(mount, parent)?;
             }
-            if !fsops::mkdir(&dir)? && *controller == Controller::Freezer {
+            if !mkdir_in(mount, &dir)? && *controller == tracker {
                 return Err(CgroupError::AlreadyExists {
                     id: to_dotted(id),
                     path: dir,
@@ -478,7 +502,7 @@ impl Cgroups {
         if let Some(parent) = dir.parent() {
             create_dirs(mount, parent)?;
         }
-        if !fsops::mkdir(&dir)? {
+        if !mkdir_in(mount, &dir)? {
             return Err(CgroupError::AlreadyExists {
                 id: to_dotted(id),
                 path: dir,
@@ -571,7 +595,7 @@ impl Cgroups {
         match &self.backend {
             Backend::V1(mounts) => {
                 let rel = self.rel(id)?;
-                let freezer = self.v1_dir(mounts, Controller::Freezer, &rel);
+                let freezer = self.v1_dir(mounts, tracker(mounts), &rel);
                 if !freezer.is_dir() {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
@@ -604,7 +628,7 @@ impl Cgroups {
     /// containers). On v1 this is the freezer cgroup.
     pub fn pids(&self, id: &ContainerId) -> Result<Vec<u32>> {
         let dir = match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?).join(LEAF),
         };
         if !dir.is_dir() {
@@ -618,7 +642,7 @@ impl Cgroups {
 
     fn process_root(&self, id: &ContainerId) -> Result<PathBuf> {
         Ok(match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?),
         })
     }
@@ -636,7 +660,7 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
                     });
                 }
                 // Statistics of each mounted controller; a sharing container
@@ -656,7 +680,7 @@ impl Cgroups {
                 }
                 // Processes from the container's own freezer cgroup, which
                 // every container has, sharing or not.
-                let freezer = self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?);
+                let freezer = self.v1_dir(mounts, tracker(mounts), &self.rel(id)?);
                 stats::processes(&freezer, "tasks", &mut out)?;
             }
             Backend::V2(mount) => {
@@ -683,7 +707,7 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
                     });
                 }
                 OomWatcher::v1(&self.v1_effective_dir(mounts, Controller::Memory, id)?)
@@ -840,9 +864,58 @@ impl ContainerProcesses for Cgroups {
 
     fn destroy(&self, id: &ContainerId) -> Result<()> {
         self.kill_all(id)?;
-        kill::remove_subtrees(&self.container_dirs(id)?, self.config.destroy_timeout)?;
+        let dirs = self.container_dirs(id)?;
+        kill::remove_subtrees(&dirs, self.config.destroy_timeout)?;
+        // The parent's `mesos` separator goes with its last child, so a
+        // running parent keeps no empty directory; one still in use
+        // (ENOTEMPTY, EBUSY) stays, and a concurrent create re-makes it
+        // ([`mkdir_in`]).
+        if id.parent.is_some() {
+            for dir in &dirs {
+                if let Some(separator) = dir.parent().filter(|p| p.ends_with(SEPARATOR)) {
+                    let _ = std::fs::remove_dir(separator);
+                }
+            }
+        }
         tracing::info!(container = %to_dotted(id), "destroyed cgroups");
         Ok(())
+    }
+}
+
+/// The v1 controller whose directories say which containers exist and
+/// hold their processes: the freezer, or without it (see
+/// [`Cgroups::skip_freezer`]) the first mounted of `pids`, `cpuacct`, `cpu`,
+/// `memory`.
+fn tracker(mounts: &[(Controller, PathBuf)]) -> Controller {
+    [
+        Controller::Freezer,
+        Controller::Pids,
+        Controller::Cpuacct,
+        Controller::Cpu,
+        Controller::Memory,
+    ]
+    .into_iter()
+    .find(|c| mounts.iter().any(|(m, _)| m == c))
+    .unwrap_or(Controller::Freezer)
+}
+
+/// `mkdir` of a container's directory whose parent was just made: if a
+/// concurrent destroy of its last sibling removed the parent `mesos`
+/// separator meanwhile, the parents are made again (a few times at most).
+fn mkdir_in(mount: &Path, dir: &Path) -> Result<bool> {
+    let mut tries = 0;
+    loop {
+        match fsops::mkdir(dir) {
+            Err(CgroupError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && tries < 3 =>
+            {
+                tries += 1;
+                if let Some(parent) = dir.parent() {
+                    create_dirs(mount, parent)?;
+                }
+            }
+            other => return other,
+        }
     }
 }
 

@@ -303,6 +303,11 @@ impl Composite {
                     // The root is claimed before anything else: a second
                     // agent on it fails here, naming the first.
                     let mut manager = Cgroups::new(params.cgroups.clone())?;
+                    if params.cgroups_options.skip_freezer && !manager.is_v2() {
+                        // Mesos' launcher tracks processes in its own
+                        // freezer: create no empty ones of ours.
+                        manager.skip_freezer()?;
+                    }
                     let owner = params
                         .cgroups_owner
                         .clone()
