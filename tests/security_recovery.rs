@@ -577,6 +577,11 @@ fn clean_stop_leaves_no_empty_container_cgroups() {
     assert!(agent.stop().is_some_and(|s| s.success()));
 
     assert!(!root.tops().is_empty(), "the running container has cgroups");
+    let lock = owner::lock_path(Path::new(MOUNT_ROOT), Path::new(&root.0));
+    assert!(
+        !lock.exists(),
+        "a clean stop removes the lock file, also while containers run"
+    );
     let empty = empty_cgroups(&root);
     assert!(empty.is_empty(), "empty cgroups left: {empty:#?}");
 }

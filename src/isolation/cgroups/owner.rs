@@ -19,7 +19,9 @@
 //!
 //! The kernel drops the `flock` when the owner exits, however it exits, so a
 //! SIGKILLed agent's successor takes the root over at once. An owner that
-//! ends cleanly also unlinks the file; a claimant that opened the file just
+//! ends cleanly also unlinks the file — when its last claim is dropped, or
+//! at process exit (an `atexit` handler: an agent whose containers outlive
+//! it never drops its isolator); a claimant that opened the file just
 //! before the unlink sees that its descriptor no longer names the path and
 //! opens it again.
 //!
@@ -56,6 +58,23 @@ pub struct RootLock {
 
 static CLAIMS: Mutex<Vec<(PathBuf, Weak<RootLock>)>> = Mutex::new(Vec::new());
 
+/// Registers [`unlink_at_exit`] once.
+static AT_EXIT: std::sync::Once = std::sync::Once::new();
+
+/// Unlinks the lock files of the claims still live when the process exits
+/// (we still hold their locks: nobody else can have taken them). Never
+/// blocks or panics: it runs inside `exit`.
+extern "C" fn unlink_at_exit() {
+    let Ok(claims) = CLAIMS.try_lock() else {
+        return;
+    };
+    for (path, weak) in claims.iter() {
+        if weak.strong_count() > 0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// The lock file of the root `cgroups_root` under `mount_root`.
 pub fn lock_path(mount_root: &Path, cgroups_root: &Path) -> PathBuf {
     let joined = mount_root.join(cgroups_root);
@@ -84,6 +103,12 @@ pub fn claim(mount_root: &Path, cgroups_root: &Path, description: &str) -> Resul
         return Ok(live);
     }
     let lock = Arc::new(acquire(&path, mount_root, cgroups_root, description)?);
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a handler that neither unwinds nor calls `exit`.
+        if unsafe { libc::atexit(unlink_at_exit) } != 0 {
+            tracing::warn!("cannot register the exit handler: a clean exit may leave a lock file");
+        }
+    });
     claims.push((path, Arc::downgrade(&lock)));
     Ok(lock)
 }
