@@ -928,6 +928,9 @@ impl Launcher {
         let Some(cgroups) = &self.cgroups else {
             return Ok(());
         };
+        // Cgroups in a root another agent owns are that agent's containers,
+        // not orphans: refuse (naming the owner) rather than destroy them.
+        let _claim = cgroups.claim_for_recovery()?;
         for id in cgroups.scan()? {
             let key = container_id::to_dotted(&id);
             if containers.contains_key(&key) {

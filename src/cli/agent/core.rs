@@ -3,7 +3,9 @@
 //! (executor containers running the default executor), and recovery after
 //! a restart. Module work goes through [`super::abi`] only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -70,8 +72,49 @@ struct ContainerRecord {
     id: ContainerId,
     sandbox: PathBuf,
     user: Option<String>,
+    /// Why its checkpoint could not be recovered (it runs on, unmanaged by
+    /// anything but an explicit KILL); its termination carries this.
+    recovery_error: Option<String>,
     /// Set once the container terminated; every waiter watches it.
     termination: watch::Sender<Option<ContainerTermination>>,
+}
+
+/// The reason a container whose checkpoints could not be read reports when
+/// it ends. Mesos has no `REASON_CONTAINER_RECOVERY_FAILED`; its agent
+/// reports executors it cannot recover after a restart with
+/// `REASON_SLAVE_RESTARTED`, and the message says which file failed.
+const RECOVERY_FAILED: mesos::task_status::Reason = mesos::task_status::Reason::SlaveRestarted;
+
+/// A termination for a container whose checkpoints could not be recovered.
+fn recovery_failed(status: Option<i32>, message: String) -> ContainerTermination {
+    ContainerTermination {
+        status,
+        reason: Some(RECOVERY_FAILED as i32),
+        message: Some(message),
+        ..Default::default()
+    }
+}
+
+/// Removes a launch marker when the launch is over, whatever its outcome;
+/// only a crash of the agent leaves it (see [`Layout::launch_marker`]).
+struct LaunchMarker(PathBuf);
+
+impl LaunchMarker {
+    fn create(path: PathBuf) -> Result<LaunchMarker, ApiError> {
+        std::fs::write(&path, b"").map_err(|e| {
+            ApiError::Internal(format!(
+                "Failed to checkpoint the launch in '{}': {e}",
+                path.display()
+            ))
+        })?;
+        Ok(LaunchMarker(path))
+    }
+}
+
+impl Drop for LaunchMarker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The modules the agent was configured with.
@@ -336,7 +379,10 @@ impl Agent {
         if id.parent.is_none() {
             self.checkpoint_standalone(id, &config)?;
         }
-        let started = self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]));
+        let marker = LaunchMarker::create(self.layout.launch_marker(&key));
+        let started = marker.and_then(|_marker| {
+            self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]))
+        });
         if started.is_err() && id.parent.is_none() {
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
         }
@@ -474,6 +520,7 @@ impl Agent {
             id: id.clone(),
             sandbox,
             user: config.user.clone(),
+            recovery_error: None,
             termination: tx,
         };
         lock(&self.state).containers.insert(key, record);
@@ -541,6 +588,10 @@ impl Agent {
             tracing::warn!(container_id = %key, error = %e, "isolator cleanup failed");
         }
         let status = destroyed.ok().flatten().unwrap_or(status);
+        let recovery_error = lock(&self.state)
+            .containers
+            .get(&key)
+            .and_then(|c| c.recovery_error.clone());
         let termination = match limitation {
             Some(l) => ContainerTermination {
                 status: Some(status),
@@ -549,9 +600,12 @@ impl Agent {
                 message: l.message,
                 limited_resources: l.resources,
             },
-            None => ContainerTermination {
-                status: Some(status),
-                ..Default::default()
+            None => match recovery_error {
+                Some(message) => recovery_failed(Some(status), message),
+                None => ContainerTermination {
+                    status: Some(status),
+                    ..Default::default()
+                },
             },
         };
         tracing::info!(container_id = %key, status, reason = ?termination.reason, "container terminated");
@@ -576,6 +630,18 @@ impl Agent {
                     status: Some(status),
                     ..Default::default()
                 }),
+                // Its termination checkpoint exists but cannot be read: the
+                // container ended, how is lost. Say so rather than 404.
+                Err(e) if e.code == codes::CHECKPOINT => {
+                    tracing::error!(container_id = %key, error = %e.message, "the termination checkpoint of a container is unreadable");
+                    Ok(recovery_failed(
+                        None,
+                        format!(
+                            "Failed to recover the termination of container {key}: {}",
+                            e.message
+                        ),
+                    ))
+                }
                 _ => Err(ApiError::NotFound(format!(
                     "Container {key} cannot be found"
                 ))),
@@ -817,7 +883,11 @@ impl Agent {
             ..Default::default()
         };
         lock(&self.state).executors.insert(id.value.clone(), record);
-        if let Err(e) = self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env])) {
+        let marker = LaunchMarker::create(self.layout.launch_marker(&id.value));
+        let started = marker.and_then(|_marker| {
+            self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env]))
+        });
+        if let Err(e) = started {
             lock(&self.state).executors.remove(&id.value);
             let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
             return Err(e);
@@ -847,22 +917,32 @@ impl Agent {
             value: root.to_owned(),
             parent: None,
         };
-        if self.executor(root).is_none() {
+        let recovery_error = lock(&self.state)
+            .containers
+            .get(root)
+            .and_then(|c| c.recovery_error.clone());
+        if self.executor(root).is_none() && recovery_error.is_none() {
             return Err(ApiError::NotFound(format!(
                 "Container {root} cannot be found"
             )));
         }
         let status = self.modules.launcher.destroy(&id)?.unwrap_or(9);
-        let termination = ContainerTermination {
-            status: Some(status),
-            ..Default::default()
+        let termination = match recovery_error {
+            Some(message) => recovery_failed(Some(status), message),
+            None => ContainerTermination {
+                status: Some(status),
+                ..Default::default()
+            },
         };
         let mut state = lock(&self.state);
         for c in state.containers.values() {
             if container_id::root(&c.id).value == root && c.termination.borrow().is_none() {
-                c.termination.send_replace(Some(ContainerTermination {
-                    status: Some(9),
-                    ..Default::default()
+                c.termination.send_replace(Some(match &c.recovery_error {
+                    Some(message) => recovery_failed(Some(9), message.clone()),
+                    None => ContainerTermination {
+                        status: Some(9),
+                        ..Default::default()
+                    },
                 }));
             }
         }
@@ -876,55 +956,87 @@ impl Agent {
 
     /// Rebuilds state after a restart: executors from the agent's
     /// checkpoints, containers from the launcher's; orphans are destroyed.
+    ///
+    /// A checkpoint of the agent's own that cannot be read destroys nothing:
+    /// its container stays known (so it is no orphan), keeps running, is
+    /// listed, and ends — by itself or by an explicit KILL — with
+    /// [`RECOVERY_FAILED`] and a message naming the file and the error.
+    /// A launch cut off by a crash (its marker is still there) ends as a
+    /// failed launch, as Mesos ends one: destroyed, with
+    /// `REASON_CONTAINER_LAUNCH_FAILED`.
     pub fn recover(self: &Arc<Self>) -> anyhow::Result<()> {
         let mut known = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(self.layout.executors_meta()) {
-            for entry in entries.flatten() {
-                let dir = entry.path();
-                let root = entry.file_name().to_string_lossy().into_owned();
-                let read = || -> anyhow::Result<ExecutorRecord> {
-                    Ok(ExecutorRecord {
-                        framework: nestguard::checkpoint::read_message(
-                            &dir.join("framework.info"),
-                        )?,
-                        executor: nestguard::checkpoint::read_message(&dir.join("executor.info"))?,
-                        container_id: ContainerId {
-                            value: root.clone(),
-                            parent: None,
-                        },
-                        sandbox: PathBuf::from(std::fs::read_to_string(dir.join("sandbox"))?),
-                    })
-                };
-                match read() {
-                    Ok(record) => {
-                        known.push(record.container_id.clone());
-                        lock(&self.state).executors.insert(root, record);
-                    }
-                    Err(e) => {
-                        tracing::warn!(path = %dir.display(), error = %e, "ignoring an unreadable executor checkpoint")
-                    }
+        // Root container → why its checkpoint could not be read.
+        let mut damaged: HashMap<String, String> = HashMap::new();
+        for (root, dir) in checkpoint_dirs(&self.layout.executors_meta()) {
+            let read = || -> anyhow::Result<ExecutorRecord> {
+                let sandbox = dir.join("sandbox");
+                Ok(ExecutorRecord {
+                    framework: nestguard::checkpoint::read_message(&dir.join("framework.info"))?,
+                    executor: nestguard::checkpoint::read_message(&dir.join("executor.info"))?,
+                    container_id: ContainerId {
+                        value: root.clone(),
+                        parent: None,
+                    },
+                    sandbox: PathBuf::from(
+                        std::fs::read_to_string(&sandbox)
+                            .map_err(|e| anyhow::anyhow!("read {}: {e}", sandbox.display()))?,
+                    ),
+                })
+            };
+            known.push(ContainerId {
+                value: root.clone(),
+                parent: None,
+            });
+            match read() {
+                Ok(record) => {
+                    lock(&self.state).executors.insert(root, record);
+                }
+                Err(e) => {
+                    tracing::error!(container_id = %root, path = %dir.display(), error = %e, "unreadable executor checkpoint: the container is kept as it is until it is killed explicitly");
+                    damaged.insert(
+                        root.clone(),
+                        format!("Failed to recover executor container {root}: {e}"),
+                    );
                 }
             }
         }
         // Standalone containers: their config says where their sandbox is
         // and which user they run as.
         let mut standalone: HashMap<String, ContainerConfig> = HashMap::new();
-        if let Ok(entries) = std::fs::read_dir(self.layout.standalones_meta()) {
-            for entry in entries.flatten() {
-                let path = entry.path().join("config");
-                match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
-                    Ok(config) => {
-                        let id = ContainerId {
-                            value: entry.file_name().to_string_lossy().into_owned(),
-                            parent: None,
-                        };
-                        known.push(id.clone());
-                        standalone.insert(id.value, config);
-                    }
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), error = %e, "ignoring an unreadable standalone container checkpoint")
-                    }
+        for (root, dir) in checkpoint_dirs(&self.layout.standalones_meta()) {
+            let path = dir.join("config");
+            known.push(ContainerId {
+                value: root.clone(),
+                parent: None,
+            });
+            match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
+                Ok(config) => {
+                    standalone.insert(root, config);
                 }
+                Err(e) => {
+                    tracing::error!(container_id = %root, path = %path.display(), error = %e, "unreadable standalone container checkpoint: the container is kept as it is until it is killed explicitly");
+                    damaged.insert(
+                        root.clone(),
+                        format!("Failed to recover standalone container {root}: {e}"),
+                    );
+                }
+            }
+        }
+        // Launches a crash cut off.
+        let markers = self.layout.launch_markers();
+        std::fs::create_dir_all(&markers)
+            .with_context(|| format!("creating {}", markers.display()))?;
+        let mut cut_off: Vec<(String, PathBuf)> = Vec::new();
+        for entry in
+            std::fs::read_dir(&markers).with_context(|| format!("reading {}", markers.display()))?
+        {
+            let entry = entry.with_context(|| format!("reading {}", markers.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if container_id::parse_dotted(&name).is_ok() {
+                cut_off.push((name, entry.path()));
+            } else {
+                tracing::warn!(path = %entry.path().display(), "ignoring a launch marker that names no container");
             }
         }
         let reply = self.modules.launcher.recover(&known)?;
@@ -942,6 +1054,15 @@ impl Agent {
                 }));
             }
         }
+        for (root, message) in &damaged {
+            let managed = reply
+                .checkpointed_container_states
+                .iter()
+                .any(|s| s.container_id.parent.is_none() && &s.container_id.value == root);
+            if !managed {
+                tracing::warn!(container_id = %root, error = %message, "unreadable checkpoint of a container that no longer runs: left for inspection");
+            }
+        }
         if let Some(isolator) = &self.modules.isolator {
             isolator.recover(&reply)?;
         }
@@ -952,30 +1073,49 @@ impl Agent {
                 let _ = isolator.cleanup(orphan);
             }
         }
+        let cut_keys: HashSet<&str> = cut_off.iter().map(|(k, _)| k.as_str()).collect();
         // Every known container and its checkpointed descendants come back
         // under management: running ones are reaped, exited ones answer WAIT.
         for state in &reply.checkpointed_container_states {
             let id = state.container_id.clone();
+            let key = to_dotted(&id);
             let root = container_id::root(&id).value.clone();
+            let recovery_error = damaged.get(&root).filter(|_| id.parent.is_none()).cloned();
             let (mut sandbox, root_user) = match (self.executor(&root), standalone.get(&root)) {
                 (Some(exec), _) => (exec.sandbox.clone(), Some(exec.framework.user.clone())),
                 (None, Some(config)) => (PathBuf::from(&config.directory), config.user.clone()),
+                // Where the launcher says it is.
+                (None, None) if damaged.contains_key(&root) => {
+                    (PathBuf::from(&state.directory), None)
+                }
                 (None, None) => continue,
             };
-            for level in container_id::chain(&id).iter().skip(1) {
-                sandbox = sandbox.join("containers").join(level);
+            if !damaged.contains_key(&root) {
+                for level in container_id::chain(&id).iter().skip(1) {
+                    sandbox = sandbox.join("containers").join(level);
+                }
+            } else if id.parent.is_some() {
+                sandbox = PathBuf::from(&state.directory);
             }
             let (tx, _) = watch::channel(None);
             let user = if id.parent.is_none() { root_user } else { None };
             lock(&self.state).containers.insert(
-                to_dotted(&id),
+                key.clone(),
                 ContainerRecord {
                     id: id.clone(),
                     sandbox,
                     user,
+                    recovery_error,
                     termination: tx,
                 },
             );
+            if cut_keys.contains(key.as_str()) {
+                self.fail_cut_off_launch(&id);
+                continue;
+            }
+            if self.terminated(&key) == Some(true) {
+                continue; // under a cut-off launch destroyed just above
+            }
             let watch = self
                 .modules
                 .isolator
@@ -983,11 +1123,113 @@ impl Agent {
                 .and_then(|i| i.watch(&id).ok());
             self.reap(id, watch);
         }
+        // Cut off before the launcher had anything: no process ever ran.
+        for (key, _) in &cut_off {
+            let Ok(id) = container_id::parse_dotted(key) else {
+                continue;
+            };
+            let root = container_id::root(&id).value.clone();
+            let root_known = self.executor(&root).is_some()
+                || standalone.contains_key(&root)
+                || damaged.contains_key(&root);
+            if lock(&self.state).containers.contains_key(key) || !root_known {
+                continue;
+            }
+            let sandbox = match &id.parent {
+                Some(parent) => lock(&self.state)
+                    .containers
+                    .get(&to_dotted(parent))
+                    .map(|p| nested_sandbox(&p.sandbox, &id))
+                    .unwrap_or_default(),
+                None => PathBuf::new(),
+            };
+            let (tx, _) = watch::channel(None);
+            lock(&self.state).containers.insert(
+                key.clone(),
+                ContainerRecord {
+                    id: id.clone(),
+                    sandbox,
+                    user: None,
+                    recovery_error: None,
+                    termination: tx,
+                },
+            );
+            self.fail_cut_off_launch(&id);
+        }
+        for (_, marker) in &cut_off {
+            let _ = std::fs::remove_file(marker);
+        }
         tracing::info!(
             known = known.len(),
+            damaged = damaged.len(),
+            cut_off = cut_off.len(),
             orphans = reply.orphan_container_ids.len(),
             "recovered"
         );
         Ok(())
     }
+
+    /// Ends a container whose launch a crash of the agent cut off, as Mesos
+    /// ends a failed launch: destroyed (with everything nested in it, and
+    /// its pod's or standalone checkpoints), terminated with
+    /// `REASON_CONTAINER_LAUNCH_FAILED` and a message saying what happened.
+    fn fail_cut_off_launch(&self, id: &ContainerId) {
+        let key = to_dotted(id);
+        let status = match self.modules.launcher.destroy(id) {
+            Ok(status) => status,
+            Err(e) => {
+                tracing::warn!(container_id = %key, error = %e, "destroying a container whose launch was cut off");
+                None
+            }
+        };
+        if let Some(isolator) = &self.modules.isolator {
+            let _ = isolator.cleanup(id);
+        }
+        if id.parent.is_none() {
+            lock(&self.state).executors.remove(&id.value);
+            let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
+            let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
+        }
+        let message = format!(
+            "Container {key} failed to launch: the agent stopped before the launch completed; \
+             the container was destroyed when the agent recovered"
+        );
+        tracing::warn!(container_id = %key, status = ?status, "{message}");
+        let termination = ContainerTermination {
+            status,
+            state: Some(mesos::TaskState::TaskFailed as i32),
+            reason: Some(mesos::task_status::Reason::ContainerLaunchFailed as i32),
+            message: Some(message),
+            ..Default::default()
+        };
+        let state = lock(&self.state);
+        for (k, c) in state.containers.iter() {
+            if (k == &key || k.starts_with(&format!("{key}."))) && c.termination.borrow().is_none()
+            {
+                c.termination.send_replace(Some(termination.clone()));
+            }
+        }
+    }
+}
+
+/// The checkpoint directories under `dir` named by a valid top-level
+/// container ID, as (id, path); anything else is logged and skipped.
+fn checkpoint_dirs(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let id = ContainerId {
+            value: name.clone(),
+            parent: None,
+        };
+        if container_id::validate(&id).is_ok() {
+            out.push((name, entry.path()));
+        } else {
+            tracing::warn!(path = %entry.path().display(), "ignoring a checkpoint directory that names no container");
+        }
+    }
+    out
 }

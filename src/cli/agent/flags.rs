@@ -50,6 +50,13 @@ pub struct AgentFlags {
     /// Where container runtime checkpoints live (default `<work_dir>/run`).
     #[arg(long)]
     pub runtime_dir: Option<PathBuf>,
+    /// The cgroup root under each hierarchy that holds this agent's
+    /// containers (Mesos' `--cgroups_root`; default `nestguard`, not Mesos'
+    /// `mesos`). Passed to io_nestguard_Isolator as its `cgroups_root`
+    /// parameter. One agent owns a root: a second agent on it refuses to
+    /// start, naming the owner.
+    #[arg(long)]
+    pub cgroups_root: Option<String>,
     /// Address to serve the API on; loopback only.
     #[arg(long, default_value = "127.0.0.1")]
     pub ip: IpAddr,
@@ -150,8 +157,10 @@ mod tests {
             "--isolation=filesystem/linux,io_nestguard_Isolator",
             "--launcher=posix",
             "--port=0",
+            "--cgroups_root=tenant/a",
         ])
         .unwrap();
+        assert_eq!(w.flags.cgroups_root.as_deref(), Some("tenant/a"));
         assert!(w.flags.authenticate_http_readwrite);
         assert_eq!(
             AgentFlags::list(&w.flags.isolation),

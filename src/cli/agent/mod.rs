@@ -52,6 +52,44 @@ fn param<'a>(spec: &'a ModuleSpec, key: &str) -> Option<&'a str> {
         .map(|p| p.value.as_str())
 }
 
+/// The isolator module's parameters with the agent's own: `--cgroups_root`
+/// (a manifest that says otherwise is an error, not silently overridden)
+/// and `cgroups_owner`, naming this agent in the cgroup root's lock file so
+/// that a second agent on the root is told who owns it.
+fn isolator_parameters(
+    manifest: &[nestguard::proto::mesos::Parameter],
+    flags: &AgentFlags,
+    layout: &paths::Layout,
+) -> anyhow::Result<Vec<nestguard::proto::mesos::Parameter>> {
+    let mut parameters = manifest.to_vec();
+    let set = |key: &str| manifest.iter().rev().find(|p| p.key == key);
+    if let Some(root) = &flags.cgroups_root {
+        match set("cgroups_root") {
+            Some(p) if p.value != *root => bail!(
+                "--cgroups_root={root} contradicts {ISOLATOR_MODULE}'s parameter cgroups_root={} in --modules",
+                p.value
+            ),
+            Some(_) => {}
+            None => parameters.push(nestguard::proto::mesos::Parameter {
+                key: "cgroups_root".into(),
+                value: root.clone(),
+            }),
+        }
+    }
+    if set("cgroups_owner").is_none() {
+        parameters.push(nestguard::proto::mesos::Parameter {
+            key: "cgroups_owner".into(),
+            value: format!(
+                "nestguard agent {} (work dir {}, pid {})",
+                layout.agent_id,
+                layout.work_dir.display(),
+                std::process::id()
+            ),
+        });
+    }
+    Ok(parameters)
+}
+
 /// Runs the agent until SIGINT/SIGTERM.
 pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     if !flags.ip.is_loopback() {
@@ -115,12 +153,23 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         );
         injector = Some(hook);
     }
+    std::fs::create_dir_all(&flags.work_dir)
+        .with_context(|| format!("creating {}", flags.work_dir.display()))?;
+    let layout = paths::Layout {
+        work_dir: flags.work_dir.clone(),
+        agent_id: paths::agent_id(&flags.work_dir)?,
+    };
     let mut isolator = None;
     for name in AgentFlags::list(&flags.isolation) {
         match name.as_str() {
             ISOLATOR_MODULE => {
                 let spec = find(&specs, &name)?;
-                isolator = Some(Isolator::create(&abi, &spec.parameters)?);
+                let parameters = isolator_parameters(&spec.parameters, &flags, &layout)?;
+                isolator = Some(Isolator::create(&abi, &parameters).with_context(|| {
+                    format!(
+                        "{ISOLATOR_MODULE} could not be created; nothing was recovered or destroyed"
+                    )
+                })?);
             }
             // Mesos' defaults: accepted, nothing to do in a simulated agent.
             "posix/cpu" | "posix/mem" => {}
@@ -146,8 +195,9 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             "using the posix launcher: containers are plain processes without namespaces or cgroups"
         );
     }
-    std::fs::create_dir_all(&flags.work_dir)
-        .with_context(|| format!("creating {}", flags.work_dir.display()))?;
+    if isolator.is_none() && flags.cgroups_root.is_some() {
+        tracing::warn!("--cgroups_root has no effect without {ISOLATOR_MODULE} in --isolation");
+    }
     let runtime_dir = flags.runtime_dir();
     let helper = exe_dir.as_ref().map(|d| d.join("nestguard-launch"));
     let launcher = Launcher::create(
@@ -157,10 +207,6 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         launcher_kind == LauncherKind::Posix,
         isolator.as_ref(),
     )?;
-    let layout = paths::Layout {
-        work_dir: flags.work_dir.clone(),
-        agent_id: paths::agent_id(&flags.work_dir)?,
-    };
 
     let agent = Arc::new(Agent::new(
         Modules {

@@ -61,6 +61,18 @@ impl Layout {
         self.standalones_meta().join(&id.value)
     }
 
+    /// `<work_dir>/meta/launching/<dotted id>`: present while the agent
+    /// launches the container. Only a crash leaves one behind; recovery then
+    /// ends that container as a failed launch.
+    pub fn launch_marker(&self, dotted: &str) -> PathBuf {
+        self.launch_markers().join(dotted)
+    }
+
+    /// `<work_dir>/meta/launching`.
+    pub fn launch_markers(&self) -> PathBuf {
+        self.work_dir.join("meta").join("launching")
+    }
+
     /// `<work_dir>/meta/standalone`.
     pub fn standalones_meta(&self) -> PathBuf {
         self.work_dir.join("meta").join("standalone")

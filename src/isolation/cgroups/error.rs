@@ -84,6 +84,18 @@ pub enum CgroupError {
     /// A limit or option was out of range.
     #[error("invalid cgroup setting: {0}")]
     Invalid(String),
+    /// Another process owns the cgroup root (see `cgroups::owner`).
+    #[error(
+        "cgroup root '{root}' is owned by another agent ({owner}; lock file '{lock}'): refusing to manage it"
+    )]
+    Owned {
+        /// The root (mount root joined with `cgroups_root`).
+        root: PathBuf,
+        /// What the owner recorded: its pid and description.
+        owner: String,
+        /// The lock file.
+        lock: PathBuf,
+    },
     /// Processes did not leave, a freeze did not complete, or a directory
     /// stayed busy within the timeout.
     #[error("timed out after {timeout:?} waiting for '{path}' to {what}")]
@@ -131,9 +143,10 @@ impl AbiError for CgroupError {
             Self::NotMounted(_)
             | Self::ControllerNotMounted { .. }
             | Self::ControllerUnavailable { .. } => nestguard_result::CgroupUnavailable,
-            Self::Io { .. } | Self::Parse { .. } | Self::ParentMissing { .. } => {
-                nestguard_result::Cgroup
-            }
+            Self::Io { .. }
+            | Self::Parse { .. }
+            | Self::ParentMissing { .. }
+            | Self::Owned { .. } => nestguard_result::Cgroup,
         }
     }
 }

@@ -61,10 +61,12 @@ mod kill;
 mod layout;
 pub mod limits;
 mod oom;
+pub mod owner;
 mod stats;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use detect::{DEFAULT_MOUNT_ROOT, Hierarchy, detect, detect_with_root};
@@ -168,6 +170,8 @@ pub struct Cgroups {
     config: CgroupsConfig,
     hierarchy: Hierarchy,
     backend: Backend,
+    /// This manager's claim on `cgroups_root` ([`Cgroups::claim`]).
+    owner: Option<Arc<owner::RootLock>>,
 }
 
 /// The calls a launcher needs to place and kill a container's processes;
@@ -189,6 +193,14 @@ pub trait ContainerProcesses: Send + Sync {
     /// `kill_all`, then removes the cgroups of the container and its nested
     /// containers. Idempotent.
     fn destroy(&self, id: &ContainerId) -> Result<()>;
+    /// Makes sure this process owns the cgroup root before recovery treats
+    /// what it finds there as orphans; the returned claim is held for as
+    /// long as the caller keeps it. A root owned by another process is an
+    /// error ([`CgroupError::Owned`]). Doubles without a root have nothing
+    /// to claim.
+    fn claim_for_recovery(&self) -> Result<Option<Arc<owner::RootLock>>> {
+        Ok(None)
+    }
 }
 
 impl Cgroups {
@@ -229,6 +241,7 @@ impl Cgroups {
             config,
             hierarchy: Hierarchy::Legacy,
             backend: Backend::V1(mounts),
+            owner: None,
         })
     }
 
@@ -244,7 +257,61 @@ impl Cgroups {
             config,
             hierarchy: Hierarchy::Unified,
             backend: Backend::V2(mount),
+            owner: None,
         })
+    }
+
+    /// cgroup v1 without our freezer cgroups (the isolator's
+    /// `cgroups_skip_freezer`, for Mesos' LinuxLauncher, which tracks
+    /// processes in its own freezer cgroups): none is ever created. A
+    /// container's processes are then found in its `pids` cgroup (else
+    /// `cpuacct`, `cpu`, `memory`: the first mounted), where a container
+    /// sharing its parent's cgroups gets a directory of its own, and a kill
+    /// signals them until none is left, without a freeze.
+    pub fn skip_freezer(&mut self) -> Result<()> {
+        let Backend::V1(mounts) = &mut self.backend else {
+            return Err(CgroupError::Invalid(
+                "skipping the freezer needs cgroup v1".into(),
+            ));
+        };
+        mounts.retain(|(c, _)| *c != Controller::Freezer);
+        if mounts.is_empty() {
+            return Err(CgroupError::ControllerNotMounted {
+                controller: "pids",
+                path: self.config.mount_root.join("pids"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Claims `cgroups_root` for this process for the manager's lifetime
+    /// (see [`owner`]): an agent does this before it recovers anything, so
+    /// a second agent on the same root stops with an error naming the first
+    /// instead of destroying its containers. `description` names the owner
+    /// (e.g. "agent <id>, work dir <path>").
+    pub fn claim(&mut self, description: &str) -> Result<()> {
+        if self.owner.is_none() {
+            self.owner = Some(owner::claim(
+                &self.config.mount_root,
+                &self.config.cgroups_root,
+                description,
+            )?);
+        }
+        Ok(())
+    }
+
+    /// This manager's claim, or a claim for the time of a recovery (so a
+    /// manager that never claimed still never destroys in a root another
+    /// process owns).
+    fn recovery_claim(&self) -> Result<Arc<owner::RootLock>> {
+        match &self.owner {
+            Some(lock) => Ok(lock.clone()),
+            None => owner::claim(
+                &self.config.mount_root,
+                &self.config.cgroups_root,
+                &format!("recovery in process {}", std::process::id()),
+            ),
+        }
     }
 
     /// The hierarchy in use.
@@ -324,7 +391,7 @@ impl Cgroups {
     pub fn exists(&self, id: &ContainerId) -> Result<bool> {
         let rel = self.rel(id)?;
         Ok(match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &rel).is_dir(),
+            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &rel).is_dir(),
             Backend::V2(mount) => mount.join(&rel).is_dir(),
         })
     }
@@ -401,8 +468,9 @@ impl Cgroups {
         rel: &Path,
         share: bool,
     ) -> Result<()> {
+        let tracker = tracker(mounts);
         for (controller, mount) in mounts {
-            if share && *controller != Controller::Freezer {
+            if share && *controller != tracker {
                 continue;
             }
             let base = mount.join(&self.config.cgroups_root);
@@ -413,7 +481,7 @@ impl Cgroups {
             if let Some(parent) = dir.parent() {
                 create_dirs(mount, parent)?;
             }
-            if !fsops::mkdir(&dir)? && *controller == Controller::Freezer {
+            if !mkdir_in(mount, &dir)? && *controller == tracker {
                 return Err(CgroupError::AlreadyExists {
                     id: to_dotted(id),
                     path: dir,
@@ -434,7 +502,7 @@ impl Cgroups {
         if let Some(parent) = dir.parent() {
             create_dirs(mount, parent)?;
         }
-        if !fsops::mkdir(&dir)? {
+        if !mkdir_in(mount, &dir)? {
             return Err(CgroupError::AlreadyExists {
                 id: to_dotted(id),
                 path: dir,
@@ -527,7 +595,7 @@ impl Cgroups {
         match &self.backend {
             Backend::V1(mounts) => {
                 let rel = self.rel(id)?;
-                let freezer = self.v1_dir(mounts, Controller::Freezer, &rel);
+                let freezer = self.v1_dir(mounts, tracker(mounts), &rel);
                 if !freezer.is_dir() {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
@@ -560,7 +628,7 @@ impl Cgroups {
     /// containers). On v1 this is the freezer cgroup.
     pub fn pids(&self, id: &ContainerId) -> Result<Vec<u32>> {
         let dir = match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?).join(LEAF),
         };
         if !dir.is_dir() {
@@ -574,7 +642,7 @@ impl Cgroups {
 
     fn process_root(&self, id: &ContainerId) -> Result<PathBuf> {
         Ok(match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
             Backend::V2(mount) => mount.join(self.rel(id)?),
         })
     }
@@ -592,7 +660,7 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
                     });
                 }
                 // Statistics of each mounted controller; a sharing container
@@ -612,7 +680,7 @@ impl Cgroups {
                 }
                 // Processes from the container's own freezer cgroup, which
                 // every container has, sharing or not.
-                let freezer = self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?);
+                let freezer = self.v1_dir(mounts, tracker(mounts), &self.rel(id)?);
                 stats::processes(&freezer, "tasks", &mut out)?;
             }
             Backend::V2(mount) => {
@@ -639,7 +707,7 @@ impl Cgroups {
                 if !self.exists(id)? {
                     return Err(CgroupError::NotFound {
                         id: to_dotted(id),
-                        path: self.v1_dir(mounts, Controller::Freezer, &self.rel(id)?),
+                        path: self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
                     });
                 }
                 OomWatcher::v1(&self.v1_effective_dir(mounts, Controller::Memory, id)?)
@@ -686,6 +754,8 @@ impl Cgroups {
     /// in `known` (with everything nested in them), keeps the rest. Returns
     /// the top-most container of each removed subtree.
     pub fn recover(&self, known: &[ContainerId]) -> Result<Vec<ContainerId>> {
+        // Never destroy in a root another process owns.
+        let _claim = self.recovery_claim()?;
         let known: HashSet<String> = known.iter().map(to_dotted).collect();
         let mut removed: Vec<ContainerId> = Vec::new();
         for id in self.scan()? {
@@ -744,6 +814,10 @@ impl Cgroups {
 }
 
 impl ContainerProcesses for Cgroups {
+    fn claim_for_recovery(&self) -> Result<Option<Arc<owner::RootLock>>> {
+        self.recovery_claim().map(Some)
+    }
+
     fn procs_files(&self, id: &ContainerId) -> Result<Vec<PathBuf>> {
         Cgroups::procs_files(self, id)
     }
@@ -790,9 +864,58 @@ impl ContainerProcesses for Cgroups {
 
     fn destroy(&self, id: &ContainerId) -> Result<()> {
         self.kill_all(id)?;
-        kill::remove_subtrees(&self.container_dirs(id)?, self.config.destroy_timeout)?;
+        let dirs = self.container_dirs(id)?;
+        kill::remove_subtrees(&dirs, self.config.destroy_timeout)?;
+        // The parent's `mesos` separator goes with its last child, so a
+        // running parent keeps no empty directory; one still in use
+        // (ENOTEMPTY, EBUSY) stays, and a concurrent create re-makes it
+        // ([`mkdir_in`]).
+        if id.parent.is_some() {
+            for dir in &dirs {
+                if let Some(separator) = dir.parent().filter(|p| p.ends_with(SEPARATOR)) {
+                    let _ = std::fs::remove_dir(separator);
+                }
+            }
+        }
         tracing::info!(container = %to_dotted(id), "destroyed cgroups");
         Ok(())
+    }
+}
+
+/// The v1 controller whose directories say which containers exist and
+/// hold their processes: the freezer, or without it (see
+/// [`Cgroups::skip_freezer`]) the first mounted of `pids`, `cpuacct`, `cpu`,
+/// `memory`.
+fn tracker(mounts: &[(Controller, PathBuf)]) -> Controller {
+    [
+        Controller::Freezer,
+        Controller::Pids,
+        Controller::Cpuacct,
+        Controller::Cpu,
+        Controller::Memory,
+    ]
+    .into_iter()
+    .find(|c| mounts.iter().any(|(m, _)| m == c))
+    .unwrap_or(Controller::Freezer)
+}
+
+/// `mkdir` of a container's directory whose parent was just made: if a
+/// concurrent destroy of its last sibling removed the parent `mesos`
+/// separator meanwhile, the parents are made again (a few times at most).
+fn mkdir_in(mount: &Path, dir: &Path) -> Result<bool> {
+    let mut tries = 0;
+    loop {
+        match fsops::mkdir(dir) {
+            Err(CgroupError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && tries < 3 =>
+            {
+                tries += 1;
+                if let Some(parent) = dir.parent() {
+                    create_dirs(mount, parent)?;
+                }
+            }
+            other => return other,
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! | `cgroups_destroy_timeout_secs` | `60` | how long killing may take |
 //! | `cgroups_enable_cfs` | `false` | the CPU request is also a hard quota |
 //! | `cgroups_pids_max` | none | `pids.max` of every container with its own cgroup |
+//! | `cgroups_owner` | `process <pid>` | who claims `cgroups_root` (the agent passes its ID and work dir); recorded in the root's lock file and named when another agent is refused (see `cgroups::owner`) |
 //! | `cgroups_skip_freezer` | `false` | v1: `isolate` leaves the freezer alone (set it under Mesos' LinuxLauncher, which tracks processes in its own freezer cgroup) |
 //! | `disallow_sharing_agent_pid_namespace` | `false` | as Mesos' flag |
 //! | `hardening_no_new_privileges` | `true` | set `no_new_privileges` |
@@ -55,8 +56,9 @@ pub const ISOLATORS: [&str; 7] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "isolation",
+    "cgroups_owner",
     "cgroups_mount_root",
     "cgroups_root",
     "cgroups_destroy_timeout_secs",
@@ -81,6 +83,8 @@ pub struct IsolatorParams {
     pub cgroups: CgroupsConfig,
     /// The cgroups isolator's options.
     pub cgroups_options: CgroupsOptions,
+    /// Who claims the cgroup root (`cgroups_owner`).
+    pub cgroups_owner: Option<String>,
     /// Mesos' `--disallow_sharing_agent_pid_namespace`.
     pub disallow_sharing_agent_pid_namespace: bool,
     /// The hardening isolator.
@@ -166,6 +170,7 @@ impl IsolatorParams {
                 .get("cgroups_skip_freezer")
                 .map_or(Ok(false), |v| boolean("cgroups_skip_freezer", v))?,
         };
+        let cgroups_owner = map.get("cgroups_owner").map(|v| (*v).to_owned());
         let mut hardening = HardeningIsolator::default();
         if let Some(v) = map.get("hardening_no_new_privileges") {
             hardening.no_new_privileges = boolean("hardening_no_new_privileges", v)?;
@@ -231,6 +236,7 @@ impl IsolatorParams {
             isolation,
             cgroups,
             cgroups_options,
+            cgroups_owner,
             disallow_sharing_agent_pid_namespace: map
                 .get("disallow_sharing_agent_pid_namespace")
                 .map_or(Ok(false), |v| {
@@ -294,7 +300,20 @@ impl Composite {
         for name in &params.isolation {
             let isolator: Arc<dyn Isolator> = match name.as_str() {
                 "cgroups" => {
-                    let manager = Arc::new(Cgroups::new(params.cgroups.clone())?);
+                    // The root is claimed before anything else: a second
+                    // agent on it fails here, naming the first.
+                    let mut manager = Cgroups::new(params.cgroups.clone())?;
+                    if params.cgroups_options.skip_freezer && !manager.is_v2() {
+                        // Mesos' launcher tracks processes in its own
+                        // freezer: create no empty ones of ours.
+                        manager.skip_freezer()?;
+                    }
+                    let owner = params
+                        .cgroups_owner
+                        .clone()
+                        .unwrap_or_else(|| format!("process {}", std::process::id()));
+                    manager.claim(&owner)?;
+                    let manager = Arc::new(manager);
                     cgroups = Some(manager.clone());
                     Arc::new(CgroupsIsolator::new(
                         manager,

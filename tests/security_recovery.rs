@@ -1,0 +1,635 @@
+//! Recovery that is safe (issue 12, items 7–10), end to end against real
+//! `nestguard agent` processes that load libnestguard.so: one agent per
+//! cgroup root, damaged checkpoints that destroy nothing that runs, launches
+//! cut off by a crash that end as failed launches, and no empty cgroups
+//! left behind. Needs root (the Linux launcher, cgroups).
+
+mod agent_support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_support::{library, pod, require_root, task};
+use nestguard::isolation::cgroups::owner;
+
+/// Where the cgroup file systems are mounted on the test hosts.
+const MOUNT_ROOT: &str = "/sys/fs/cgroup";
+
+/// A cgroup root of the test's own, shared by the agents it starts; the
+/// guard kills whatever is left in it and removes it (and its lock file).
+struct CgroupRoot(String);
+
+impl CgroupRoot {
+    fn new(tag: &str) -> CgroupRoot {
+        let mut b = [0u8; 4];
+        getrandom::fill(&mut b).unwrap();
+        let suffix: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        CgroupRoot(format!(
+            "nestguard-secrec-{tag}-{}-{suffix}",
+            std::process::id()
+        ))
+    }
+
+    /// `<mount>/<controller>/<root>` (or `<mount>/unified/<root>`) that exist.
+    fn tops(&self) -> Vec<PathBuf> {
+        let Ok(controllers) = std::fs::read_dir(MOUNT_ROOT) else {
+            return Vec::new();
+        };
+        controllers
+            .flatten()
+            .map(|c| c.path().join(&self.0))
+            .filter(|p| p.is_dir())
+            .collect()
+    }
+
+    /// Every directory below the root in every hierarchy, parents first.
+    fn dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = self.tops();
+        let mut i = 0;
+        while i < dirs.len() {
+            if let Ok(children) = std::fs::read_dir(&dirs[i]) {
+                dirs.extend(children.flatten().map(|c| c.path()).filter(|p| p.is_dir()));
+            }
+            i += 1;
+        }
+        dirs
+    }
+}
+
+impl Drop for CgroupRoot {
+    fn drop(&mut self) {
+        assert!(self.0.starts_with("nestguard-secrec-"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let dirs = self.dirs();
+            let mut busy = false;
+            for dir in &dirs {
+                let pids = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                    busy = true;
+                    // SAFETY: killing processes of the test's own cgroups.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+                // A frozen v1 cgroup must thaw for its processes to die.
+                let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+            }
+            for dir in dirs.iter().rev() {
+                let _ = std::fs::remove_dir(dir);
+            }
+            if (!busy && self.tops().is_empty()) || Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_file(owner::lock_path(Path::new(MOUNT_ROOT), Path::new(&self.0)));
+    }
+}
+
+/// A `nestguard agent` on a work dir of its own, with io_nestguard_Isolator
+/// on `--cgroups_root`, no authentication and the local authorizer.
+struct Agent {
+    dir: tempfile::TempDir,
+    cgroups_root: String,
+    isolator_params: Vec<(String, String)>,
+    address: String,
+    child: Option<Child>,
+}
+
+impl Agent {
+    fn new(root: &CgroupRoot, isolator_params: &[(&str, &str)]) -> Agent {
+        let dir = tempfile::Builder::new()
+            .prefix("nestguard-secrec-")
+            .tempdir()
+            .unwrap();
+        Agent {
+            dir,
+            cgroups_root: root.0.clone(),
+            isolator_params: isolator_params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            address: String::new(),
+            child: None,
+        }
+    }
+
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
+    }
+
+    /// Starts the agent; `Err` carries its exit status and log if it ended
+    /// instead of serving.
+    fn try_spawn(&mut self) -> Result<(), (std::process::ExitStatus, String)> {
+        let d = self.dir.path();
+        let params: Vec<serde_json::Value> = self
+            .isolator_params
+            .iter()
+            .map(|(k, v)| serde_json::json!({"key": k, "value": v}))
+            .collect();
+        let manifest = serde_json::json!({"libraries": [{"file": library(), "modules": [
+            {"name": "io_nestguard_Isolator", "parameters": params}]}]});
+        std::fs::write(d.join("modules.json"), manifest.to_string()).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
+            .arg("agent")
+            .arg(format!("--work_dir={}", self.work().display()))
+            .arg(format!("--modules={}", d.join("modules.json").display()))
+            .arg("--isolation=io_nestguard_Isolator")
+            .arg(format!("--cgroups_root={}", self.cgroups_root))
+            .arg("--port=0")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(d.join("agent.log"))
+                    .unwrap(),
+            )
+            .spawn()
+            .expect("start nestguard agent");
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        match line.split_whitespace().find(|w| w.starts_with("http://")) {
+            Some(address) => {
+                self.address = address.to_owned();
+                self.child = Some(child);
+                Ok(())
+            }
+            None => {
+                let status = child.wait().unwrap();
+                Err((status, self.log()))
+            }
+        }
+    }
+
+    fn spawn(&mut self) {
+        if let Err((status, log)) = self.try_spawn() {
+            panic!("agent did not start ({status}):\n{log}");
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// SIGKILL: containers keep running.
+    fn sigkill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, the clean stop; returns its exit status.
+    fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        let mut c = self.child.take()?;
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        c.wait().ok()
+    }
+
+    /// A JSON POST; (status, body). Bounded, so a WAIT that never answers
+    /// fails the test instead of hanging it.
+    fn post(&self, path: &str, body: &str) -> (u16, String) {
+        let out = Command::new("curl")
+            .args(["-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "20"])
+            .args(["-X", "POST", "-H", "Content-Type: application/json"])
+            .args(["--data-binary", body])
+            .arg(format!("{}{path}", self.address))
+            .output()
+            .expect("run curl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (code.trim().parse().unwrap_or(0), body.to_owned())
+    }
+
+    fn api(&self, body: serde_json::Value) -> (u16, String) {
+        self.post("/api/v1", &body.to_string())
+    }
+
+    fn launch_standalone(&self, id: &str, command: &str) {
+        let (status, body) = self.api(serde_json::json!({"type": "LAUNCH_CONTAINER",
+            "launch_container": {"container_id": {"value": id}, "command": {"value": command}}}));
+        assert_eq!(status, 200, "launch {id}: {body}\n{}", self.log());
+    }
+
+    fn launch_nested(&self, parent: &str, child: &str, command: &str) {
+        let (status, body) = self.api(serde_json::json!({"type": "LAUNCH_NESTED_CONTAINER",
+            "launch_nested_container": {"container_id": nested(parent, child), "command": {"value": command}}}));
+        assert_eq!(
+            status,
+            200,
+            "launch {parent}.{child}: {body}\n{}",
+            self.log()
+        );
+    }
+
+    fn wait_nested(&self, parent: &str, child: &str) -> (u16, String) {
+        self.api(serde_json::json!({"type": "WAIT_NESTED_CONTAINER",
+            "wait_nested_container": {"container_id": nested(parent, child)}}))
+    }
+
+    /// The supervisor pid the launcher checkpointed for a container.
+    fn supervisor_pid(&self, chain: &[&str]) -> i32 {
+        let mut path = self.work().join("run");
+        for level in chain {
+            path = path.join("containers").join(level);
+        }
+        let text = std::fs::read_to_string(path.join("pid")).unwrap();
+        text.lines().next().unwrap().trim().parse().unwrap()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        // Containers die with the test's cgroup root (its own guard).
+        self.sigkill();
+    }
+}
+
+fn nested(parent: &str, child: &str) -> serde_json::Value {
+    serde_json::json!({"value": child, "parent": {"value": parent}})
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is not alive: read the state from procfs.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// Item 7: a second agent on the same cgroup root refuses to start, names
+/// the owner, and kills nothing; once the owner stopped, it starts.
+#[test]
+fn second_agent_on_an_owned_cgroup_root_refuses_to_start() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("owner");
+    let mut a = Agent::new(&root, &[]);
+    a.spawn();
+    a.launch_standalone("keeper", "sleep 600");
+    let pid = a.supervisor_pid(&["keeper"]);
+    assert!(alive(pid));
+
+    let mut b = Agent::new(&root, &[]);
+    let started = Instant::now();
+    let (status, log) = b
+        .try_spawn()
+        .expect_err("a second agent on an owned root must not start");
+    assert!(!status.success(), "{status}");
+    let a_work = a.work().display().to_string();
+    assert!(
+        log.contains(&a_work),
+        "the owner's work dir is named:\n{log}"
+    );
+    assert!(
+        log.contains(&format!("pid {}", a.pid())),
+        "the owner's pid is named:\n{log}"
+    );
+    assert!(log.contains(&root.0), "the root is named:\n{log}");
+    // Nothing of A's was touched, now or a little later.
+    std::thread::sleep(Duration::from_secs(2).saturating_sub(started.elapsed()));
+    assert!(alive(pid), "agent A's container was killed");
+    let (status, body) = a.api(serde_json::json!({"type": "GET_CONTAINERS"}));
+    assert_eq!(status, 200);
+    assert!(body.contains("keeper"), "{body}");
+
+    // The owner stops cleanly (its container dies first); B may take over.
+    let (status, _) = a.api(serde_json::json!({"type": "KILL_CONTAINER",
+        "kill_container": {"container_id": {"value": "keeper"}, "signal": 9}}));
+    assert_eq!(status, 200);
+    let (_, body) = a.api(serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": "keeper"}}}));
+    assert!(body.contains(r#""exit_status":9"#), "{body}");
+    assert!(a.stop().is_some_and(|s| s.success()));
+    let lock = owner::lock_path(Path::new(MOUNT_ROOT), Path::new(&root.0));
+    assert!(!lock.exists(), "a clean stop removes the lock file");
+    b.spawn();
+}
+
+/// Item 8: a truncated `executor.info` of a running pod destroys nothing:
+/// the pod runs on, is listed, and a KILL ends it with a reason naming the
+/// file.
+#[test]
+fn truncated_executor_info_keeps_the_pod_running() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("trunc");
+    let mut agent = Agent::new(&root, &[]);
+    agent.spawn();
+    let (status, body) = agent.post(
+        "/nestguard/v1/pods",
+        &pod(serde_json::json!([task("app", "sleep 600")])).to_string(),
+    );
+    assert_eq!(status, 200, "{body}\n{}", agent.log());
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let pod_id = v["container_id"].as_str().unwrap().to_owned();
+    // The task runs as a nested container of the executor's.
+    let runtime = agent.work().join("run/containers").join(&pod_id);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let task_id = loop {
+        let found = std::fs::read_dir(runtime.join("containers"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|t| runtime.join("containers").join(t).join("pid").exists());
+        // Launched, and the agent is done with the launch (no marker left).
+        let launching = std::fs::read_dir(agent.work().join("meta/launching"))
+            .map(|d| d.count())
+            .unwrap_or(1);
+        if let (Some(t), 0) = (found, launching) {
+            break t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task never started\n{}",
+            agent.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let executor_pid = agent.supervisor_pid(&[&pod_id]);
+    let task_pid = agent.supervisor_pid(&[&pod_id, &task_id]);
+
+    agent.sigkill();
+    let info = agent
+        .work()
+        .join("meta/executors")
+        .join(&pod_id)
+        .join("executor.info");
+    let bytes = std::fs::read(&info).unwrap();
+    std::fs::write(&info, &bytes[..bytes.len() / 2]).unwrap();
+    agent.spawn();
+
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        alive(executor_pid),
+        "the pod's executor was destroyed\n{}",
+        agent.log()
+    );
+    assert!(
+        alive(task_pid),
+        "the pod's task was destroyed\n{}",
+        agent.log()
+    );
+    let log = agent.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("executor.info") && l.contains("ERROR")),
+        "an error names the file:\n{log}"
+    );
+    let (status, body) = agent.api(serde_json::json!({"type": "GET_CONTAINERS",
+        "get_containers": {"show_nested": true}}));
+    assert_eq!(status, 200);
+    assert!(body.contains(&pod_id), "the pod is listed: {body}");
+    assert!(body.contains(&task_id), "its task is listed: {body}");
+
+    // Destruction is an explicit KILL's.
+    let (status, body) = agent.api(serde_json::json!({"type": "KILL_CONTAINER",
+        "kill_container": {"container_id": {"value": pod_id}, "signal": 9}}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = agent.api(serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": pod_id}}}));
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let w = &v["wait_container"];
+    assert_eq!(w["reason"], "REASON_SLAVE_RESTARTED", "{body}");
+    assert!(
+        w["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("executor.info"),
+        "{body}"
+    );
+    assert_eq!(w["exit_status"], 9, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(task_pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(task_pid), "the pod's task outlived its pod");
+}
+
+/// Item 8: a garbage `termination` checkpoint does not make the container
+/// vanish: WAIT answers with the recovery-failed reason and a message, and
+/// the log names the file.
+#[test]
+fn garbage_termination_checkpoint_is_reported_not_lost() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("garbage");
+    let mut agent = Agent::new(&root, &[]);
+    agent.spawn();
+    agent.launch_standalone("parent", "sleep 600");
+    agent.launch_nested("parent", "quick", "exit 3");
+    let (status, body) = agent.wait_nested("parent", "quick");
+    assert_eq!(
+        (status, body.contains(r#""exit_status":768"#)),
+        (200, true),
+        "{body}"
+    );
+    let termination = agent
+        .work()
+        .join("run/containers/parent/containers/quick/termination");
+    assert!(termination.exists());
+
+    agent.sigkill();
+    std::fs::write(&termination, b"\xff\xff\xff\x7fgarbage").unwrap();
+    agent.spawn();
+
+    let (status, body) = agent.wait_nested("parent", "quick");
+    assert_eq!(status, 200, "not 404: {body}\n{}", agent.log());
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let w = &v["wait_nested_container"];
+    assert_eq!(w["reason"], "REASON_SLAVE_RESTARTED", "{body}");
+    assert!(
+        w["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("termination"),
+        "{body}"
+    );
+    let log = agent.log();
+    let named = termination.display().to_string();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&named) && l.contains("ERROR")),
+        "the log names {named}:\n{log}"
+    );
+}
+
+/// Item 9: launches a crash cut off end as failed launches with Mesos'
+/// reason and a message, whether the container had started or not. The
+/// on-disk state is the one a SIGKILL during a launch leaves: the launch
+/// marker, with the launcher's checkpoints of a started container
+/// ("started") or with nothing yet ("ghost").
+#[test]
+fn launch_cut_off_by_a_crash_ends_as_a_failed_launch() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("cutoff");
+    let mut agent = Agent::new(&root, &[]);
+    agent.spawn();
+    agent.launch_standalone("parent", "sleep 600");
+    agent.launch_nested("parent", "started", "sleep 600");
+    let started_pid = agent.supervisor_pid(&["parent", "started"]);
+    let parent_pid = agent.supervisor_pid(&["parent"]);
+    agent.sigkill();
+    let markers = agent.work().join("meta/launching");
+    assert!(markers.is_dir(), "the agent keeps launch markers");
+    assert_eq!(
+        std::fs::read_dir(&markers).unwrap().count(),
+        0,
+        "finished launches leave no marker"
+    );
+    std::fs::write(markers.join("parent.started"), b"").unwrap();
+    std::fs::write(markers.join("parent.ghost"), b"").unwrap();
+    agent.spawn();
+
+    for child in ["started", "ghost"] {
+        let (status, body) = agent.wait_nested("parent", child);
+        assert_eq!(status, 200, "{child}: {body}\n{}", agent.log());
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let w = &v["wait_nested_container"];
+        assert_eq!(w["reason"], "REASON_CONTAINER_LAUNCH_FAILED", "{body}");
+        assert_eq!(w["state"], "TASK_FAILED", "{body}");
+        assert!(
+            w["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("the agent stopped before the launch completed"),
+            "{body}"
+        );
+    }
+    assert!(!alive(started_pid), "a cut-off launch is destroyed");
+    assert!(alive(parent_pid), "its parent's launch was complete");
+    assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0);
+}
+
+/// The directories below the root (not the root itself) that hold neither
+/// a process nor a subdirectory.
+fn empty_cgroups(root: &CgroupRoot) -> Vec<PathBuf> {
+    let tops = root.tops();
+    root.dirs()
+        .into_iter()
+        .filter(|d| !tops.contains(d))
+        .filter(|d| {
+            let procs = std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
+            let subdirs = std::fs::read_dir(d)
+                .map(|e| e.flatten().any(|e| e.path().is_dir()))
+                .unwrap_or(false);
+            procs.trim().is_empty() && !subdirs
+        })
+        .collect()
+}
+
+fn kill_and_wait_nested(agent: &Agent, parent: &str, child: &str) {
+    let (status, body) = agent.api(serde_json::json!({"type": "KILL_NESTED_CONTAINER",
+        "kill_nested_container": {"container_id": nested(parent, child), "signal": 9}}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = agent.wait_nested(parent, child);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""exit_status":9"#), "{body}");
+}
+
+fn separate_cgroups() -> serde_json::Value {
+    serde_json::json!({"type": "MESOS", "linux_info": {"share_cgroups": false}})
+}
+
+/// Item 10: an agent that ends cleanly leaves no empty cgroup of a
+/// container, nor an empty `mesos` separator of a running one — only the
+/// root directories (as Mesos leaves `<hierarchy>/mesos`) and the cgroups
+/// of containers that still run.
+#[test]
+fn clean_stop_leaves_no_empty_container_cgroups() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("empty");
+    let mut agent = Agent::new(&root, &[]);
+    agent.spawn();
+    agent.launch_standalone("runner", "sleep 600");
+    agent.launch_nested("runner", "sharing", "exit 0");
+    let (status, body) = agent.api(serde_json::json!({"type": "LAUNCH_NESTED_CONTAINER",
+        "launch_nested_container": {"container_id": nested("runner", "own"),
+            "command": {"value": "sleep 600"}, "container": separate_cgroups()}}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = agent.wait_nested("runner", "sharing");
+    assert_eq!(status, 200, "{body}");
+    kill_and_wait_nested(&agent, "runner", "own");
+    agent.launch_standalone("done", "exit 0");
+    let (_, body) = agent.api(serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": "done"}}}));
+    assert!(body.contains(r#""exit_status":0"#), "{body}");
+    assert!(agent.stop().is_some_and(|s| s.success()));
+
+    assert!(!root.tops().is_empty(), "the running container has cgroups");
+    let lock = owner::lock_path(Path::new(MOUNT_ROOT), Path::new(&root.0));
+    assert!(
+        !lock.exists(),
+        "a clean stop removes the lock file, also while containers run"
+    );
+    let empty = empty_cgroups(&root);
+    assert!(empty.is_empty(), "empty cgroups left: {empty:#?}");
+}
+
+/// Item 10: with `cgroups_skip_freezer=true` no freezer cgroup is created
+/// at all (Mesos' launcher tracks processes in its own); containers, shared
+/// cgroups or not, are still killed and their cgroups removed.
+#[test]
+fn skip_freezer_creates_no_freezer_cgroups() {
+    if !require_root() {
+        return;
+    }
+    if !Path::new(MOUNT_ROOT).join("freezer").is_dir() {
+        eprintln!("skipping: no cgroup v1 freezer (cgroups_skip_freezer is v1 only)");
+        return;
+    }
+    let root = CgroupRoot::new("nofreezer");
+    let mut agent = Agent::new(&root, &[("cgroups_skip_freezer", "true")]);
+    agent.spawn();
+    agent.launch_standalone("runner", "sleep 600");
+    agent.launch_nested("runner", "sharing", "sleep 600");
+    let (status, body) = agent.api(serde_json::json!({"type": "LAUNCH_NESTED_CONTAINER",
+        "launch_nested_container": {"container_id": nested("runner", "own"),
+            "command": {"value": "sleep 600"}, "container": separate_cgroups()}}));
+    assert_eq!(status, 200, "{body}");
+    let freezer = Path::new(MOUNT_ROOT).join("freezer").join(&root.0);
+    assert!(!freezer.exists(), "{} was created", freezer.display());
+    assert!(!root.tops().is_empty(), "the other controllers are used");
+
+    let sharing_pid = agent.supervisor_pid(&["runner", "sharing"]);
+    kill_and_wait_nested(&agent, "runner", "sharing");
+    assert!(!alive(sharing_pid));
+    let (status, _) = agent.api(serde_json::json!({"type": "KILL_CONTAINER",
+        "kill_container": {"container_id": {"value": "runner"}, "signal": 9}}));
+    assert_eq!(status, 200);
+    let (_, body) = agent.api(serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": "runner"}}}));
+    assert!(body.contains(r#""exit_status":9"#), "{body}");
+    assert!(agent.stop().is_some_and(|s| s.success()));
+    assert!(!freezer.exists());
+    let empty = empty_cgroups(&root);
+    assert!(empty.is_empty(), "empty cgroups left: {empty:#?}");
+    for top in root.tops() {
+        let children = std::fs::read_dir(&top)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .count();
+        assert_eq!(children, 0, "{} still has container cgroups", top.display());
+    }
+}
