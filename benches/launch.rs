@@ -117,6 +117,8 @@ impl Pod {
                 runtime_dir: rt.path().to_path_buf(),
                 helper: HELPER.into(),
                 mode: Mode::Linux,
+                allow_sharing_agent_pid_namespace: false,
+                defences: Default::default(),
             },
             cgroups.clone(),
         )
@@ -326,6 +328,8 @@ fn recover(c: &mut Criterion) {
                     runtime_dir: rt.path().to_path_buf(),
                     helper: HELPER.into(),
                     mode: Mode::Linux,
+                    allow_sharing_agent_pid_namespace: false,
+                    defences: Default::default(),
                 })
                 .unwrap()
             },
