@@ -21,6 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use isolator_support::*;
+use nestguard::isolation::namespaces::NamespaceError;
+use nestguard::isolation::{Defences, Launcher, LauncherError, LauncherOptions, Mode};
+use nestguard::proto::mesos::slave::ContainerLaunchInfo;
 use nestguard::proto::mesos::volume::Mode as VolumeMode;
 use nestguard::proto::mesos::volume::source::sandbox_path::Type as SandboxPathType;
 use nestguard::proto::mesos::{ContainerInfo, LinuxInfo};
@@ -140,6 +143,44 @@ fn top_level_containers_share_the_agents_pid_namespace_only_when_allowed() {
         .unwrap();
     assert!(inner > 1, "runs in the agent's pid namespace: {inner}");
     allowed.destroy(&top, None);
+
+    // The launcher refuses on its own too (an agent without the isolator).
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = Launcher::new(launcher_options(dir.path(), Defences::default())).unwrap();
+    let err = launcher
+        .launch(
+            &id("top"),
+            &launch_info("true", &[]),
+            Some(&sharing_pid()),
+            &dir.path().join("sandbox"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LauncherError::Namespace(NamespaceError::SharingAgentPidNamespace)
+        ),
+        "{err}"
+    );
+    assert!(launcher.containers().is_empty());
+}
+
+fn launcher_options(dir: &Path, defences: Defences) -> LauncherOptions {
+    LauncherOptions {
+        runtime_dir: dir.join("runtime"),
+        helper: PathBuf::from(HELPER),
+        mode: Mode::Linux,
+        allow_sharing_agent_pid_namespace: false,
+        defences,
+    }
+}
+
+fn launch_info(script: &str, clone: &[i32]) -> ContainerLaunchInfo {
+    ContainerLaunchInfo {
+        command: Some(shell(script)),
+        clone_namespaces: clone.to_vec(),
+        ..Default::default()
+    }
 }
 
 /// Restores the host's hostname and domainname on drop, so a failing run
@@ -318,6 +359,60 @@ fn kernel_knobs_are_read_only_in_every_container_with_its_own_mount_namespace() 
     agent.destroy(&top, None);
 }
 
+/// Each defence can be switched off (for the benchmark only): without
+/// read-only paths the container's `/proc/sys` is the plain procfs entry.
+#[test]
+fn read_only_paths_can_be_switched_off_for_measurement() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = [libc::CLONE_NEWNS, libc::CLONE_NEWPID, libc::CLONE_NEWUTS];
+    let script = "grep -c ' /proc/sys ' /proc/self/mountinfo; readlink /proc/self/ns/uts";
+    let mut outputs = Vec::new();
+    for (name, defences) in [
+        ("on", Defences::default()),
+        (
+            "off",
+            Defences {
+                read_only_paths: false,
+                own_uts: false,
+            },
+        ),
+    ] {
+        let root = dir.path().join(name);
+        let launcher = Launcher::new(launcher_options(&root, defences)).unwrap();
+        let top = id("top");
+        let sandbox = root.join("sandbox");
+        let top_pid = launcher
+            .launch(&top, &launch_info("sleep 60", &ns), None, &sandbox)
+            .unwrap();
+        let parent_uts = std::fs::read_link(format!("/proc/{top_pid}/ns/uts")).unwrap();
+        let child = id("top.c");
+        let child_sandbox = sandbox.join("containers/c");
+        launcher
+            .launch(&child, &launch_info(script, &[]), None, &child_sandbox)
+            .unwrap();
+        let status = launcher
+            .wait(&child, Some(Duration::from_secs(30)))
+            .unwrap();
+        let out = read(child_sandbox.join("stdout"));
+        let own_uts = out.lines().nth(1) != parent_uts.to_str();
+        outputs.push((status, out.lines().next().map(str::to_owned), own_uts));
+        launcher.destroy(&top).unwrap();
+    }
+    // The child's own /proc/sys, over the parent's (also read-only).
+    let count = |o: &Option<String>| o.as_deref().and_then(|c| c.parse::<u32>().ok());
+    assert!(
+        outputs[0].0 == Some(0) && count(&outputs[0].1) >= Some(1) && outputs[0].2,
+        "{outputs:?}"
+    );
+    assert!(
+        outputs[1].0 == Some(0) && count(&outputs[1].1) == Some(0) && !outputs[1].2,
+        "{outputs:?}"
+    );
+}
+
 /// A thread swapping `shared` and `decoy` (a directory and a symbolic
 /// link) atomically, over and over; stopped and joined on drop, so it never
 /// outlives the directories (even when the test fails).
@@ -383,7 +478,10 @@ fn sandbox_path_volume_swapped_for_a_symlink_never_mounts_outside() {
     const BUDGET: Duration = Duration::from_secs(120);
     let agent = Agent::new(
         "race",
-        &[("isolation", "filesystem/linux,volume/sandbox_path")],
+        &[(
+            "isolation",
+            "namespaces,filesystem/linux,volume/sandbox_path",
+        )],
     );
     let (exec, _) = agent.launch("exec", config("exec sleep 300"));
     let parent = agent.sandbox(&exec);

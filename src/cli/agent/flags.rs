@@ -40,6 +40,11 @@ pub struct AgentFlags {
     /// File whose whole content is the HS256 key for executor tokens.
     #[arg(long)]
     pub jwt_secret_key: Option<PathBuf>,
+    /// Refuse `LinuxInfo.share_pid_namespace` for top-level containers: such
+    /// a container would see every process of the host. Mesos' flag
+    /// defaults to `false`; ours to `true` (`=false` allows sharing).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "true")]
+    pub disallow_sharing_agent_pid_namespace: bool,
     /// `linux` (default when root) or `posix`.
     #[arg(long, value_enum)]
     pub launcher: Option<LauncherKind>,
@@ -126,5 +131,13 @@ mod tests {
             Wrapper::try_parse_from(["x", "--work_dir=/w", "--authenticate_http_readwrite=false"])
                 .unwrap();
         assert!(!w.flags.authenticate_http_readwrite);
+        assert!(w.flags.disallow_sharing_agent_pid_namespace);
+        let w = Wrapper::try_parse_from([
+            "x",
+            "--work_dir=/w",
+            "--disallow_sharing_agent_pid_namespace=false",
+        ])
+        .unwrap();
+        assert!(!w.flags.disallow_sharing_agent_pid_namespace);
     }
 }
