@@ -14,6 +14,9 @@
 //!   - `nestguard_nested_disk`: the runtime dir on an fsync-ing disk, and
 //!     `checkpoint_write/*` isolates one atomic checkpoint write, so the
 //!     durability cost is reported separately.
+//!   - `nestguard_nested_no_read_only_paths`, `nestguard_nested_no_own_uts`:
+//!     the first case with one defence off ([`Defences`]), so its cost is
+//!     the difference.
 //!   - `nestguard_nested_with_destroy`: also times the destroy that follows
 //!     (kill, cgroup removal, `termination` checkpoint); the other
 //!     nestguard cases destroy outside the timed part, as `unshare` has
@@ -34,7 +37,7 @@ use std::time::Instant;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use nestguard::container_id::parse_dotted;
 use nestguard::isolation::cgroups::{Cgroups, CgroupsConfig, CreateOptions};
-use nestguard::isolation::{Launcher, LauncherOptions, Mode};
+use nestguard::isolation::{Defences, Launcher, LauncherOptions, Mode};
 use nestguard::proto::mesos::CommandInfo;
 use nestguard::proto::mesos::slave::ContainerLaunchInfo;
 
@@ -103,7 +106,7 @@ impl Drop for CgroupsRoot {
 }
 
 impl Pod {
-    fn new(cgroups: &Arc<Cgroups>, runtime_parent: &str, name: &str) -> Pod {
+    fn new(cgroups: &Arc<Cgroups>, runtime_parent: &str, name: &str, defences: Defences) -> Pod {
         let rt = tempfile::Builder::new()
             .prefix("nestguard-bench-")
             .tempdir_in(runtime_parent)
@@ -117,6 +120,8 @@ impl Pod {
                 runtime_dir: rt.path().to_path_buf(),
                 helper: HELPER.into(),
                 mode: Mode::Linux,
+                allow_sharing_agent_pid_namespace: false,
+                defences,
             },
             cgroups.clone(),
         )
@@ -213,12 +218,33 @@ fn launch_exit(c: &mut Criterion) {
     let cgroups = CgroupsRoot::new();
     let info = true_info();
     let mut n = 0u64;
-    for (name, parent, share_cgroups) in [
-        ("nestguard_nested_tmpfs", "/dev/shm", true),
-        ("nestguard_nested_own_cgroups", "/dev/shm", false),
-        ("nestguard_nested_disk", "/tmp", true),
+    let all = Defences::default();
+    let no_read_only_paths = Defences {
+        read_only_paths: false,
+        ..all
+    };
+    let no_own_uts = Defences {
+        own_uts: false,
+        ..all
+    };
+    for (name, parent, share_cgroups, defences) in [
+        ("nestguard_nested_tmpfs", "/dev/shm", true, all),
+        ("nestguard_nested_own_cgroups", "/dev/shm", false, all),
+        ("nestguard_nested_disk", "/tmp", true, all),
+        (
+            "nestguard_nested_no_read_only_paths",
+            "/dev/shm",
+            true,
+            no_read_only_paths,
+        ),
+        ("nestguard_nested_no_own_uts", "/dev/shm", true, no_own_uts),
     ] {
-        let pod = Pod::new(&cgroups.0, parent, &format!("nestguard-bench-{name}"));
+        let pod = Pod::new(
+            &cgroups.0,
+            parent,
+            &format!("nestguard-bench-{name}"),
+            defences,
+        );
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -232,7 +258,7 @@ fn launch_exit(c: &mut Criterion) {
             })
         });
     }
-    let pod = Pod::new(&cgroups.0, "/dev/shm", "nestguard-bench-destroy-after");
+    let pod = Pod::new(&cgroups.0, "/dev/shm", "nestguard-bench-destroy-after", all);
     g.bench_function("nestguard_nested_with_destroy", |b| {
         b.iter(|| {
             n += 1;
@@ -326,6 +352,8 @@ fn recover(c: &mut Criterion) {
                     runtime_dir: rt.path().to_path_buf(),
                     helper: HELPER.into(),
                     mode: Mode::Linux,
+                    allow_sharing_agent_pid_namespace: false,
+                    defences: Default::default(),
                 })
                 .unwrap()
             },
@@ -365,6 +393,7 @@ fn destroy(c: &mut Criterion) {
                     &cgroups.0,
                     "/dev/shm",
                     &format!("nestguard-bench-destroy{n}"),
+                    Defences::default(),
                 );
                 for i in 0..100 {
                     pod.launch_nested(&format!("c{i}"), &sleep, true);

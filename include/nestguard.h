@@ -1061,7 +1061,8 @@ void nestguard_isolator_free(nestguard_isolator *isolator);
  * it is created if missing. `helper` is the path of the
  * `nestguard-launch` binary; with `helper_len == 0` it is looked up beside
  * `libnestguard.so`. `flags` is 0 (Linux launcher, needs root) or
- * `NESTGUARD_LAUNCHER_POSIX`. Containers of an earlier launcher are not
+ * `NESTGUARD_LAUNCHER_POSIX`, optionally ORed with
+ * `NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE`. Containers of an earlier launcher are not
  * managed until `nestguard_launcher_recover` is called. Free with
  * `nestguard_launcher_free`.
  */

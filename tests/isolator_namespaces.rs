@@ -1,6 +1,6 @@
 //! Namespaces, hardening and credential injection end to end (root): a
 //! nested container shares its executor's network namespace and gets its
-//! own pid (unless `share_pid_namespace`) and mount namespaces; hardening
+//! own pid (unless `share_pid_namespace`), UTS and mount namespaces; hardening
 //! sets no_new_privs, reduces the bounding set and masks `/proc/kcore`; a
 //! nested container receives its executor's token through prepare().
 
@@ -81,7 +81,9 @@ fn nested_containers_enter_the_executors_network_and_get_their_own_pid_and_mount
     }
     assert_ne!(own_ns["pid"], exec_ns("pid"));
     assert_eq!(shared_ns["pid"], exec_ns("pid"));
-    assert_eq!(own_ns["uts"], exec_ns("uts"));
+    // Every container has its own UTS namespace (a copy of its parent's).
+    assert_ne!(own_ns["uts"], exec_ns("uts"));
+    assert_ne!(shared_ns["uts"], exec_ns("uts"));
     assert_ne!(named_ns["uts"], exec_ns("uts"));
     assert_eq!(
         read(agent.sandbox(&named).join("host")).trim(),

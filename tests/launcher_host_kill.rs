@@ -27,6 +27,8 @@ fn host_body() {
         runtime_dir: dir.join("runtime"),
         helper: HELPER.into(),
         mode: Mode::Linux,
+        allow_sharing_agent_pid_namespace: false,
+        defences: Default::default(),
     })
     .unwrap();
     let launch = |dotted: &str, info| {

@@ -28,6 +28,12 @@ use crate::proto::mesos::{ContainerId, ContainerInfo};
 /// `--launcher=posix`. Without it the Linux launcher is used.
 pub const NESTGUARD_LAUNCHER_POSIX: u32 = 1;
 
+/// Flag for `nestguard_launcher_new`: let a top-level container share the
+/// agent's pid namespace (`LinuxInfo.share_pid_namespace`). Without it such
+/// a launch is refused (Mesos allows it unless
+/// `--disallow_sharing_agent_pid_namespace`; nestguard is stricter).
+pub const NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE: u32 = 2;
+
 impl AbiError for LauncherError {
     fn code(&self) -> nestguard_result {
         use nestguard_result as R;
@@ -91,7 +97,8 @@ impl nestguard_launcher {
     /// it is created if missing. `helper` is the path of the
     /// `nestguard-launch` binary; with `helper_len == 0` it is looked up beside
     /// `libnestguard.so`. `flags` is 0 (Linux launcher, needs root) or
-    /// `NESTGUARD_LAUNCHER_POSIX`. Containers of an earlier launcher are not
+    /// `NESTGUARD_LAUNCHER_POSIX`, optionally ORed with
+    /// `NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE`. Containers of an earlier launcher are not
     /// managed until `nestguard_launcher_recover` is called. Free with
     /// `nestguard_launcher_free`.
     #[unsafe(no_mangle)]
@@ -353,7 +360,9 @@ fn new_launcher(
             "argument `runtime_dir` must not be empty",
         );
     }
-    if flags & !NESTGUARD_LAUNCHER_POSIX != 0 {
+    if flags & !(NESTGUARD_LAUNCHER_POSIX | NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE)
+        != 0
+    {
         return fail(
             nestguard_result::InvalidArgument,
             format!("unknown launcher flags {flags:#x}"),
@@ -371,6 +380,10 @@ fn new_launcher(
         } else {
             Mode::Linux
         },
+        allow_sharing_agent_pid_namespace: flags
+            & NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE
+            != 0,
+        defences: Default::default(),
     };
     let cgroups = handle_ref(isolator).and_then(|i| i.composite().cgroups());
     let inner = match cgroups {

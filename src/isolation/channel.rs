@@ -33,6 +33,15 @@ pub struct Control {
     /// `cgroup.procs` files the helper joins before it forks anything.
     #[serde(default)]
     pub cgroup_procs: Vec<PathBuf>,
+    /// Make the kernel's knobs read-only in a container with its own mount
+    /// namespace ([`super::mounts::read_only_kernel_paths`]).
+    #[serde(default)]
+    pub read_only_paths: bool,
+    /// The sandboxes of the container and its ancestors: a bind mount whose
+    /// source or target lies in one is resolved below the outermost one
+    /// without following symbolic links ([`super::mounts::apply`]).
+    #[serde(default)]
+    pub sandboxes: Vec<PathBuf>,
 }
 
 /// A malformed message between host and helper.
@@ -193,6 +202,8 @@ mod tests {
             clone: libc::CLONE_NEWPID,
             hostname: Some("h".into()),
             cgroup_procs: vec!["/sys/fs/cgroup/freezer/x/cgroup.procs".into()],
+            read_only_paths: true,
+            sandboxes: vec!["/sb".into()],
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

@@ -154,6 +154,36 @@ pub struct LauncherOptions {
     pub helper: PathBuf,
     /// Linux or posix.
     pub mode: Mode,
+    /// Let a top-level container share the agent's (host's) pid namespace
+    /// (`LinuxInfo.share_pid_namespace`); refused by default. Mesos allows
+    /// it unless `--disallow_sharing_agent_pid_namespace`; we are stricter,
+    /// since such a container sees every process of the host.
+    pub allow_sharing_agent_pid_namespace: bool,
+    /// Defences applied to every container (all on by default).
+    pub defences: Defences,
+}
+
+/// Defences of the launch path, each switchable so that a benchmark can
+/// measure what it costs; all on by default, and nothing else should turn
+/// them off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defences {
+    /// `/proc/sys`, `/proc/sysrq-trigger`, `/proc/irq`, `/proc/bus` and
+    /// `/sys` (recursively) read-only in every container with its own mount
+    /// namespace (Docker's read-only paths).
+    pub read_only_paths: bool,
+    /// A nested container without namespace lists gets its own UTS
+    /// namespace (a copy of its parent's) by default.
+    pub own_uts: bool,
+}
+
+impl Default for Defences {
+    fn default() -> Self {
+        Defences {
+            read_only_paths: true,
+            own_uts: true,
+        }
+    }
 }
 
 impl LauncherOptions {
@@ -163,6 +193,8 @@ impl LauncherOptions {
             runtime_dir: runtime_dir.into(),
             helper: default_helper_path(),
             mode: Mode::Linux,
+            allow_sharing_agent_pid_namespace: false,
+            defences: Defences::default(),
         }
     }
 }
@@ -449,7 +481,19 @@ impl Launcher {
         container_id::validate(id)?;
         command::validate(info)?;
         let nested = id.parent.is_some();
-        let plan = namespaces::plan(nested, self.options.mode == Mode::Posix, info, container)?;
+        let plan = namespaces::plan(
+            nested,
+            self.options.mode == Mode::Posix,
+            self.options.defences.own_uts,
+            info,
+            container,
+        )?;
+        if !nested
+            && !self.options.allow_sharing_agent_pid_namespace
+            && namespaces::shares_pid_namespace(container)
+        {
+            return Err(NamespaceError::SharingAgentPidNamespace.into());
+        }
         let key = container_id::to_dotted(id);
         let containers = self.lock();
         let mut pending = self.pending();
@@ -460,6 +504,14 @@ impl Launcher {
         if let Some(d) = pending.destroying.iter().find(|d| in_subtree(&key, d)) {
             return Err(LauncherError::ParentNotRunning(d.clone()));
         }
+        // The outermost sandbox first: mounts from sandboxes are resolved
+        // below it (see `mounts::apply`).
+        let mut sandboxes: Vec<PathBuf> =
+            std::iter::successors(id.parent.as_deref(), |p| p.parent.as_deref())
+                .filter_map(|p| containers.get(&container_id::to_dotted(p))?.sandbox.clone())
+                .collect();
+        sandboxes.reverse();
+        sandboxes.push(sandbox.to_path_buf());
         let parent = match id.parent.as_deref() {
             None => None,
             Some(p) => {
@@ -495,6 +547,8 @@ impl Launcher {
             clone: plan.clone.bits(),
             hostname: container.and_then(|c| c.hostname.clone()),
             cgroup_procs: Vec::new(),
+            read_only_paths: self.options.defences.read_only_paths,
+            sandboxes,
         };
         let mut created = false;
         let prepared = sandbox::create_in(

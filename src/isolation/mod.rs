@@ -40,6 +40,7 @@ pub mod command;
 pub mod isolator;
 pub mod kill;
 pub mod launcher;
+pub mod mounts;
 pub mod namespaces;
 pub mod paths;
 pub mod process;
@@ -48,4 +49,4 @@ pub mod sandbox;
 pub mod supervisor;
 mod vfork;
 
-pub use launcher::{Launcher, LauncherError, LauncherOptions, Mode};
+pub use launcher::{Defences, Launcher, LauncherError, LauncherOptions, Mode};

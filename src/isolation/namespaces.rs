@@ -33,6 +33,13 @@ pub enum NamespaceError {
     /// A hostname without a new UTS namespace would rename the host.
     #[error("a hostname needs a new UTS namespace")]
     HostnameWithoutUts,
+    /// A top-level container asked for the agent's pid namespace
+    /// (`LinuxInfo.share_pid_namespace`) and the operator does not allow it.
+    #[error(
+        "Sharing agent pid namespace with top-level container is not allowed \
+         (the launcher's allow_sharing_agent_pid_namespace is off)"
+    )]
+    SharingAgentPidNamespace,
     /// A rootfs without a new mount namespace would replace the host's root.
     #[error("a rootfs needs a new mount namespace (CLONE_NEWNS)")]
     RootfsWithoutMount,
@@ -96,28 +103,36 @@ pub struct Plan {
     pub clone: CloneFlags,
 }
 
+/// `LinuxInfo.share_pid_namespace` of a container.
+pub fn shares_pid_namespace(container: Option<&ContainerInfo>) -> bool {
+    container
+        .and_then(|c| c.linux_info.as_ref())
+        .and_then(|l| l.share_pid_namespace)
+        .unwrap_or(false)
+}
+
 /// Decides the namespaces of a container.
 ///
 /// The launch info's lists win when either is non-empty (isolators decided).
 /// Otherwise a nested container gets the pod defaults: it enters all of its
 /// parent's namespaces (so the network namespace is the executor's) and
-/// creates its own mount, UTS, IPC and — unless
-/// `LinuxInfo.share_pid_namespace` — pid namespaces; with a rootfs of its
-/// own, its mount namespace derives from the host's instead of the parent's.
-/// A top-level container without lists runs in the host's namespaces.
+/// creates its own mount, IPC, UTS (with `own_uts`: a copy of the
+/// parent's, so a hostname or domainname set inside stays inside) and —
+/// unless `LinuxInfo.share_pid_namespace` — pid namespaces; with a rootfs of
+/// its own, its mount namespace derives from the host's instead of the
+/// parent's. A top-level container without lists runs in the host's
+/// namespaces.
 pub fn plan(
     nested: bool,
     posix: bool,
+    own_uts: bool,
     info: &ContainerLaunchInfo,
     container: Option<&ContainerInfo>,
 ) -> Result<Plan, NamespaceError> {
     let mut enter = flags_from(&info.enter_namespaces)?;
     let mut clone = flags_from(&info.clone_namespaces)?;
     let hostname = container.and_then(|c| c.hostname.as_deref());
-    let share_pid = container
-        .and_then(|c| c.linux_info.as_ref())
-        .and_then(|l| l.share_pid_namespace)
-        .unwrap_or(false);
+    let share_pid = shares_pid_namespace(container);
     if posix {
         if !enter.is_empty() || !clone.is_empty() || info.rootfs.is_some() {
             return Err(NamespaceError::Posix);
@@ -129,7 +144,10 @@ pub fn plan(
     }
     if nested && enter.is_empty() && clone.is_empty() {
         enter = all_supported();
-        clone = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC;
+        clone = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC;
+        if own_uts || hostname.is_some() {
+            clone |= CloneFlags::CLONE_NEWUTS;
+        }
         if !share_pid {
             clone |= CloneFlags::CLONE_NEWPID;
         }
@@ -237,8 +255,10 @@ pub fn create(flags: CloneFlags) -> Result<(), NamespaceError> {
 }
 
 /// Mounts a procfs for the current pid namespace on `/proc` (run by the
-/// supervisor, inside its new pid and mount namespaces), so the container sees
-/// its own processes only.
+/// supervisor, inside its new mount namespace, in its own pid namespace or
+/// the parent container's it entered), so the container sees the processes
+/// of its pid namespace only — never the host's: a copy of the host's mount
+/// table would otherwise keep the host's procfs there.
 pub fn mount_proc() -> Result<(), NamespaceError> {
     use nix::mount::{MsFlags, mount};
     mount(
@@ -300,7 +320,7 @@ mod tests {
     #[test]
     fn nested_defaults_follow_pods() {
         let info = ContainerLaunchInfo::default();
-        let p = plan(true, false, &info, None).unwrap();
+        let p = plan(true, false, true, &info, None).unwrap();
         assert!(p.enter.contains(CloneFlags::CLONE_NEWNET));
         assert!(!p.clone.contains(CloneFlags::CLONE_NEWNET));
         assert!(p.clone.contains(CloneFlags::CLONE_NEWPID));
@@ -311,7 +331,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let p = plan(true, false, &info, Some(&shared)).unwrap();
+        let p = plan(true, false, true, &info, Some(&shared)).unwrap();
         assert!(!p.clone.contains(CloneFlags::CLONE_NEWPID));
         assert!(p.enter.contains(CloneFlags::CLONE_NEWPID));
     }
@@ -323,11 +343,11 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            plan(false, false, &enter, None),
+            plan(false, false, true, &enter, None),
             Err(NamespaceError::EnterWithoutParent)
         ));
         assert!(matches!(
-            plan(true, true, &enter, None),
+            plan(true, true, true, &enter, None),
             Err(NamespaceError::Posix)
         ));
         let user = ContainerLaunchInfo {
@@ -335,7 +355,7 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            plan(false, false, &user, None),
+            plan(false, false, true, &user, None),
             Err(NamespaceError::UnknownFlag(_))
         ));
         let named = ContainerInfo {
@@ -343,7 +363,13 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            plan(false, false, &ContainerLaunchInfo::default(), Some(&named)),
+            plan(
+                false,
+                false,
+                true,
+                &ContainerLaunchInfo::default(),
+                Some(&named)
+            ),
             Err(NamespaceError::HostnameWithoutUts)
         ));
     }

@@ -38,6 +38,7 @@ use nix::unistd::{Pid, fsync, setsid};
 
 use super::channel::{self, Control, Report};
 use super::command::{self, Prepared};
+use super::mounts;
 use super::namespaces;
 use super::paths::{PID_FILE, STATUS_FILE, STDERR_FILE, STDOUT_FILE};
 use super::process;
@@ -445,8 +446,12 @@ fn setup_inside(
     info: &ContainerLaunchInfo,
     clone: CloneFlags,
 ) -> Result<Prepared, String> {
-    // With a rootfs, its own /proc is mounted there instead.
-    if clone.contains(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS) && info.rootfs.is_none() {
+    let own_mounts = clone.contains(CloneFlags::CLONE_NEWNS);
+    let enter = CloneFlags::from_bits_truncate(control.enter);
+    // A fresh /proc of the supervisor's pid namespace (its own, or the
+    // parent's it entered): the copy of the host's mount table would show
+    // the host's processes. With a rootfs, its own /proc is mounted there.
+    if own_mounts && info.rootfs.is_none() && (clone | enter).contains(CloneFlags::CLONE_NEWPID) {
         namespaces::mount_proc().map_err(|e| e.to_string())?;
     }
     if clone.contains(CloneFlags::CLONE_NEWNET) {
@@ -455,16 +460,7 @@ fn setup_inside(
     if let Some(name) = &control.hostname {
         nix::unistd::sethostname(name).map_err(|e| format!("sethostname: {e}"))?;
     }
-    for m in &info.mounts {
-        nix::mount::mount(
-            m.source.as_deref(),
-            m.target.as_str(),
-            m.r#type.as_deref(),
-            nix::mount::MsFlags::from_bits_retain(m.flags.unwrap_or(0) as libc::c_ulong),
-            m.options.as_deref(),
-        )
-        .map_err(|e| format!("mount {:?} on {}: {e}", m.source, m.target))?;
-    }
+    mounts::apply(&info.mounts, &control.sandboxes).map_err(|e| e.to_string())?;
     // After the isolators' mounts (their targets are host paths, inside the
     // rootfs for a container that has one), as Mesos' launch helper.
     let sandbox = match &info.rootfs {
@@ -474,6 +470,9 @@ fn setup_inside(
         }
         None => control.sandbox.clone(),
     };
+    if own_mounts && control.read_only_paths {
+        mounts::read_only_kernel_paths().map_err(|e| e.to_string())?;
+    }
     // A new session in a shared pid namespace too: destroy can then find
     // every process of the container by session id.
     if nix::unistd::getsid(None).ok() != Some(nix::unistd::getpid()) {

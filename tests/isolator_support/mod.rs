@@ -98,6 +98,8 @@ impl Agent {
             runtime_dir: self.dir.path().join("runtime"),
             helper: PathBuf::from(HELPER),
             mode: Mode::Linux,
+            allow_sharing_agent_pid_namespace: !self.params.disallow_sharing_agent_pid_namespace,
+            defences: Default::default(),
         };
         let launcher = match iso.cgroups() {
             Some(cg) => {

@@ -70,6 +70,8 @@ impl Fixture {
             runtime_dir: self.runtime_dir(),
             helper: PathBuf::from(HELPER),
             mode: self.mode,
+            allow_sharing_agent_pid_namespace: false,
+            defences: Default::default(),
         }
     }
 

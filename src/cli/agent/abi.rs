@@ -502,12 +502,15 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// Creates a launcher on `runtime_dir`; `posix` selects the posix launcher.
+    /// Creates a launcher on `runtime_dir`; `posix` selects the posix
+    /// launcher; `allow_sharing_pid` lets top-level containers share the
+    /// agent's pid namespace.
     pub fn create(
         abi: &Arc<Abi>,
         runtime_dir: &Path,
         helper: Option<&Path>,
         posix: bool,
+        allow_sharing_pid: bool,
         isolator: Option<&Isolator>,
     ) -> anyhow::Result<Launcher> {
         let rd = runtime_dir.to_str().context("runtime dir is not UTF-8")?;
@@ -519,10 +522,11 @@ impl Launcher {
         let (hp, hn) = text(helper);
         let mut out = std::ptr::null_mut();
         let iso = isolator.map_or(std::ptr::null(), |i| i.handle.0.cast_const());
+        // NESTGUARD_LAUNCHER_POSIX, NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE.
+        let flags = u32::from(posix) | (u32::from(allow_sharing_pid) << 1);
         // SAFETY: valid texts, live isolator handle (or NULL), out pointer.
-        let code = unsafe {
-            (abi.f.launcher_new_with_isolator)(rp, rn, hp, hn, u32::from(posix), iso, &mut out)
-        };
+        let code =
+            unsafe { (abi.f.launcher_new_with_isolator)(rp, rn, hp, hn, flags, iso, &mut out) };
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating the launcher")?;

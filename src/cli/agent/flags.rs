@@ -41,6 +41,11 @@ pub struct AgentFlags {
     /// File whose whole content is the HS256 key for executor tokens.
     #[arg(long)]
     pub jwt_secret_key: Option<PathBuf>,
+    /// Refuse `LinuxInfo.share_pid_namespace` for top-level containers: such
+    /// a container would see every process of the host. Mesos' flag
+    /// defaults to `false`; ours to `true` (`=false` allows sharing).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "true")]
+    pub disallow_sharing_agent_pid_namespace: bool,
     /// `linux` (default when root) or `posix`.
     #[arg(long, value_enum)]
     pub launcher: Option<LauncherKind>,
@@ -173,6 +178,14 @@ mod tests {
         assert!(!w.flags.authenticate_http_readwrite);
         assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(10));
         assert_eq!(w.flags.max_http_connections, 256);
+        assert!(w.flags.disallow_sharing_agent_pid_namespace);
+        let w = Wrapper::try_parse_from([
+            "x",
+            "--work_dir=/w",
+            "--disallow_sharing_agent_pid_namespace=false",
+        ])
+        .unwrap();
+        assert!(!w.flags.disallow_sharing_agent_pid_namespace);
     }
 
     #[test]

@@ -90,6 +90,34 @@ fn isolator_parameters(
     Ok(parameters)
 }
 
+/// The isolator's parameters with `disallow_sharing_agent_pid_namespace`
+/// set from the agent flag of that name, so the isolator and the launcher
+/// follow one policy. A manifest that says otherwise is refused rather
+/// than silently overridden.
+fn with_pid_sharing_policy(
+    parameters: &[nestguard::proto::mesos::Parameter],
+    disallow: bool,
+) -> anyhow::Result<Vec<nestguard::proto::mesos::Parameter>> {
+    const KEY: &str = "disallow_sharing_agent_pid_namespace";
+    let wanted = disallow.to_string();
+    if let Some(p) = parameters.iter().find(|p| p.key == KEY) {
+        if p.value != wanted {
+            bail!(
+                "{ISOLATOR_MODULE}: parameter '{KEY}' is '{}' but the agent flag \
+                 --{KEY} is '{wanted}'; set the flag instead",
+                p.value
+            );
+        }
+        return Ok(parameters.to_vec());
+    }
+    let mut out = parameters.to_vec();
+    out.push(nestguard::proto::mesos::Parameter {
+        key: KEY.to_owned(),
+        value: wanted,
+    });
+    Ok(out)
+}
+
 /// Runs the agent until SIGINT/SIGTERM.
 pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     if !flags.ip.is_loopback() {
@@ -164,7 +192,10 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         match name.as_str() {
             ISOLATOR_MODULE => {
                 let spec = find(&specs, &name)?;
-                let parameters = isolator_parameters(&spec.parameters, &flags, &layout)?;
+                let parameters = with_pid_sharing_policy(
+                    &isolator_parameters(&spec.parameters, &flags, &layout)?,
+                    flags.disallow_sharing_agent_pid_namespace,
+                )?;
                 isolator = Some(Isolator::create(&abi, &parameters).with_context(|| {
                     format!(
                         "{ISOLATOR_MODULE} could not be created; nothing was recovered or destroyed"
@@ -205,6 +236,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         &runtime_dir,
         helper.as_deref(),
         launcher_kind == LauncherKind::Posix,
+        !flags.disallow_sharing_agent_pid_namespace,
         isolator.as_ref(),
     )?;
 

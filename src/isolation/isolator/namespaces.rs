@@ -10,7 +10,20 @@
 //! | ipc PRIVATE | clone + own `/dev/shm` | clone + own `/dev/shm` | refused |
 //! | ipc SHARE_PARENT | — (agent's) | enter | enter |
 //! | net | — (host's; network isolators) | enter (the executor's) | enter |
-//! | uts | clone with a hostname | enter; clone with a hostname | enter |
+//! | uts | clone | enter + clone | enter |
+//!
+//! UTS is stricter than Mesos: there a container on the host network (and
+//! every nested container, through the network isolator) shares the host's
+//! UTS namespace unless it names a hostname, so a root container could set
+//! the host's hostname or `kernel.domainname`. Here every container but a
+//! DEBUG one gets its own; a nested one enters its parent's first, so its
+//! own starts as a copy of the parent's hostname and domainname.
+//!
+//! Sharing the agent's pid namespace (a top-level container with
+//! `share_pid_namespace`) is refused unless the operator allows it
+//! (`disallow_sharing_agent_pid_namespace=false`); Mesos' flag defaults to
+//! allowing it. Such a container would see every process of the host and
+//! read other tenants' environments through `/proc`.
 //!
 //! The mount namespace is the `filesystem/linux` isolator's. A PRIVATE
 //! `/dev/shm` is a tmpfs mounted inside the container's own mount namespace
@@ -26,11 +39,19 @@ use crate::proto::mesos::linux_info::IpcMode;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerMountInfo};
 
 /// The `namespaces` isolator. Stateless.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct NamespacesIsolator {
     /// Refuse `share_pid_namespace` for top-level containers (Mesos'
-    /// `--disallow_sharing_agent_pid_namespace`).
+    /// `--disallow_sharing_agent_pid_namespace`); on by default.
     pub disallow_sharing_agent_pid_namespace: bool,
+}
+
+impl Default for NamespacesIsolator {
+    fn default() -> Self {
+        Self {
+            disallow_sharing_agent_pid_namespace: true,
+        }
+    }
 }
 
 fn shm_mount(size_mb: Option<u32>) -> ContainerMountInfo {
@@ -72,10 +93,6 @@ impl Isolator for NamespacesIsolator {
         let nested = id.parent.is_some();
         let debug = nested && is_debug(config);
         let share_pid = linux.and_then(|l| l.share_pid_namespace).unwrap_or(false);
-        let hostname = config
-            .container_info
-            .as_ref()
-            .and_then(|c| c.hostname.as_ref());
 
         // pid
         if nested {
@@ -127,12 +144,9 @@ impl Isolator for NamespacesIsolator {
         // net and uts
         if nested {
             info.enter_namespaces.push(libc::CLONE_NEWNET);
-            if hostname.is_some() && !debug {
-                info.clone_namespaces.push(libc::CLONE_NEWUTS);
-            } else {
-                info.enter_namespaces.push(libc::CLONE_NEWUTS);
-            }
-        } else if hostname.is_some() {
+            info.enter_namespaces.push(libc::CLONE_NEWUTS);
+        }
+        if !debug {
             info.clone_namespaces.push(libc::CLONE_NEWUTS);
         }
         Ok(Some(info))
@@ -171,7 +185,10 @@ mod tests {
         ] {
             assert!(info.enter_namespaces.contains(&ns), "{ns:#x}");
         }
-        assert_eq!(info.clone_namespaces, vec![libc::CLONE_NEWPID]);
+        assert_eq!(
+            info.clone_namespaces,
+            vec![libc::CLONE_NEWPID, libc::CLONE_NEWUTS]
+        );
 
         let shared = config(LinuxInfo {
             share_pid_namespace: Some(true),
@@ -180,7 +197,10 @@ mod tests {
             ..Default::default()
         });
         let info = iso.prepare(&id, &shared).unwrap().unwrap();
-        assert_eq!(info.clone_namespaces, vec![libc::CLONE_NEWIPC]);
+        assert_eq!(
+            info.clone_namespaces,
+            vec![libc::CLONE_NEWIPC, libc::CLONE_NEWUTS]
+        );
         assert_eq!(info.mounts[0].target, "/dev/shm");
         assert_eq!(
             info.mounts[0].options.as_deref(),
@@ -222,7 +242,20 @@ mod tests {
         assert!(info.enter_namespaces.is_empty());
         assert_eq!(
             info.clone_namespaces,
-            vec![libc::CLONE_NEWPID, libc::CLONE_NEWIPC]
+            vec![libc::CLONE_NEWPID, libc::CLONE_NEWIPC, libc::CLONE_NEWUTS]
         );
+        let shared = config(LinuxInfo {
+            share_pid_namespace: Some(true),
+            ..Default::default()
+        });
+        assert_eq!(
+            iso.prepare(&id, &shared).unwrap_err().to_string(),
+            "Sharing agent pid namespace with top-level container is not allowed"
+        );
+        let allowing = NamespacesIsolator {
+            disallow_sharing_agent_pid_namespace: false,
+        };
+        let info = allowing.prepare(&id, &shared).unwrap().unwrap();
+        assert!(!info.clone_namespaces.contains(&libc::CLONE_NEWPID));
     }
 }

@@ -12,7 +12,7 @@
 //! | `cgroups_pids_max` | none | `pids.max` of every container with its own cgroup |
 //! | `cgroups_owner` | `process <pid>` | who claims `cgroups_root` (the agent passes its ID and work dir); recorded in the root's lock file and named when another agent is refused (see `cgroups::owner`) |
 //! | `cgroups_skip_freezer` | `false` | v1: `isolate` leaves the freezer alone (set it under Mesos' LinuxLauncher, which tracks processes in its own freezer cgroup) |
-//! | `disallow_sharing_agent_pid_namespace` | `false` | as Mesos' flag |
+//! | `disallow_sharing_agent_pid_namespace` | `true` | as Mesos' flag (whose default is `false`: we refuse by default) |
 //! | `hardening_no_new_privileges` | `true` | set `no_new_privileges` |
 //! | `hardening_capabilities` | Docker's default set | comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched |
 //! | `hardening_masked_paths` | Mesos' list | comma list of absolute paths, empty = none |
@@ -239,7 +239,7 @@ impl IsolatorParams {
             cgroups_owner,
             disallow_sharing_agent_pid_namespace: map
                 .get("disallow_sharing_agent_pid_namespace")
-                .map_or(Ok(false), |v| {
+                .map_or(Ok(true), |v| {
                 boolean("disallow_sharing_agent_pid_namespace", v)
             })?,
             hardening,

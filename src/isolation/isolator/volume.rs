@@ -14,10 +14,12 @@
 //! nothing is ever created outside it. A relative mount target inside the
 //! container's own sandbox is resolved the same way. `openat2` is wrapped by
 //! `rustix`; we hand-roll only the component walk, which no crate offers
-//! with creation. Residual risk: the launcher mounts by path later, so a
-//! process already running in the parent sandbox could swap a checked
-//! directory for a symlink in between; the PARENT container's user owns
-//! that sandbox, so it could only redirect its own sub-container's view.
+//! with creation. The launcher mounts by path only what lies outside every
+//! sandbox: a source or target inside one is resolved again, the same way,
+//! when the supervisor mounts it, and mounted from that descriptor
+//! ([`crate::isolation::mounts`]), so a directory of the parent sandbox
+//! swapped for a symbolic link after this check makes the launch fail
+//! instead of mounting what the link points to.
 //!
 //! A read-only volume is two mounts: the bind, then a
 //! `MS_REMOUNT | MS_BIND | MS_RDONLY` of the target, because Linux ignores

@@ -1,0 +1,537 @@
+//! Isolation holes a hostile tenant would try (root; issue 12 items 1, 2,
+//! 3 and 5), each driven through the isolators and the launcher as the
+//! agent drives them:
+//!
+//! * a nested container sharing its parent's pid namespace sees the
+//!   parent's `/proc`, never the host's; a top-level container may not share
+//!   the agent's unless the operator allows it;
+//! * every container has its own UTS namespace: hostname and domainname
+//!   changes stay inside;
+//! * kernel knobs (`/proc/sys`, `/proc/sysrq-trigger`, `/proc/irq`,
+//!   `/proc/bus`, `/sys` and every mount below it) are read-only inside;
+//! * a `SANDBOX_PATH` volume whose source is swapped for a symbolic link
+//!   while the container launches never mounts anything outside the
+//!   sandbox.
+
+mod isolator_support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use isolator_support::*;
+use nestguard::isolation::namespaces::NamespaceError;
+use nestguard::isolation::{Defences, Launcher, LauncherError, LauncherOptions, Mode};
+use nestguard::proto::mesos::slave::ContainerLaunchInfo;
+use nestguard::proto::mesos::volume::Mode as VolumeMode;
+use nestguard::proto::mesos::volume::source::sandbox_path::Type as SandboxPathType;
+use nestguard::proto::mesos::{ContainerInfo, LinuxInfo};
+
+fn sharing_pid() -> ContainerInfo {
+    ContainerInfo {
+        linux_info: Some(LinuxInfo {
+            share_pid_namespace: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn with_info(script: &str, info: ContainerInfo) -> nestguard::proto::mesos::slave::ContainerConfig {
+    let mut c = config(script);
+    c.container_info = Some(info);
+    c
+}
+
+fn wait_ok(agent: &Agent, id: &nestguard::proto::mesos::ContainerId) {
+    let status = agent.wait(id, Duration::from_secs(30));
+    assert_eq!(
+        status,
+        Some(0),
+        "{id:?} stderr: {}",
+        read(agent.sandbox(id).join("stderr"))
+    );
+}
+
+#[test]
+fn shared_pid_namespace_shows_the_parents_proc_never_the_hosts() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("sharepid", &[("hardening_capabilities", "*")]);
+    let (exec, exec_pid) = agent.launch("exec", config("exec sleep 120"));
+    let (task, _) = agent.launch(
+        "exec.task",
+        with_info(
+            "tr '\\0' ' ' < /proc/1/cmdline > cmdline; \
+             ls /proc | grep -E '^[0-9]+$' > pids; \
+             cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c NESTGUARD_HOST_MARKER > leaked; \
+             true",
+            sharing_pid(),
+        ),
+    );
+    wait_ok(&agent, &task);
+    let sandbox = agent.sandbox(&task);
+    let cmdline = read(sandbox.join("cmdline"));
+    let host_init = read("/proc/1/cmdline").replace('\0', " ");
+    assert_ne!(cmdline, host_init, "pid 1 inside is the host's init");
+    assert!(
+        cmdline.contains("nestguard-launch"),
+        "pid 1 inside is the parent's supervisor: {cmdline:?}"
+    );
+    // The parent's pid namespace holds its supervisor, its sleep and this
+    // task's few processes; the host has many more (this test alone).
+    let pids: Vec<u32> = read(sandbox.join("pids"))
+        .lines()
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    assert!(!pids.is_empty() && pids.len() < 10, "{pids:?}");
+    assert!(
+        !pids.contains(&std::process::id()) || std::process::id() < 10,
+        "the test process is listed: {pids:?}"
+    );
+    assert!(pids.contains(&1), "{pids:?}");
+    // The parent is not this task's host pid: the view is of the parent's
+    // namespace (the executor's supervisor is 1 there).
+    assert!(exec_pid > 1);
+    // The environment of host processes is out of reach (this process has
+    // the marker in its environment only if the test runner set it; we set
+    // it on a host child to be sure).
+    let mut host_child = std::process::Command::new("sleep")
+        .arg("30")
+        .env("NESTGUARD_HOST_MARKER", "secret")
+        .spawn()
+        .unwrap();
+    let (probe, _) = agent.launch(
+        "exec.probe",
+        with_info(
+            "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c NESTGUARD_HOST_MARKER > leaked; true",
+            sharing_pid(),
+        ),
+    );
+    wait_ok(&agent, &probe);
+    let _ = host_child.kill();
+    let _ = host_child.wait();
+    assert_eq!(read(agent.sandbox(&probe).join("leaked")).trim(), "0");
+    agent.destroy(&exec, None);
+}
+
+#[test]
+fn top_level_containers_share_the_agents_pid_namespace_only_when_allowed() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("sharepid-top", &[]);
+    let err = agent
+        .try_launch(&id("top"), with_info("true", sharing_pid()))
+        .unwrap_err();
+    assert!(err.contains("not allowed"), "{err}");
+
+    let allowed = Agent::new(
+        "sharepid-allowed",
+        &[("disallow_sharing_agent_pid_namespace", "false")],
+    );
+    let top = id("top");
+    allowed
+        .try_launch(&top, with_info("echo $$ > pid", sharing_pid()))
+        .unwrap();
+    wait_ok(&allowed, &top);
+    let inner: u32 = read(allowed.sandbox(&top).join("pid"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(inner > 1, "runs in the agent's pid namespace: {inner}");
+    allowed.destroy(&top, None);
+
+    // The launcher refuses on its own too (an agent without the isolator).
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = Launcher::new(launcher_options(dir.path(), Defences::default())).unwrap();
+    let err = launcher
+        .launch(
+            &id("top"),
+            &launch_info("true", &[]),
+            Some(&sharing_pid()),
+            &dir.path().join("sandbox"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LauncherError::Namespace(NamespaceError::SharingAgentPidNamespace)
+        ),
+        "{err}"
+    );
+    assert!(launcher.containers().is_empty());
+}
+
+fn launcher_options(dir: &Path, defences: Defences) -> LauncherOptions {
+    LauncherOptions {
+        runtime_dir: dir.join("runtime"),
+        helper: PathBuf::from(HELPER),
+        mode: Mode::Linux,
+        allow_sharing_agent_pid_namespace: false,
+        defences,
+    }
+}
+
+fn launch_info(script: &str, clone: &[i32]) -> ContainerLaunchInfo {
+    ContainerLaunchInfo {
+        command: Some(shell(script)),
+        clone_namespaces: clone.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// Restores the host's hostname and domainname on drop, so a failing run
+/// (the old code changed them) leaves the host as it was.
+struct UtsGuard {
+    hostname: String,
+    domainname: String,
+}
+
+impl UtsGuard {
+    fn new() -> UtsGuard {
+        UtsGuard {
+            hostname: read("/proc/sys/kernel/hostname"),
+            domainname: read("/proc/sys/kernel/domainname"),
+        }
+    }
+}
+
+impl Drop for UtsGuard {
+    fn drop(&mut self) {
+        if read("/proc/sys/kernel/hostname") != self.hostname {
+            let _ = std::fs::write("/proc/sys/kernel/hostname", self.hostname.trim());
+        }
+        if read("/proc/sys/kernel/domainname") != self.domainname {
+            let _ = std::fs::write("/proc/sys/kernel/domainname", self.domainname.trim());
+        }
+    }
+}
+
+#[test]
+fn hostname_and_domainname_changes_stay_inside_the_container() {
+    if !root_or_skip() {
+        return;
+    }
+    let guard = UtsGuard::new();
+    // Every capability (a root container as root as it gets).
+    let agent = Agent::new("uts", &[("hardening_capabilities", "*")]);
+    let change = |name: &str| {
+        format!(
+            "hostname {name}-h && domainname {name}-d && \
+             hostname > h && domainname > d"
+        )
+    };
+    let (top, _) = agent.launch("top", config(&change("ngtop")));
+    wait_ok(&agent, &top);
+    let (exec, _) = agent.launch("exec", config("exec sleep 120"));
+    let (a, _) = agent.launch("exec.a", config(&change("nga")));
+    wait_ok(&agent, &a);
+    // A sibling started after the change, and the parent's view (a DEBUG-free
+    // copy: a new sibling's UTS starts as the parent's).
+    let (b, _) = agent.launch("exec.b", config("hostname > h; domainname > d"));
+    wait_ok(&agent, &b);
+    for (c, name) in [(&top, "ngtop"), (&a, "nga")] {
+        let sb = agent.sandbox(c);
+        assert_eq!(read(sb.join("h")).trim(), format!("{name}-h"));
+        assert_eq!(read(sb.join("d")).trim(), format!("{name}-d"));
+    }
+    assert_eq!(read("/proc/sys/kernel/hostname"), guard.hostname);
+    assert_eq!(read("/proc/sys/kernel/domainname"), guard.domainname);
+    let sb = agent.sandbox(&b);
+    assert_eq!(
+        read(sb.join("h")),
+        guard.hostname,
+        "sibling/parent hostname"
+    );
+    assert_eq!(
+        read(sb.join("d")),
+        guard.domainname,
+        "sibling/parent domainname"
+    );
+    agent.destroy(&exec, None);
+    agent.destroy(&top, None);
+}
+
+/// A directory the test creates on the host, removed on drop (the old code
+/// let a container create it under `/sys/fs/cgroup`).
+struct RemoveDir(PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// The mount points and options of `/proc/self/mountinfo` text, last
+/// mount per point.
+fn mount_options(mountinfo: &str) -> std::collections::HashMap<String, String> {
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            Some((f.get(4)?.to_string(), f.get(5)?.to_string()))
+        })
+        .collect()
+}
+
+const KNOB_SCRIPT: &str = "cat /proc/self/mountinfo > mountinfo; \
+     v=$(cat /sys/kernel/mm/ksm/run); (echo $v > /sys/kernel/mm/ksm/run) 2> ksm-err; echo $? > ksm-rc; \
+     v=$(cat /proc/sys/vm/stat_interval); (echo $v > /proc/sys/vm/stat_interval) 2> sysctl-err; echo $? > sysctl-rc; \
+     mkdir \"$CGDIR\" 2> cg-err; echo $? > cg-rc";
+
+fn check_knobs(sandbox: &Path, what: &str) {
+    let mounts = mount_options(&read(sandbox.join("mountinfo")));
+    for point in [
+        "/proc/sys",
+        "/proc/sysrq-trigger",
+        "/proc/irq",
+        "/proc/bus",
+        "/sys",
+    ] {
+        // Not every kernel has all of them (CONFIG_MAGIC_SYSRQ, …).
+        if !Path::new(point).exists() {
+            continue;
+        }
+        let opts = mounts
+            .get(point)
+            .unwrap_or_else(|| panic!("{what}: no mount at {point}: {mounts:?}"));
+        assert!(
+            opts.split(',').any(|o| o == "ro"),
+            "{what}: {point} is {opts}"
+        );
+    }
+    for (point, opts) in &mounts {
+        if point == "/sys" || point.starts_with("/sys/") {
+            assert!(
+                opts.split(',').any(|o| o == "ro"),
+                "{what}: {point} is {opts}"
+            );
+        }
+    }
+    for knob in ["ksm", "sysctl", "cg"] {
+        assert_ne!(
+            read(sandbox.join(format!("{knob}-rc"))).trim(),
+            "0",
+            "{what}: {knob} was writable"
+        );
+        let err = read(sandbox.join(format!("{knob}-err")));
+        assert!(
+            err.contains("Read-only file system") || err.contains("Permission denied"),
+            "{what}: {knob}: {err}"
+        );
+    }
+}
+
+#[test]
+fn kernel_knobs_are_read_only_in_every_container_with_its_own_mount_namespace() {
+    if !root_or_skip() {
+        return;
+    }
+    let ksm_before = read("/sys/kernel/mm/ksm/run");
+    let interval_before = read("/proc/sys/vm/stat_interval");
+    let cgdir = PathBuf::from(format!(
+        "/sys/fs/cgroup/pids/nestguard-ro-test-{}",
+        std::process::id()
+    ));
+    let _cg_guard = RemoveDir(cgdir.clone());
+    let agent = Agent::new("knobs", &[("hardening_capabilities", "*")]);
+    let script = format!("CGDIR={}; {KNOB_SCRIPT}", cgdir.display());
+    let (top, _) = agent.launch("top", config(&script));
+    wait_ok(&agent, &top);
+    check_knobs(&agent.sandbox(&top), "top-level");
+    let (exec, _) = agent.launch("exec", config("exec sleep 120"));
+    let (task, _) = agent.launch("exec.task", config(&script));
+    wait_ok(&agent, &task);
+    check_knobs(&agent.sandbox(&task), "nested");
+    let (shared, _) = agent.launch("exec.shared", with_info(&script, sharing_pid()));
+    wait_ok(&agent, &shared);
+    check_knobs(&agent.sandbox(&shared), "nested sharing pid");
+    assert!(!cgdir.exists(), "a container created {}", cgdir.display());
+    assert_eq!(read("/sys/kernel/mm/ksm/run"), ksm_before);
+    assert_eq!(read("/proc/sys/vm/stat_interval"), interval_before);
+    // The host's own mounts stay writable.
+    let host = mount_options(&read("/proc/self/mountinfo"));
+    assert!(host["/sys"].split(',').any(|o| o == "rw"), "{host:?}");
+    agent.destroy(&exec, None);
+    agent.destroy(&top, None);
+}
+
+/// Each defence can be switched off (for the benchmark only): without
+/// read-only paths the container's `/proc/sys` is the plain procfs entry.
+#[test]
+fn read_only_paths_can_be_switched_off_for_measurement() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = [libc::CLONE_NEWNS, libc::CLONE_NEWPID, libc::CLONE_NEWUTS];
+    let script = "grep -c ' /proc/sys ' /proc/self/mountinfo; readlink /proc/self/ns/uts";
+    let mut outputs = Vec::new();
+    for (name, defences) in [
+        ("on", Defences::default()),
+        (
+            "off",
+            Defences {
+                read_only_paths: false,
+                own_uts: false,
+            },
+        ),
+    ] {
+        let root = dir.path().join(name);
+        let launcher = Launcher::new(launcher_options(&root, defences)).unwrap();
+        let top = id("top");
+        let sandbox = root.join("sandbox");
+        let top_pid = launcher
+            .launch(&top, &launch_info("sleep 60", &ns), None, &sandbox)
+            .unwrap();
+        let parent_uts = std::fs::read_link(format!("/proc/{top_pid}/ns/uts")).unwrap();
+        let child = id("top.c");
+        let child_sandbox = sandbox.join("containers/c");
+        launcher
+            .launch(&child, &launch_info(script, &[]), None, &child_sandbox)
+            .unwrap();
+        let status = launcher
+            .wait(&child, Some(Duration::from_secs(30)))
+            .unwrap();
+        let out = read(child_sandbox.join("stdout"));
+        let own_uts = out.lines().nth(1) != parent_uts.to_str();
+        outputs.push((status, out.lines().next().map(str::to_owned), own_uts));
+        launcher.destroy(&top).unwrap();
+    }
+    // The child's own /proc/sys, over the parent's (also read-only).
+    let count = |o: &Option<String>| o.as_deref().and_then(|c| c.parse::<u32>().ok());
+    assert!(
+        outputs[0].0 == Some(0) && count(&outputs[0].1) >= Some(1) && outputs[0].2,
+        "{outputs:?}"
+    );
+    assert!(
+        outputs[1].0 == Some(0) && count(&outputs[1].1) == Some(0) && !outputs[1].2,
+        "{outputs:?}"
+    );
+}
+
+/// A thread swapping `shared` and `decoy` (a directory and a symbolic
+/// link) atomically, over and over; stopped and joined on drop, so it never
+/// outlives the directories (even when the test fails).
+struct Swapper {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Swapper {
+    fn start(dir: PathBuf) -> Swapper {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = Some(swapper(dir, stop.clone()));
+        Swapper { stop, thread }
+    }
+
+    /// Stops the thread; returns how many swaps it made.
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().map_or(0, |t| t.join().unwrap())
+    }
+}
+
+impl Drop for Swapper {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn swapper(dir: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let fd = rustix::fs::open(
+            &dir,
+            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let mut swaps = 0;
+        while !stop.load(Ordering::Relaxed) {
+            rustix::fs::renameat_with(
+                &fd,
+                "shared",
+                &fd,
+                "decoy",
+                rustix::fs::RenameFlags::EXCHANGE,
+            )
+            .unwrap();
+            swaps += 1;
+            std::thread::yield_now();
+        }
+        swaps
+    })
+}
+
+#[test]
+fn sandbox_path_volume_swapped_for_a_symlink_never_mounts_outside() {
+    if !root_or_skip() {
+        return;
+    }
+    const LAUNCHES: u32 = 200;
+    const BUDGET: Duration = Duration::from_secs(120);
+    let agent = Agent::new(
+        "race",
+        &[(
+            "isolation",
+            "namespaces,filesystem/linux,volume/sandbox_path",
+        )],
+    );
+    let (exec, _) = agent.launch("exec", config("exec sleep 300"));
+    let parent = agent.sandbox(&exec);
+    let outside = agent.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("ESCAPED"), "host data").unwrap();
+    std::fs::create_dir(parent.join("shared")).unwrap();
+    std::fs::write(parent.join("shared/inside"), "ok").unwrap();
+    std::os::unix::fs::symlink(&outside, parent.join("decoy")).unwrap();
+
+    let swapper = Swapper::start(parent.clone());
+    let started = Instant::now();
+    let (mut escapes, mut refused, mut ran) = (0, 0, 0);
+    for i in 0..LAUNCHES {
+        if started.elapsed() > BUDGET {
+            break;
+        }
+        let volume = sandbox_volume(SandboxPathType::Parent, "shared", "vol", VolumeMode::Rw);
+        let c = with_volumes(
+            config("if [ -e vol/ESCAPED ]; then exit 42; fi; exit 0"),
+            vec![volume],
+        );
+        let child = id(&format!("exec.t{i}"));
+        match agent.try_launch(&child, c) {
+            Ok(_) => {
+                match agent.wait(&child, Duration::from_secs(30)) {
+                    Some(0) => ran += 1,
+                    Some(s) if s == 42 << 8 => escapes += 1,
+                    // The supervisor refused to mount (a symbolic link in
+                    // the path at mount time): setup failure, exit 1.
+                    Some(256) => {
+                        let err = read(agent.sandbox(&child).join("stderr"));
+                        assert!(err.contains("does not resolve below"), "{err}");
+                        refused += 1;
+                    }
+                    other => panic!("unexpected status {other:?}"),
+                }
+                agent.destroy(&child, None);
+            }
+            Err(_) => {
+                refused += 1;
+                let _ = agent.l().destroy(&child);
+            }
+        }
+    }
+    let swaps = swapper.finish();
+    eprintln!("ran {ran}, refused {refused}, escapes {escapes}, swaps {swaps}");
+    assert_eq!(escapes, 0, "{escapes} launches mounted outside the sandbox");
+    assert!(ran + refused >= 40, "too few launches in the budget");
+    assert!(ran > 0, "no launch ever mounted the volume");
+    assert!(swaps > 1000, "the swapper barely ran: {swaps}");
+    agent.destroy(&exec, None);
+}
