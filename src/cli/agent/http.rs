@@ -62,6 +62,18 @@ fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>,
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     match authenticator.authenticate(header) {
+        Ok(Authentication::Principal(subject)) if !server.agent.token_is_live(&subject) => {
+            // Stricter than Mesos: an executor token dies with its container.
+            tracing::info!("executor token of a container that is not running; 401");
+            let mut response = text(StatusCode::UNAUTHORIZED, "");
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(
+                    "Bearer realm=\"mesos-agent-readwrite\", error=\"invalid_token\", error_description=\"the token's container is not running\"",
+                ),
+            );
+            Err(Box::new(response))
+        }
         Ok(Authentication::Principal(subject)) => Ok(Some(subject)),
         Ok(Authentication::Unauthorized(challenge)) => {
             let mut response = text(StatusCode::UNAUTHORIZED, "");
