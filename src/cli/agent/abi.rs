@@ -39,6 +39,8 @@ pub mod codes {
     pub const LAUNCHER_PARENT_NOT_RUNNING: u32 = 402;
     /// `NESTGUARD_RESULT_LAUNCHER_TIMEOUT`.
     pub const LAUNCHER_TIMEOUT: u32 = 404;
+    /// `NESTGUARD_RESULT_CREDENTIAL_INJECTION`.
+    pub const CREDENTIAL_INJECTION: u32 = 304;
 }
 
 type Bytes = *mut c_void;

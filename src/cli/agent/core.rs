@@ -681,6 +681,21 @@ impl Agent {
             value: uuid::Uuid::new_v4().to_string(),
             parent: None,
         };
+        // The hook runs before anything exists: in secret mode it refuses a
+        // principal the framework may not hand out (403, nothing created).
+        let hook_env = match &self.modules.injector {
+            Some(injector) => injector
+                .decorate_executor(&pod.executor, &pod.framework, &id)
+                .map_err(|e| {
+                    if e.code == codes::CREDENTIAL_INJECTION {
+                        tracing::info!(error = %e, "credential injection refused; 403");
+                        ApiError::Forbidden(e.to_string())
+                    } else {
+                        e.into()
+                    }
+                })?,
+            None => Environment::default(),
+        };
         let sandbox = self
             .layout
             .executor_sandbox(&pod.framework, &pod.executor, &id);
@@ -714,10 +729,6 @@ impl Agent {
                 env_var("MESOS_CHECKPOINT", "1"),
                 env_var("NESTGUARD_EXECUTOR_CONTAINER_ID", id.value.clone()),
             ],
-        };
-        let hook_env = match &self.modules.injector {
-            Some(injector) => injector.decorate_executor(&pod.executor, &pod.framework, &id)?,
-            None => Environment::default(),
         };
         let executor_command = pod.executor.command.clone();
         let command = match (&pod.executor.r#type(), executor_command) {
