@@ -198,7 +198,8 @@ fn hole1_the_authenticated_principal_must_be_the_frameworks() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start();
+    // intruder may run tasks as anyone, but only as its own framework.
+    let agent = agent_with(STRICT_ACLS, |_| {});
     let ran = marker(&agent, "principal");
     // intruder claims to be the ops framework.
     let spec = custom_pod("ops", "root", &ran, serde_json::json!([task("t", "true")]));
@@ -221,6 +222,13 @@ fn hole1_token_only_subjects_never_launch_pods() {
         .count();
     let (status, body) = agent.curl_bearer(&token_for(&live), "/nestguard/v1/pods", &spec.to_string());
     assert_eq!(status, 403, "{body}");
+    // Without tasks there is no RUN_TASK to refuse it: still 403.
+    let spec = custom_pod("ops", "root", &ran, serde_json::json!([]));
+    let (status, body) = agent.curl_bearer(&token_for(&live), "/nestguard/v1/pods", &spec.to_string());
+    assert_eq!(status, 403, "{body}");
+    // Nor does a dead pod's token (401: its container is gone).
+    let (status, body) = agent.curl_bearer(&token_for("no-such-pod"), "/nestguard/v1/pods", &spec.to_string());
+    assert_eq!(status, 401, "{body}");
     std::thread::sleep(Duration::from_millis(700));
     assert!(!ran.exists());
     let after = std::fs::read_dir(agent.dir.path().join("work/meta/executors"))

@@ -433,13 +433,24 @@ impl Approver {
                         basis: Basis::ImplicitExecutor,
                     });
                 }
-                // The borrowed view carries no framework principal: only the
-                // executor's own user passes here (see `token_user_decision`).
                 let user = object.and_then(|o| o.has_command.then_some(o.command_user).flatten());
                 let own = object.and_then(|o| {
                     o.executor_user
                         .or(o.framework_user.filter(|_| o.has_framework_info))
                 });
+                // Another user is decided by the framework's principal, which
+                // the borrowed view does not carry: the protobuf entry point
+                // must decide (see `token_user_decision`).
+                let launches = matches!(
+                    self.action,
+                    Action::LaunchNestedContainer | Action::LaunchNestedContainerSession
+                );
+                let any_user = self.shared.executor_tokens_any_user.load(Ordering::Relaxed);
+                if launches && !any_user && user.is_some() && user != own {
+                    return Err(EvalError::NeedsProtobuf {
+                        action: self.action.as_str_name(),
+                    });
+                }
                 Ok(self.token_user_decision(policy, user, own, None))
             }
             ApproverKind::ResourceProvider(prefix) => Ok(Decision {
