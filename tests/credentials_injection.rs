@@ -152,8 +152,8 @@ fn secret_mode_framework_principal_and_mapped_labels() {
         .unwrap_err();
     assert!(matches!(err, InjectionError::NoPrincipal { .. }), "{err}");
     // The operator's mapping allows it.
-    let mapping = ExecutorPrincipals::parse(r#"{"fw-principal": ["exec-principal"]}"#, "<inline>")
-        .unwrap();
+    let mapping =
+        ExecutorPrincipals::parse(r#"{"fw-principal": ["exec-principal"]}"#, "<inline>").unwrap();
     let injector = injector.with_executor_principals(mapping);
     let env = injector
         .decorate_executor_environment(

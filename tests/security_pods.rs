@@ -69,7 +69,11 @@ fn marker(agent: &TestAgent, name: &str) -> PathBuf {
 /// checkpointed no executor or standalone container and made no sandbox.
 fn assert_nothing_happened(agent: &TestAgent, marker: &Path) {
     std::thread::sleep(Duration::from_millis(700));
-    assert!(!marker.exists(), "a refused command ran: {}", marker.display());
+    assert!(
+        !marker.exists(),
+        "a refused command ran: {}",
+        marker.display()
+    );
     let work = agent.dir.path().join("work");
     for sub in ["meta/executors", "meta/standalone", "containers"] {
         let entries: Vec<_> = std::fs::read_dir(work.join(sub))
@@ -90,12 +94,24 @@ fn assert_nothing_happened(agent: &TestAgent, marker: &Path) {
     top.sort();
     assert_eq!(
         top,
-        ["acls.json", "agent.log", "credentials.json", "jwt.key", "modules.json", "work"]
+        [
+            "acls.json",
+            "agent.log",
+            "credentials.json",
+            "jwt.key",
+            "modules.json",
+            "work"
+        ]
     );
 }
 
 /// A pod whose CUSTOM executor would create `marker`.
-fn custom_pod(principal: &str, user: &str, marker: &Path, tasks: serde_json::Value) -> serde_json::Value {
+fn custom_pod(
+    principal: &str,
+    user: &str,
+    marker: &Path,
+    tasks: serde_json::Value,
+) -> serde_json::Value {
     let mut spec = pod(tasks);
     spec["framework"]["principal"] = principal.into();
     spec["framework"]["user"] = user.into();
@@ -105,7 +121,11 @@ fn custom_pod(principal: &str, user: &str, marker: &Path, tasks: serde_json::Val
     spec
 }
 
-fn post_pod(agent: &TestAgent, who: Option<(&str, &str)>, spec: &serde_json::Value) -> (u16, String) {
+fn post_pod(
+    agent: &TestAgent,
+    who: Option<(&str, &str)>,
+    spec: &serde_json::Value,
+) -> (u16, String) {
     agent.curl(who, "/nestguard/v1/pods", &spec.to_string())
 }
 
@@ -164,7 +184,11 @@ fn wait_for(path: &Path) -> String {
         {
             return text;
         }
-        assert!(Instant::now() < deadline, "{} never written", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -180,7 +204,12 @@ fn hole1_pod_launch_needs_run_task_for_tasks_and_executor() {
     let ran = marker(&agent, "pod");
 
     // No allowing ACL: a CUSTOM executor (with or without tasks) runs nothing.
-    let spec = custom_pod("intruder", "root", &ran, serde_json::json!([task("t", "true")]));
+    let spec = custom_pod(
+        "intruder",
+        "root",
+        &ran,
+        serde_json::json!([task("t", "true")]),
+    );
     let (status, body) = post_pod(&agent, Some(INTRUDER), &spec);
     assert_eq!(status, 403, "{body}");
     let spec = custom_pod("intruder", "root", &ran, serde_json::json!([]));
@@ -189,7 +218,10 @@ fn hole1_pod_launch_needs_run_task_for_tasks_and_executor() {
     // Even for an allowed principal an empty task group is refused.
     let spec = custom_pod("ops", "root", &ran, serde_json::json!([]));
     let (status, body) = post_pod(&agent, Some(OPS), &spec);
-    assert_eq!((status, body.as_str()), (400, "Task group must not be empty"));
+    assert_eq!(
+        (status, body.as_str()),
+        (400, "Task group must not be empty")
+    );
     assert_nothing_happened(&agent, &ran);
 }
 
@@ -220,14 +252,20 @@ fn hole1_token_only_subjects_never_launch_pods() {
     let before = std::fs::read_dir(agent.dir.path().join("work/meta/executors"))
         .unwrap()
         .count();
-    let (status, body) = agent.curl_bearer(&token_for(&live), "/nestguard/v1/pods", &spec.to_string());
+    let (status, body) =
+        agent.curl_bearer(&token_for(&live), "/nestguard/v1/pods", &spec.to_string());
     assert_eq!(status, 403, "{body}");
     // Without tasks there is no RUN_TASK to refuse it: still 403.
     let spec = custom_pod("ops", "root", &ran, serde_json::json!([]));
-    let (status, body) = agent.curl_bearer(&token_for(&live), "/nestguard/v1/pods", &spec.to_string());
+    let (status, body) =
+        agent.curl_bearer(&token_for(&live), "/nestguard/v1/pods", &spec.to_string());
     assert_eq!(status, 403, "{body}");
     // Nor does a dead pod's token (401: its container is gone).
-    let (status, body) = agent.curl_bearer(&token_for("no-such-pod"), "/nestguard/v1/pods", &spec.to_string());
+    let (status, body) = agent.curl_bearer(
+        &token_for("no-such-pod"),
+        "/nestguard/v1/pods",
+        &spec.to_string(),
+    );
     assert_eq!(status, 401, "{body}");
     std::thread::sleep(Duration::from_millis(700));
     assert!(!ran.exists());
@@ -257,21 +295,33 @@ fn hole1_executor_user_and_task_users_are_authorized() {
     assert_eq!(post_pod(&agent, Some(OPS), &spec).0, 403);
     // Tasks that disagree with the executor are invalid.
     let mut t = task("t", "true");
-    t["task"]["executor"] = serde_json::json!({"executor_id": {"value": "other"}, "type": "DEFAULT"});
+    t["task"]["executor"] =
+        serde_json::json!({"executor_id": {"value": "other"}, "type": "DEFAULT"});
     let spec = custom_pod("ops", "root", &ran, serde_json::json!([t]));
     let (status, body) = post_pod(&agent, Some(OPS), &spec);
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("is different from executor"), "{body}");
     // Duplicate task ids are invalid.
-    let spec = custom_pod("ops", "root", &ran, serde_json::json!([task("d", "true"), task("d", "true")]));
+    let spec = custom_pod(
+        "ops",
+        "root",
+        &ran,
+        serde_json::json!([task("d", "true"), task("d", "true")]),
+    );
     let (status, body) = post_pod(&agent, Some(OPS), &spec);
-    assert_eq!((status, body.as_str()), (400, "Task 'd' is invalid: Task has duplicate ID: d"));
+    assert_eq!(
+        (status, body.as_str()),
+        (400, "Task 'd' is invalid: Task has duplicate ID: d")
+    );
     // A mismatching executor framework id is invalid.
     let mut spec = custom_pod("ops", "root", &ran, serde_json::json!([task("t", "true")]));
     spec["executor"]["framework_id"]["value"] = "someone-else".into();
     let (status, body) = post_pod(&agent, Some(OPS), &spec);
     assert_eq!(status, 400, "{body}");
-    assert!(body.starts_with("ExecutorInfo has an invalid FrameworkID"), "{body}");
+    assert!(
+        body.starts_with("ExecutorInfo has an invalid FrameworkID"),
+        "{body}"
+    );
     assert_nothing_happened(&agent, &ran);
 }
 
@@ -306,10 +356,25 @@ fn hole6_a_dead_pods_token_is_rejected() {
     assert!(!ran.exists());
 }
 
+/// The HTTP status of a curl request with `args` before the URL.
+fn raw_status(agent: &TestAgent, args: &[&str], path: &str) -> u16 {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(args)
+        .arg(format!("{}{path}", agent.address))
+        .output()
+        .expect("run curl");
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
+}
+
 fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -327,7 +392,12 @@ fn hole6_a_token_launches_only_as_its_executors_user_by_default() {
     let (status, body) = agent.curl_bearer(
         &token,
         "/api/v1",
-        &launch_nested(&live, "x", &format!("touch {}", ran.display()), Some("nobody")),
+        &launch_nested(
+            &live,
+            "x",
+            &format!("touch {}", ran.display()),
+            Some("nobody"),
+        ),
     );
     assert_eq!(status, 403, "{body}");
     // The executor's own user (root, explicitly or by default) is fine.
@@ -335,7 +405,12 @@ fn hole6_a_token_launches_only_as_its_executors_user_by_default() {
     let (status, body) = agent.curl_bearer(
         &token,
         "/api/v1",
-        &launch_nested(&live, "y", &format!("touch {}", own.display()), Some("root")),
+        &launch_nested(
+            &live,
+            "y",
+            &format!("touch {}", own.display()),
+            Some("root"),
+        ),
     );
     assert_eq!(status, 200, "{body}");
     wait_for_file(&own);
@@ -350,7 +425,12 @@ fn hole6_executor_tokens_any_user_restores_mesos() {
         return;
     }
     let agent = agent_with(STRICT_ACLS, |m| {
-        add_param(m, "io_nestguard_Authorizer", "executor_tokens_any_user", "true");
+        add_param(
+            m,
+            "io_nestguard_Authorizer",
+            "executor_tokens_any_user",
+            "true",
+        );
     });
     let live = running_pod(&agent);
     let token = token_for(&live);
@@ -399,11 +479,17 @@ fn secret_mode_agent(mapping: Option<&str>) -> TestAgent {
 }
 
 fn principal_pod(agent: &TestAgent, out: &Path, label: Option<&str>) -> serde_json::Value {
-    let mut spec = custom_pod("intruder", "root", out, serde_json::json!([task("t", "true")]));
+    let mut spec = custom_pod(
+        "intruder",
+        "root",
+        out,
+        serde_json::json!([task("t", "true")]),
+    );
     spec["executor"]["command"]["value"] =
         format!("echo \"$MESOS_PRINCIPAL\" > {}; sleep 30", out.display()).into();
     if let Some(l) = label {
-        spec["executor"]["labels"] = serde_json::json!({"labels": [{"key": "principal", "value": l}]});
+        spec["executor"]["labels"] =
+            serde_json::json!({"labels": [{"key": "principal", "value": l}]});
     }
     let _ = agent;
     spec
@@ -416,7 +502,11 @@ fn hole11_a_label_cannot_claim_another_principals_secret() {
     }
     let agent = secret_mode_agent(None);
     let stolen = marker(&agent, "stolen");
-    let (status, body) = post_pod(&agent, Some(INTRUDER), &principal_pod(&agent, &stolen, Some("ops")));
+    let (status, body) = post_pod(
+        &agent,
+        Some(INTRUDER),
+        &principal_pod(&agent, &stolen, Some("ops")),
+    );
     assert_eq!(status, 403, "{body}");
     assert_nothing_happened(&agent, &stolen);
     // Without a label the framework gets its own principal.
@@ -433,7 +523,11 @@ fn hole11_an_operator_mapping_allows_a_label() {
     }
     let agent = secret_mode_agent(Some(r#"{"intruder": ["ops"]}"#));
     let out = agent.dir.path().join("work/mapped-principal");
-    let (status, body) = post_pod(&agent, Some(INTRUDER), &principal_pod(&agent, &out, Some("ops")));
+    let (status, body) = post_pod(
+        &agent,
+        Some(INTRUDER),
+        &principal_pod(&agent, &out, Some("ops")),
+    );
     assert_eq!(status, 200, "{body}");
     assert_eq!(wait_for(&out), "ops\n");
 }
@@ -478,7 +572,11 @@ fn token_matrix() {
 
     // A valid token on another pod, or on its own executor container: 403.
     let token_a = token_for(&pod_a);
-    let (status, body) = agent.curl_bearer(&token_a, "/api/v1", &launch_nested(&pod_b, "m", &touch, None));
+    let (status, body) = agent.curl_bearer(
+        &token_a,
+        "/api/v1",
+        &launch_nested(&pod_b, "m", &touch, None),
+    );
     assert_eq!(status, 403, "{body}");
     let kill_parent = serde_json::json!({"type": "KILL_CONTAINER", "kill_container": {
         "container_id": {"value": pod_a}}})
@@ -490,6 +588,19 @@ fn token_matrix() {
         "container_id": nested(&pod_b, "anything")}})
     .to_string();
     assert_eq!(agent.curl_bearer(&token_a, "/api/v1", &wait_b).0, 403);
+    // Pods themselves: another pod's token and a stranger can neither
+    // see nor delete them.
+    let path_b = format!("/nestguard/v1/pods/{pod_b}");
+    let bearer = format!("Authorization: Bearer {token_a}");
+    let stranger = format!("{}:{}", INTRUDER.0, INTRUDER.1);
+    for args in [
+        vec!["-X", "DELETE", "-H", bearer.as_str()],
+        vec!["-H", bearer.as_str()],
+        vec!["-X", "DELETE", "-u", stranger.as_str()],
+        vec!["-u", stranger.as_str()],
+    ] {
+        assert_eq!(raw_status(&agent, &args, &path_b), 403, "{args:?}");
+    }
     std::thread::sleep(Duration::from_millis(500));
     assert!(!ran.exists(), "a refused launch ran");
     // Both pods still run: nothing refused killed them.

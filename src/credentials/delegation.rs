@@ -160,7 +160,9 @@ mod tests {
             (r#"{"a:b": []}"#, "contains ':'"),
             ("{", "EOF"),
         ] {
-            let err = ExecutorPrincipals::parse(text, "<inline>").unwrap_err().to_string();
+            let err = ExecutorPrincipals::parse(text, "<inline>")
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(needle), "{text}: {err}");
             assert!(err.contains("expected a JSON object"), "{err}");
         }

@@ -354,13 +354,42 @@ async fn launch_pod(
     }
 }
 
+/// Who may see or kill a pod: its framework's principal, or its own
+/// executor's token; anyone when authentication is off. Others get 403; an
+/// unknown pod is left to the handler's 404.
+fn may_manage_pod(server: &Server, subject: Option<&Subject>, id: &str) -> Result<(), ApiError> {
+    let (Some(subject), Some(exec)) = (subject, server.agent.executor(id)) else {
+        return Ok(());
+    };
+    let allowed = match subject.value.as_deref() {
+        Some(principal) => exec.framework.principal.as_deref() == Some(principal),
+        None => subject.claims.as_ref().is_some_and(|c| {
+            c.labels
+                .iter()
+                .find(|l| l.key == "cid" && l.value.is_some())
+                .is_some_and(|l| l.value.as_deref() == Some(id))
+        }),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "pod {id}: only its framework's principal or its executor may manage it"
+        )))
+    }
+}
+
 async fn pod_status(
     State(server): State<Arc<Server>>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(response) = authenticate(&server, &headers) {
-        return *response;
+    let subject = match authenticate(&server, &headers) {
+        Ok(s) => s,
+        Err(response) => return *response,
+    };
+    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+        return e.into_response();
     }
     let Some(exec) = server.agent.executor(&id) else {
         return text(
@@ -392,8 +421,12 @@ async fn kill_pod(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(response) = authenticate(&server, &headers) {
-        return *response;
+    let subject = match authenticate(&server, &headers) {
+        Ok(s) => s,
+        Err(response) => return *response,
+    };
+    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+        return e.into_response();
     }
     let agent = Arc::clone(&server.agent);
     match blocking(move || agent.kill_pod(&id)).await {

@@ -13,7 +13,9 @@
 use std::collections::BTreeSet;
 
 use nestguard::proto::mesos::authorization::{Object, Subject};
-use nestguard::proto::mesos::{ContainerInfo, ExecutorInfo, TaskInfo, container_info, executor_info};
+use nestguard::proto::mesos::{
+    ContainerInfo, ExecutorInfo, TaskInfo, container_info, executor_info,
+};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::core::ApiError;
@@ -183,9 +185,7 @@ fn validate_executor(executor: &ExecutorInfo, framework_id: &str) -> Result<(), 
         }
     }
     if is_docker(executor.container.as_ref()) {
-        return Err(bad(
-            "Docker ContainerInfo is not supported on the executor",
-        ));
+        return Err(bad("Docker ContainerInfo is not supported on the executor"));
     }
     Ok(())
 }
