@@ -364,7 +364,10 @@ fn raw_status(agent: &TestAgent, args: &[&str], path: &str) -> u16 {
         .arg(format!("{}{path}", agent.address))
         .output()
         .expect("run curl");
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
 }
 
 fn wait_for_file(path: &Path) {
