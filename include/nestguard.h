@@ -540,6 +540,17 @@ nestguard_result nestguard_authorizer_new_from_file(const char *path,
 nestguard_result nestguard_authorizer_reload(const nestguard_authorizer *auth);
 
 /**
+ * Sets the authorizer module parameter `executor_tokens_any_user`. With
+ * `true`, an executor token may launch nested containers as any user, root
+ * included, as in Mesos. With `false` (the default), a token launches only
+ * as its executor's own user, or as a user that
+ * `launch_nested_containers_as_user` allows the framework's principal. Safe
+ * to call while other threads decide (it is one atomic flag).
+ */
+nestguard_result nestguard_authorizer_set_executor_tokens_any_user(const nestguard_authorizer *auth,
+                                                                   bool any_user);
+
+/**
  * Mesos' `authorized(request)`: decodes a serialized
  * `mesos.authorization.Request` and writes the decision to `*out_allowed`.
  *
@@ -875,6 +886,22 @@ nestguard_result nestguard_credential_injector_new(uint32_t mode,
                                                    const nestguard_credentials *credentials,
                                                    nestguard_credential_injector **out,
                                                    nestguard_injection_mode *out_mode);
+
+/**
+ * Sets the secret-mode mapping `executor_principals` (module parameter):
+ * which principals each framework principal may hand to its executors
+ * through the ExecutorInfo label `principal`. `value` is the JSON text
+ * (`{"framework-principal": ["principal", ...]}`) or a path / `file://`
+ * URL of a regular file holding it. Without a mapping an executor gets
+ * only its framework's own principal. Call it right after
+ * `nestguard_credential_injector_new`, before the injector is shared.
+ *
+ * Errors: `NESTGUARD_RESULT_INVALID_ARGUMENT` naming what is wrong; the
+ * injector keeps its previous mapping.
+ */
+nestguard_result nestguard_credential_injector_set_executor_principals(nestguard_credential_injector *injector,
+                                                                       const char *value,
+                                                                       size_t value_len);
 
 /**
  * Hook shape (`Hook::slaveExecutorEnvironmentDecorator`): from serialized

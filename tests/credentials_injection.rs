@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use nestguard::container_id::parse_dotted;
+use nestguard::credentials::delegation::ExecutorPrincipals;
 use nestguard::credentials::injection::{
     InjectionError, Injector, Mode, PRINCIPAL_VAR, SECRET_VAR, TOKEN_VAR,
 };
@@ -125,10 +126,35 @@ fn token_mode_falls_back_to_executor_framework_id() {
 }
 
 #[test]
-fn secret_mode_label_then_framework_principal() {
+fn secret_mode_framework_principal_and_mapped_labels() {
     let injector = Injector::from_config(None, Some(store())).unwrap();
     let root = parse_dotted("root1").unwrap();
 
+    // A framework-written label cannot name another principal ...
+    let err = injector
+        .decorate_executor_environment(
+            &executor(&[("principal", "exec-principal")], &[]),
+            &framework(Some("fw-principal")),
+            &root,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, InjectionError::PrincipalNotAllowed { .. }),
+        "{err}"
+    );
+    // ... nor stand in for a missing FrameworkInfo.principal.
+    let err = injector
+        .decorate_executor_environment(
+            &executor(&[("principal", "exec-principal")], &[]),
+            &framework(None),
+            &root,
+        )
+        .unwrap_err();
+    assert!(matches!(err, InjectionError::NoPrincipal { .. }), "{err}");
+    // The operator's mapping allows it.
+    let mapping =
+        ExecutorPrincipals::parse(r#"{"fw-principal": ["exec-principal"]}"#, "<inline>").unwrap();
+    let injector = injector.with_executor_principals(mapping);
     let env = injector
         .decorate_executor_environment(
             &executor(&[("principal", "exec-principal")], &[]),

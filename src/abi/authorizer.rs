@@ -176,6 +176,25 @@ pub extern "C" fn nestguard_authorizer_reload(
     }
 }
 
+/// Sets the authorizer module parameter `executor_tokens_any_user`. With
+/// `true`, an executor token may launch nested containers as any user, root
+/// included, as in Mesos. With `false` (the default), a token launches only
+/// as its executor's own user, or as a user that
+/// `launch_nested_containers_as_user` allows the framework's principal. Safe
+/// to call while other threads decide (it is one atomic flag).
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_set_executor_tokens_any_user(
+    auth: *const nestguard_authorizer,
+    any_user: bool,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(auth, "auth");
+        let Some(auth) = handle_ref(auth) else { return nestguard_result::NullParameter };
+        auth.inner.set_executor_tokens_any_user(any_user);
+        nestguard_result::Ok
+    }
+}
+
 fn decode_request(bytes: &[u8]) -> Result<Request, nestguard_result> {
     <Request as prost::Message>::decode(bytes).map_err(|e| {
         fail(

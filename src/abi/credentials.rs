@@ -13,6 +13,7 @@ use super::bytes::nestguard_bytes;
 use super::error::fail;
 use super::ffi::{free_handle, handle_ref, into_handle, write_out};
 use super::result::{AbiError, nestguard_result};
+use crate::credentials::delegation::{DelegationError, ExecutorPrincipals};
 use crate::credentials::file::{self, FileError, LoadOptions};
 use crate::credentials::http::{AuthOutcome, HttpAuthError, HttpAuthenticator};
 use crate::credentials::injection::{InjectionError, Injector, Mode};
@@ -41,6 +42,12 @@ impl AbiError for HttpAuthError {
 impl AbiError for InjectionError {
     fn code(&self) -> nestguard_result {
         nestguard_result::CredentialInjection
+    }
+}
+
+impl AbiError for DelegationError {
+    fn code(&self) -> nestguard_result {
+        nestguard_result::InvalidArgument
     }
 }
 
@@ -287,6 +294,34 @@ pub extern "C" fn nestguard_credential_injector_new(
             write_out(out_mode, mode);
         }
         write_out(out, into_handle(nestguard_credential_injector { inner }));
+        nestguard_result::Ok
+    }
+}
+
+/// Sets the secret-mode mapping `executor_principals` (module parameter):
+/// which principals each framework principal may hand to its executors
+/// through the ExecutorInfo label `principal`. `value` is the JSON text
+/// (`{"framework-principal": ["principal", ...]}`) or a path / `file://`
+/// URL of a regular file holding it. Without a mapping an executor gets
+/// only its framework's own principal. Call it right after
+/// `nestguard_credential_injector_new`, before the injector is shared.
+///
+/// Errors: `NESTGUARD_RESULT_INVALID_ARGUMENT` naming what is wrong; the
+/// injector keeps its previous mapping.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_credential_injector_set_executor_principals(
+    injector: *mut nestguard_credential_injector,
+    value: *const std::ffi::c_char,
+    value_len: usize,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(injector, "injector");
+        let value = try_str!(value, value_len, "value");
+        let mapping = try_abi!(ExecutorPrincipals::from_parameter(value));
+        // SAFETY: non-NULL, a live handle from `_new`; the caller does not
+        // share it yet (documented above).
+        let injector = unsafe { &mut *injector };
+        injector.inner = injector.inner.clone().with_executor_principals(mapping);
         nestguard_result::Ok
     }
 }

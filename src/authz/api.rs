@@ -8,6 +8,7 @@
 //! long-lived approvers (Mesos caches them) follow reloads.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -111,6 +112,9 @@ struct Shared {
     source: Source,
     mode: ParseMode,
     reloading: Mutex<()>,
+    /// Mesos' behaviour for executor tokens: a token may launch nested
+    /// containers as any user. Off by default (see [`Authorizer::set_executor_tokens_any_user`]).
+    executor_tokens_any_user: AtomicBool,
 }
 
 /// A Mesos-compatible local authorizer over a hot-reloadable ACL policy.
@@ -132,6 +136,7 @@ impl Authorizer {
                 source,
                 mode,
                 reloading: Mutex::new(()),
+                executor_tokens_any_user: AtomicBool::new(false),
             }),
         })
     }
@@ -152,6 +157,22 @@ impl Authorizer {
             .map(|(_, v)| v)
             .ok_or(ParameterError::Missing)?;
         Self::new(Source::from_flag(value), ParseMode { strict }).map_err(ParameterError::Invalid)
+    }
+
+    /// Restores Mesos' rule for executor tokens (module parameter
+    /// `executor_tokens_any_user=true`): a token may launch a nested
+    /// container as any user, root included. By default nestguard lets a
+    /// token launch only as its executor's own user, or as a user that
+    /// `launch_nested_containers_as_user` allows the framework's principal.
+    pub fn set_executor_tokens_any_user(&self, any_user: bool) {
+        self.shared
+            .executor_tokens_any_user
+            .store(any_user, Ordering::Relaxed);
+    }
+
+    /// Whether executor tokens may launch as any user (Mesos' behaviour).
+    pub fn executor_tokens_any_user(&self) -> bool {
+        self.shared.executor_tokens_any_user.load(Ordering::Relaxed)
     }
 
     /// From JSON text.
@@ -308,6 +329,11 @@ impl ApproverKind {
                         .rev()
                         .find(|l| l.key == "cid_prefix" && l.value.is_some())
                     {
+                        // Stricter than Mesos: an empty prefix would match
+                        // every container id; it grants nothing.
+                        Some(l) if l.value().is_empty() => {
+                            ApproverKind::Reject("the subject's `cid_prefix` claim is empty")
+                        }
                         Some(l) => ApproverKind::ResourceProvider(Box::from(l.value().as_bytes())),
                         None => ApproverKind::Reject("the subject's claims have no `cid_prefix`"),
                     };
@@ -396,13 +422,37 @@ impl Approver {
     ) -> Result<Decision, EvalError> {
         match &self.kind {
             ApproverKind::Reject(why) => Ok(rejected(why)),
-            ApproverKind::Executor(cid) => Ok(Decision {
-                allowed: object.is_some_and(|o| {
+            ApproverKind::Executor(cid) => {
+                let owns = object.is_some_and(|o| {
                     o.container_id.is_some()
                         && o.root_container_id.or(o.container_id) == Some(&cid[..])
-                }),
-                basis: Basis::ImplicitExecutor,
-            }),
+                });
+                if !owns {
+                    return Ok(Decision {
+                        allowed: false,
+                        basis: Basis::ImplicitExecutor,
+                    });
+                }
+                let user = object.and_then(|o| o.has_command.then_some(o.command_user).flatten());
+                let own = object.and_then(|o| {
+                    o.executor_user
+                        .or(o.framework_user.filter(|_| o.has_framework_info))
+                });
+                // Another user is decided by the framework's principal, which
+                // the borrowed view does not carry: the protobuf entry point
+                // must decide (see `token_user_decision`).
+                let launches = matches!(
+                    self.action,
+                    Action::LaunchNestedContainer | Action::LaunchNestedContainerSession
+                );
+                let any_user = self.shared.executor_tokens_any_user.load(Ordering::Relaxed);
+                if launches && !any_user && user.is_some() && user != own {
+                    return Err(EvalError::NeedsProtobuf {
+                        action: self.action.as_str_name(),
+                    });
+                }
+                Ok(self.token_user_decision(policy, user, own, None))
+            }
             ApproverKind::ResourceProvider(prefix) => Ok(Decision {
                 allowed: object
                     .and_then(|o| o.container_id)
@@ -429,6 +479,51 @@ impl Approver {
         }
     }
 
+    /// The user half of an executor token's launch (the token already owns
+    /// the container). Mesos lets a token launch as any user; nestguard, by
+    /// default, only as the executor's own user (`own`: executor command
+    /// user, else framework user) or as a user that
+    /// `launch_nested_containers_as_user` allows the framework's
+    /// `principal` (explicitly or by `permissive`). `user` is the command's
+    /// user (`None`: the container runs as its parent's user).
+    fn token_user_decision(
+        &self,
+        policy: &Policy,
+        user: Option<&[u8]>,
+        own: Option<&[u8]>,
+        principal: Option<&[u8]>,
+    ) -> Decision {
+        let launches = matches!(
+            self.action,
+            Action::LaunchNestedContainer | Action::LaunchNestedContainerSession
+        );
+        let any_user = self.shared.executor_tokens_any_user.load(Ordering::Relaxed);
+        let Some(user) = user.filter(|_| launches && !any_user) else {
+            return Decision {
+                allowed: true,
+                basis: Basis::ImplicitExecutor,
+            };
+        };
+        if own == Some(user) {
+            return Decision {
+                allowed: true,
+                basis: Basis::ImplicitExecutor,
+            };
+        }
+        match principal {
+            Some(p) => acl(decide_list(
+                policy,
+                List::LaunchNestedContainersAsUser,
+                Req::Some(p),
+                Req::Some(user),
+            )),
+            None => rejected(
+                "an executor token launches only as its executor's user unless \
+                 `launch_nested_containers_as_user` allows the framework's principal",
+            ),
+        }
+    }
+
     /// `approved(object)` with what decided it, over a protobuf object.
     pub fn decide_proto(&self, object: Option<&Object>) -> Result<Decision, EvalError> {
         self.decide_proto_in(&self.shared.current.load(), object)
@@ -441,12 +536,36 @@ impl Approver {
         object: Option<&Object>,
     ) -> Result<Decision, EvalError> {
         match &self.kind {
-            ApproverKind::Executor(cid) => Ok(Decision {
-                allowed: object
+            ApproverKind::Executor(cid) => {
+                let owns = object
                     .and_then(|o| o.container_id.as_ref())
-                    .is_some_and(|c| root_of(c).value.as_bytes() == &cid[..]),
-                basis: Basis::ImplicitExecutor,
-            }),
+                    .is_some_and(|c| root_of(c).value.as_bytes() == &cid[..]);
+                let Some(o) = object.filter(|_| owns) else {
+                    return Ok(Decision {
+                        allowed: false,
+                        basis: Basis::ImplicitExecutor,
+                    });
+                };
+                let user = o
+                    .command_info
+                    .as_ref()
+                    .and_then(|c| c.user.as_deref())
+                    .map(str::as_bytes);
+                let own = o
+                    .executor_info
+                    .as_ref()
+                    .and_then(|e| e.command.as_ref())
+                    .and_then(|c| c.user.as_deref())
+                    .map(str::as_bytes)
+                    .or_else(|| o.framework_info.as_ref().and_then(framework_user));
+                let principal = o
+                    .framework_info
+                    .as_ref()
+                    .and_then(|f| f.principal.as_deref())
+                    .filter(|p| !p.is_empty())
+                    .map(str::as_bytes);
+                Ok(self.token_user_decision(policy, user, own, principal))
+            }
             ApproverKind::Reject(_) | ApproverKind::ResourceProvider(_) => {
                 let view = object.map(|o| ObjectView {
                     container_id: o.container_id.as_ref().map(|c| c.value.as_bytes()),

@@ -8,9 +8,13 @@
 //!   `fid`/`eid`/`cid` = the executor's *root* container — the same token the
 //!   agent gives the executor, so a nested container holding it can act only
 //!   on its own executor's containers, and never learns a reusable password;
-//! * **secret** (the design as written): the executor's principal (ExecutorInfo
-//!   label `principal`, else `FrameworkInfo.principal`) and its secret from the
-//!   HTTP credentials, as `MESOS_PRINCIPAL` and `MESOS_SECRET`.
+//! * **secret** (the design as written): the framework's authenticated
+//!   principal (`FrameworkInfo.principal`) and its secret from the HTTP
+//!   credentials, as `MESOS_PRINCIPAL` and `MESOS_SECRET`. An ExecutorInfo
+//!   label `principal` is written by the framework itself, so it may name
+//!   another principal only where the operator's [`ExecutorPrincipals`]
+//!   mapping allows that framework principal to hand it out; without a
+//!   `FrameworkInfo.principal` nothing is injected (fail closed).
 //!
 //! Two shapes, matching where a Mesos agent lets a module add environment:
 //! [`Injector::decorate_executor_environment`] for the Hook's
@@ -25,6 +29,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::delegation::ExecutorPrincipals;
 use super::jwt;
 use super::secret::Secret;
 use super::store::CredentialStore;
@@ -59,13 +64,25 @@ pub enum InjectionError {
     /// The container id is invalid.
     #[error("invalid container id: {0}")]
     ContainerId(#[from] crate::container_id::ContainerIdError),
-    /// Secret mode without a principal.
+    /// Secret mode without the framework's principal.
     #[error(
-        "executor '{executor}': no principal (neither an ExecutorInfo label 'principal' nor FrameworkInfo.principal)"
+        "executor '{executor}': no principal: FrameworkInfo.principal is not set, and secret mode injects only the framework's own principal"
     )]
     NoPrincipal {
         /// Executor id.
         executor: String,
+    },
+    /// Secret mode: the label names a principal the framework may not hand out.
+    #[error(
+        "executor '{executor}': framework principal '{framework}' may not hand principal '{label}' to its executors (no executor_principals mapping allows it)"
+    )]
+    PrincipalNotAllowed {
+        /// Executor id.
+        executor: String,
+        /// `FrameworkInfo.principal`.
+        framework: String,
+        /// The ExecutorInfo label's principal.
+        label: String,
     },
     /// Secret mode: the principal has no HTTP credential.
     #[error("executor '{executor}': principal '{principal}' has no entry in the HTTP credentials")]
@@ -112,12 +129,23 @@ impl std::fmt::Debug for Mode {
 #[derive(Debug, Clone)]
 pub struct Injector {
     mode: Mode,
+    delegation: ExecutorPrincipals,
 }
 
 impl Injector {
     /// An injector in an explicit mode.
     pub fn new(mode: Mode) -> Self {
-        Injector { mode }
+        Injector {
+            mode,
+            delegation: ExecutorPrincipals::default(),
+        }
+    }
+
+    /// Sets which principals each framework principal may hand to its
+    /// executors through the `principal` label (secret mode).
+    pub fn with_executor_principals(mut self, delegation: ExecutorPrincipals) -> Self {
+        self.delegation = delegation;
+        self
     }
 
     /// Token mode when a signing key is configured, else secret mode when
@@ -183,7 +211,7 @@ impl Injector {
                 Ok(vec![var(TOKEN_VAR, jwt::issue(&claims, key))])
             }
             Mode::Secret(store) => {
-                let principal = principal_of(executor, framework)?;
+                let principal = principal_of(executor, framework, &self.delegation)?;
                 let secret = store
                     .secret(&principal)
                     .ok_or_else(|| InjectionError::NoSecret {
@@ -235,10 +263,13 @@ impl Injector {
     }
 }
 
-/// The executor's principal: its `principal` label, else the framework's.
+/// The executor's principal in secret mode: the framework's own
+/// (`FrameworkInfo.principal`), or the ExecutorInfo label `principal` when
+/// `delegation` allows the framework's principal to hand that one out.
 pub fn principal_of(
     executor: &ExecutorInfo,
     framework: &FrameworkInfo,
+    delegation: &ExecutorPrincipals,
 ) -> Result<String, InjectionError> {
     let executor_id = &executor.executor_id.value;
     let mut from_label = executor
@@ -253,10 +284,20 @@ pub fn principal_of(
     {
         return Err(InjectionError::AmbiguousPrincipal(executor_id.clone()));
     }
-    first
+    let own = framework
+        .principal
+        .clone()
         .filter(|p| !p.is_empty())
-        .or_else(|| framework.principal.clone().filter(|p| !p.is_empty()))
         .ok_or_else(|| InjectionError::NoPrincipal {
             executor: executor_id.clone(),
-        })
+        })?;
+    match first.filter(|p| !p.is_empty()) {
+        None => Ok(own),
+        Some(label) if delegation.allows(&own, &label) => Ok(label),
+        Some(label) => Err(InjectionError::PrincipalNotAllowed {
+            executor: executor_id.clone(),
+            framework: own,
+            label,
+        }),
+    }
 }

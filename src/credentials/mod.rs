@@ -6,6 +6,8 @@
 //! * [`cram_md5`] runs the agent ↔ master CRAM-MD5 exchange;
 //! * [`jwt`] issues and verifies Mesos' executor tokens (HS256);
 //! * [`http`] authenticates `Authorization` headers (Basic, Bearer);
+//! * [`delegation`] reads which principals a framework may hand to its
+//!   executors in secret mode;
 //! * [`injection`] computes the environment that carries an executor's
 //!   credentials into its containers.
 //!
@@ -14,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cram_md5;
+pub mod delegation;
 pub mod file;
 pub mod http;
 pub mod injection;

@@ -6,6 +6,9 @@
 //           itself when it starts with '{' (as Mesos' --acls accepts both)
 //   strict  optional, default false; true also refuses unknown keys and
 //           entities that Mesos would silently ignore
+//   executor_tokens_any_user
+//           optional, default false; true lets an executor token launch
+//           nested containers as any user, as Mesos does
 //
 // authorized() passes the serialized authorization::Request. getApprover()
 // makes a nestguard approver for the (subject, action); its approved() is
@@ -221,7 +224,8 @@ class NestguardAuthorizer : public Authorizer
 public:
   static Try<Authorizer*> create(const Parameters& parameters)
   {
-    static const char* const known[] = {"acls", "strict", nullptr};
+    static const char* const known[] = {
+        "acls", "strict", "executor_tokens_any_user", nullptr};
     Try<ModuleParameters> params =
       ModuleParameters::parse(parameters, known, "io_nestguard_Authorizer");
     if (params.isError()) {
@@ -251,6 +255,23 @@ public:
             acls->data(), acls->size(), strict.get(), &handle);
     if (rc != NESTGUARD_RESULT_OK) {
       return toError("module 'io_nestguard_Authorizer': ACLs refused", rc);
+    }
+
+    // Mesos lets an executor token launch nested containers as any user;
+    // nestguard only as the executor's own user (or one that
+    // launch_nested_containers_as_user allows the framework's principal)
+    // unless this parameter restores Mesos' behaviour.
+    const Try<bool> anyUser =
+      params->getBool("executor_tokens_any_user", false);
+    if (anyUser.isError()) {
+      nestguard_authorizer_free(handle);
+      return Error(anyUser.error());
+    }
+    const nestguard_result set =
+      nestguard_authorizer_set_executor_tokens_any_user(handle, anyUser.get());
+    if (set != NESTGUARD_RESULT_OK) {
+      nestguard_authorizer_free(handle);
+      return toError("module 'io_nestguard_Authorizer'", set);
     }
 
     return new NestguardAuthorizer(handle);
@@ -294,8 +315,14 @@ public:
       return Failure(lastError(rc));
     }
 
+    // An executor token's launch is decided on the whole object: the
+    // borrowed view has no FrameworkInfo.principal, which nestguard's
+    // token-user rule consults.
+    const bool tokenLaunch = subject.isSome() && !subject->has_value() &&
+      (action == mesos::authorization::LAUNCH_NESTED_CONTAINER ||
+       action == mesos::authorization::LAUNCH_NESTED_CONTAINER_SESSION);
     return std::shared_ptr<const ObjectApprover>(
-        new NestguardApprover(approver, servedByView(action)));
+        new NestguardApprover(approver, servedByView(action) && !tokenLaunch));
   }
 
 private:

@@ -7,17 +7,33 @@
 //   allow_open_permissions  optional, default false; accept a credentials
 //                           file readable by group or others
 //
-// Mode. Mesos calls this hook with the ExecutorInfo only: no ContainerID
-// (the agent picks the executor's container id itself and does not pass
-// it), no FrameworkInfo, no sandbox path. An executor token names the
-// executor's container in its `cid` claim, so it cannot be made here; the
-// hook therefore injects in *secret* mode: MESOS_PRINCIPAL and MESOS_SECRET
-// for the executor's principal, taken from its ExecutorInfo label
-// `principal` (the framework's principal is not visible to the hook).
-// Token mode is what the Mesos agent itself does when started with
-// --jwt_secret_key (it sets MESOS_EXECUTOR_AUTHENTICATION_TOKEN for every
-// executor), and io_nestguard_Isolator hands the same credentials to nested
-// containers from prepare(), which does receive the ContainerID.
+// Mode. Mesos calls slaveExecutorEnvironmentDecorator() with the
+// ExecutorInfo only: no ContainerID (the agent picks the executor's
+// container id itself and does not pass it), no FrameworkInfo, no sandbox
+// path. An executor token names the executor's container in its `cid`
+// claim, so it cannot be made here; the hook therefore injects in *secret*
+// mode: MESOS_PRINCIPAL and MESOS_SECRET. Token mode is what the Mesos agent
+// itself does when started with --jwt_secret_key (it sets
+// MESOS_EXECUTOR_AUTHENTICATION_TOKEN for every executor), and
+// io_nestguard_Isolator hands the same credentials to nested containers
+// from prepare(), which does receive the ContainerID.
+//
+// Whose secret. Only the framework's own principal (FrameworkInfo.principal,
+// which the master sets to the principal the framework authenticated as).
+// The environment decorator cannot see FrameworkInfo, but the agent calls
+// slaveRunTaskLabelDecorator() (which does see it) for every task before it
+// launches the task's executor: the hook remembers framework id ->
+// principal there (returning no labels, so the task's labels stay as they
+// are) and passes that principal along. An executor whose framework it has
+// not seen, or whose framework has no principal, gets nothing: the
+// decorator fails (fail closed). The ExecutorInfo label `principal` is
+// written by the framework, so it may name another principal only where
+// the operator's `executor_principals` mapping allows it.
+//
+// Parameters:
+//   executor_principals     optional; JSON {"framework-principal":
+//                           ["principal", ...]} inline, or a path / file://
+//                           URL of a file holding it
 //
 // The injector's ABI validates a ContainerID even in secret mode, where the
 // id is not used; the hook passes a fixed placeholder id for that.
@@ -27,6 +43,8 @@
 // what Mesos' hook manager expects (it replaces the executor environment
 // with the returned one). It holds a secret in clear: never logged.
 
+#include <map>
+#include <mutex>
 #include <string>
 
 #include <glog/logging.h>
@@ -57,7 +75,8 @@ public:
   static Try<Hook*> create(const Parameters& parameters)
   {
     static const char* const known[] = {
-      "http_credentials", "allow_open_permissions", nullptr};
+      "http_credentials", "allow_open_permissions", "executor_principals",
+      nullptr};
     const std::string module = "io_nestguard_CredentialHook";
     Try<ModuleParameters> params =
       ModuleParameters::parse(parameters, known, module);
@@ -102,6 +121,17 @@ public:
       return toError("module '" + module + "': injector refused", rc);
     }
 
+    const Option<std::string> mapping = params->get("executor_principals");
+    if (mapping.isSome()) {
+      rc = nestguard_credential_injector_set_executor_principals(
+          injector, mapping->data(), mapping->size());
+      if (rc != NESTGUARD_RESULT_OK) {
+        nestguard_credential_injector_free(injector);
+        return toError(
+            "module '" + module + "': parameter 'executor_principals'", rc);
+      }
+    }
+
     return new NestguardCredentialHook(injector);
   }
 
@@ -113,13 +143,38 @@ public:
   NestguardCredentialHook(const NestguardCredentialHook&) = delete;
   NestguardCredentialHook& operator=(const NestguardCredentialHook&) = delete;
 
+  // Remembers the framework's principal for its executors (see the file
+  // comment); the task's labels are left as they are.
+  Result<mesos::Labels> slaveRunTaskLabelDecorator(
+      const mesos::TaskInfo&,
+      const ExecutorInfo&,
+      const mesos::FrameworkInfo& frameworkInfo,
+      const mesos::SlaveInfo&) override
+  {
+    if (frameworkInfo.has_id()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (frameworkInfo.has_principal()) {
+        principals_[frameworkInfo.id().value()] = frameworkInfo.principal();
+      } else {
+        principals_.erase(frameworkInfo.id().value());
+      }
+    }
+    return None();
+  }
+
   Result<Environment> slaveExecutorEnvironmentDecorator(
       const ExecutorInfo& executorInfo) override
   {
     mesos::FrameworkInfo frameworkInfo;
     if (executorInfo.has_framework_id()) {
       *frameworkInfo.mutable_id() = executorInfo.framework_id();
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto known = principals_.find(executorInfo.framework_id().value());
+      if (known != principals_.end()) {
+        frameworkInfo.set_principal(known->second);
+      }
     }
+    // Without a principal the library refuses (no principal): fail closed.
     mesos::ContainerID containerId;
     containerId.set_value(kPlaceholderContainerId);
 
@@ -155,6 +210,10 @@ private:
     : injector_(injector) {}
 
   nestguard_credential_injector* const injector_;
+
+  // Framework id -> FrameworkInfo.principal, from slaveRunTaskLabelDecorator.
+  std::mutex mutex_;
+  std::map<std::string, std::string> principals_;
 };
 
 

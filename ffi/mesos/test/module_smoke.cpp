@@ -294,8 +294,29 @@ void hookChecks(mesos::modules::Module<mesos::Hook>* m)
   old->set_name("MESOS_SECRET");
   old->set_value("stale");
 
+  // Before the agent ran a task of the framework the hook does not know its
+  // principal: the label alone is not trusted (fail closed).
   Result<mesos::Environment> env =
     hook->slaveExecutorEnvironmentDecorator(executor);
+  expect(env.isError() && env.error().find("s3cret") == std::string::npos,
+         "Hook: no FrameworkInfo.principal seen yet, nothing injected");
+
+  mesos::FrameworkInfo framework;
+  framework.set_user("root");
+  framework.set_name("smoke");
+  framework.mutable_id()->set_value("fw-1");
+  framework.set_principal("exec-principal");
+  mesos::TaskInfo task;
+  task.set_name("t");
+  task.mutable_task_id()->set_value("t");
+  task.mutable_slave_id()->set_value("agent");
+  mesos::SlaveInfo agent;
+  agent.set_hostname("localhost");
+  const Result<mesos::Labels> labels =
+    hook->slaveRunTaskLabelDecorator(task, executor, framework, agent);
+  expect(labels.isNone(), "Hook: task labels left as they are");
+
+  env = hook->slaveExecutorEnvironmentDecorator(executor);
   expect(env.isSome(), "Hook: environment decorated");
   if (env.isSome()) {
     int n = 0;

@@ -41,6 +41,8 @@ pub mod codes {
     pub const LAUNCHER_TIMEOUT: u32 = 404;
     /// `NESTGUARD_RESULT_CHECKPOINT`: a checkpoint could not be read or written.
     pub const CHECKPOINT: u32 = 103;
+    /// `NESTGUARD_RESULT_CREDENTIAL_INJECTION`.
+    pub const CREDENTIAL_INJECTION: u32 = 304;
 }
 
 type Bytes = *mut c_void;
@@ -71,6 +73,7 @@ abi_functions! {
     authorizer_explain = "nestguard_authorizer_explain": fn(*const c_void, *const u8, usize, *mut c_char, usize, *mut usize) -> u32;
     authorizer_free = "nestguard_authorizer_free": fn(*mut c_void) -> ();
     authorizer_reload = "nestguard_authorizer_reload": fn(*const c_void) -> u32;
+    authorizer_set_executor_tokens_any_user = "nestguard_authorizer_set_executor_tokens_any_user": fn(*const c_void, bool) -> u32;
     credentials_load = "nestguard_credentials_load": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
     credentials_free = "nestguard_credentials_free": fn(*mut c_void) -> ();
     http_authenticator_new = "nestguard_http_authenticator_new": fn(*const c_char, usize, *const c_void, *const c_char, usize, bool, *mut *mut c_void) -> u32;
@@ -80,6 +83,7 @@ abi_functions! {
     injector_decorate = "nestguard_credential_injector_decorate_executor_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
     injector_nested = "nestguard_credential_injector_nested_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
     injector_free = "nestguard_credential_injector_free": fn(*mut c_void) -> ();
+    injector_set_executor_principals = "nestguard_credential_injector_set_executor_principals": fn(*mut c_void, *const c_char, usize) -> u32;
     launcher_recover = "nestguard_launcher_recover": fn(*const c_void, *const u8, usize, *mut Bytes) -> u32;
     launcher_launch = "nestguard_launcher_launch": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *const c_char, usize, *mut i32) -> u32;
     launcher_wait = "nestguard_launcher_wait": fn(*const c_void, *const u8, usize, i64, *mut i32) -> u32;
@@ -158,8 +162,9 @@ pub struct Authorizer {
 
 impl Authorizer {
     /// Creates the authorizer module from its manifest parameters: `acls`
-    /// (inline JSON, a path, or a file:// URL, as Mesos' `--acls`) and
-    /// `strict` (default true).
+    /// (inline JSON, a path, or a file:// URL, as Mesos' `--acls`),
+    /// `strict` (default true) and `executor_tokens_any_user` (default
+    /// false; true restores Mesos' any-user rule for executor tokens).
     pub fn create(abi: &Arc<Abi>, parameters: &[mesos::Parameter]) -> anyhow::Result<Authorizer> {
         // Mesos: the last occurrence of a key wins.
         let get = |key: &str| {
@@ -192,11 +197,26 @@ impl Authorizer {
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating io_nestguard_Authorizer")?;
-        Ok(Authorizer {
+        let authorizer = Authorizer {
             abi: abi.clone(),
             handle: Handle(out),
             file,
-        })
+        };
+        let any_user = match get("executor_tokens_any_user") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => anyhow::bail!(
+                "parameter 'executor_tokens_any_user' must be true or false, not '{other}'"
+            ),
+        };
+        // SAFETY: live handle.
+        let code = unsafe {
+            (abi.f.authorizer_set_executor_tokens_any_user)(authorizer.handle.0, any_user)
+        };
+        abi.check(code)
+            .map_err(anyhow::Error::new)
+            .context("setting executor_tokens_any_user")?;
+        Ok(authorizer)
     }
 
     /// The ACL file the policy was read from (None: inline JSON).
@@ -395,12 +415,15 @@ pub struct CredentialInjector {
 }
 
 impl CredentialInjector {
-    /// Creates the hook: token mode with a JWT key, else secret mode with credentials.
+    /// Creates the hook: token mode with a JWT key, else secret mode with
+    /// credentials; `executor_principals` is the hook's parameter of that
+    /// name (secret mode: which principals a framework may hand out).
     pub fn create(
         abi: &Arc<Abi>,
         mode: u32,
         jwt_key: Option<&Path>,
         credentials: Option<&Credentials>,
+        executor_principals: Option<&str>,
     ) -> anyhow::Result<Self> {
         let key = jwt_key
             .map(|p| p.to_str().context("JWT key path is not UTF-8"))
@@ -416,11 +439,20 @@ impl CredentialInjector {
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating io_nestguard_CredentialHook")?;
-        Ok(CredentialInjector {
+        let injector = CredentialInjector {
             abi: abi.clone(),
             handle: Handle(out),
             mode: effective,
-        })
+        };
+        if let Some(value) = executor_principals {
+            let (p, n) = text(value);
+            // SAFETY: live handle not yet shared, valid text.
+            let code = unsafe { (abi.f.injector_set_executor_principals)(injector.handle.0, p, n) };
+            abi.check(code)
+                .map_err(anyhow::Error::new)
+                .context("io_nestguard_CredentialHook: parameter 'executor_principals'")?;
+        }
+        Ok(injector)
     }
 
     fn call(

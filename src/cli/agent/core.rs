@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use super::abi::{AbiFailure, Authorizer, CredentialInjector, Isolator, Launcher, Watch, codes};
 use super::decision::{deciding_acl, log_decision, object_text, subject_text};
 use super::paths::{Layout, nested_sandbox};
+use super::pod_admission;
 
 /// An error that becomes an HTTP response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,6 +299,32 @@ impl Agent {
             "view filter"
         );
         allowed
+    }
+
+    /// Whether a subject may still act: a principal always; an executor
+    /// token (claims naming a `cid`) only while that root container runs.
+    /// Mesos accepts a token for as long as its signature is valid; the
+    /// agent knows which containers live, so a dead pod's token is refused.
+    pub fn token_is_live(&self, subject: &Subject) -> bool {
+        if subject.value.is_some() {
+            return true;
+        }
+        let Some(claims) = &subject.claims else {
+            return true;
+        };
+        // The authorizer reads the first `cid` claim with a value.
+        let Some(cid) = claims
+            .labels
+            .iter()
+            .find(|l| l.key == "cid" && l.value.is_some())
+            .and_then(|l| l.value.as_deref())
+        else {
+            return true;
+        };
+        lock(&self.state)
+            .containers
+            .get(cid)
+            .is_some_and(|c| c.id.parent.is_none() && c.termination.borrow().is_none())
     }
 
     // ----- launch ----------------------------------------------------------
@@ -809,19 +836,32 @@ impl Agent {
     pub fn launch_pod(
         self: &Arc<Self>,
         subject: Option<&Subject>,
-        pod: PodSpec,
+        mut pod: PodSpec,
     ) -> Result<ContainerId, ApiError> {
-        for task in &pod.tasks {
-            let object = Object {
-                framework_info: Some(pod.framework.clone()),
-                task_info: Some(task.task.clone()),
-                ..Default::default()
-            };
-            self.authorize_object(subject, Action::RunTask, object)?;
+        // Nothing touches the disk or starts before admission passed.
+        let subject = pod_admission::subject(&mut pod, subject)?;
+        pod_admission::validate(&mut pod)?;
+        for object in pod_admission::run_task_objects(&pod) {
+            self.authorize_object(subject.as_ref(), Action::RunTask, object)?;
         }
         let id = ContainerId {
             value: uuid::Uuid::new_v4().to_string(),
             parent: None,
+        };
+        // The hook runs before anything exists: in secret mode it refuses a
+        // principal the framework may not hand out (403, nothing created).
+        let hook_env = match &self.modules.injector {
+            Some(injector) => injector
+                .decorate_executor(&pod.executor, &pod.framework, &id)
+                .map_err(|e| {
+                    if e.code == codes::CREDENTIAL_INJECTION {
+                        tracing::info!(error = %e, "credential injection refused; 403");
+                        ApiError::Forbidden(e.to_string())
+                    } else {
+                        e.into()
+                    }
+                })?,
+            None => Environment::default(),
         };
         let sandbox = self
             .layout
@@ -857,10 +897,6 @@ impl Agent {
                 env_var("NESTGUARD_EXECUTOR_CONTAINER_ID", id.value.clone()),
             ],
         };
-        let hook_env = match &self.modules.injector {
-            Some(injector) => injector.decorate_executor(&pod.executor, &pod.framework, &id)?,
-            None => Environment::default(),
-        };
         let executor_command = pod.executor.command.clone();
         let command = match (&pod.executor.r#type(), executor_command) {
             (mesos::executor_info::Type::Custom, Some(c)) => c,
@@ -871,7 +907,7 @@ impl Agent {
                 ..Default::default()
             },
         };
-        let user = Some(pod.framework.user.clone()).filter(|u| !u.is_empty());
+        let user = pod_admission::executor_user(&pod);
         let config = ContainerConfig {
             directory: sandbox.to_string_lossy().into_owned(),
             user,
@@ -1082,7 +1118,15 @@ impl Agent {
             let root = container_id::root(&id).value.clone();
             let recovery_error = damaged.get(&root).filter(|_| id.parent.is_none()).cloned();
             let (mut sandbox, root_user) = match (self.executor(&root), standalone.get(&root)) {
-                (Some(exec), _) => (exec.sandbox.clone(), Some(exec.framework.user.clone())),
+                (Some(exec), _) => (
+                    exec.sandbox.clone(),
+                    exec.executor
+                        .command
+                        .as_ref()
+                        .and_then(|c| c.user.clone())
+                        .or_else(|| Some(exec.framework.user.clone()))
+                        .filter(|u| !u.is_empty()),
+                ),
                 (None, Some(config)) => (PathBuf::from(&config.directory), config.user.clone()),
                 // Where the launcher says it is.
                 (None, None) if damaged.contains_key(&root) => {

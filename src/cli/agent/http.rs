@@ -100,6 +100,18 @@ fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>,
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     match authenticator.authenticate(header) {
+        Ok(Authentication::Principal(subject)) if !server.agent.token_is_live(&subject) => {
+            // Stricter than Mesos: an executor token dies with its container.
+            tracing::info!("executor token of a container that is not running; 401");
+            let mut response = text(StatusCode::UNAUTHORIZED, UNAUTHORIZED_BODY);
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(
+                    "Bearer realm=\"mesos-agent-readwrite\", error=\"invalid_token\", error_description=\"the token's container is not running\"",
+                ),
+            );
+            Err(Box::new(response))
+        }
         Ok(Authentication::Principal(subject)) => Ok(Some(subject)),
         Ok(Authentication::Unauthorized(challenge)) => {
             let mut response = text(StatusCode::UNAUTHORIZED, UNAUTHORIZED_BODY);
@@ -466,11 +478,39 @@ async fn launch_pod(
     }
 }
 
+/// Who may see or kill a pod: its framework's principal, or its own
+/// executor's token; anyone when authentication is off. Others get 403; an
+/// unknown pod is left to the handler's 404.
+fn may_manage_pod(server: &Server, subject: Option<&Subject>, id: &str) -> Result<(), ApiError> {
+    let (Some(subject), Some(exec)) = (subject, server.agent.executor(id)) else {
+        return Ok(());
+    };
+    let allowed = match subject.value.as_deref() {
+        Some(principal) => exec.framework.principal.as_deref() == Some(principal),
+        None => subject.claims.as_ref().is_some_and(|c| {
+            c.labels
+                .iter()
+                .find(|l| l.key == "cid" && l.value.is_some())
+                .is_some_and(|l| l.value.as_deref() == Some(id))
+        }),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "pod {id}: only its framework's principal or its executor may manage it"
+        )))
+    }
+}
+
 async fn pod_status(
     State(server): State<Arc<Server>>,
-    Extension(Principal(_subject)): Extension<Principal>,
+    Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
+    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+        return e.into_response();
+    }
     let Some(exec) = server.agent.executor(&id) else {
         return text(
             StatusCode::NOT_FOUND,
@@ -498,9 +538,12 @@ async fn pod_status(
 
 async fn kill_pod(
     State(server): State<Arc<Server>>,
-    Extension(Principal(_subject)): Extension<Principal>,
+    Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
+    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+        return e.into_response();
+    }
     let agent = Arc::clone(&server.agent);
     match blocking(move || agent.kill_pod(&id)).await {
         Ok(t) => (

@@ -15,6 +15,7 @@ mod http;
 pub mod manifest;
 mod media;
 mod paths;
+mod pod_admission;
 mod reload;
 
 use std::path::PathBuf;
@@ -174,6 +175,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             mode,
             flags.jwt_secret_key.as_deref(),
             credentials.as_ref(),
+            param(spec, "executor_principals"),
         )?;
         tracing::info!(
             mode = if hook.mode == 1 { "token" } else { "secret" },

@@ -10,6 +10,12 @@
 //! restart that lost the root's config) prepare fails rather than launch a
 //! container that cannot reach the agent API. DEBUG containers are left
 //! alone: Mesos starts them from their parent's environment already.
+//!
+//! Secret mode cannot work here: it injects the framework's authenticated
+//! principal (`FrameworkInfo.principal`), which `ContainerConfig` does not
+//! carry; the ExecutorInfo label `principal` is written by the framework and
+//! is not trusted on its own. Such a prepare fails (the container does not
+//! start) instead of handing out a principal the framework chose.
 
 use super::error::{IsolatorError, Result};
 use super::{Isolator, is_debug};
@@ -57,7 +63,9 @@ impl Isolator for CredentialsIsolator {
             )));
         };
         // ContainerConfig carries no FrameworkInfo: the framework id comes
-        // from ExecutorInfo.framework_id, the principal from its label.
+        // from ExecutorInfo.framework_id. Its principal is unknown here, so
+        // secret mode fails closed (NoPrincipal) rather than trust the
+        // framework-written `principal` label; token mode needs no principal.
         let framework = FrameworkInfo {
             id: executor.framework_id.clone(),
             ..FrameworkInfo::default()

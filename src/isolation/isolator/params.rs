@@ -17,7 +17,7 @@
 //! | `hardening_capabilities` | Docker's default set | comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched |
 //! | `hardening_masked_paths` | Mesos' list | comma list of absolute paths, empty = none |
 //! | `credentials_jwt_key` | none | executor-token signing key file (token mode) |
-//! | `credentials_http_credentials` | none | `--http_credentials` file (secret mode) |
+//! | `credentials_http_credentials` | none | `--http_credentials` file (secret mode: fails closed for nested containers, whose `ContainerConfig` has no `FrameworkInfo.principal`) |
 //! | `credentials_allow_open_permissions` | `false` | accept group/other-readable key files |
 //!
 //! `environment/credentials` is in the default list only when a key or
