@@ -91,7 +91,18 @@ fn validate_value(value: &str) -> Result<(), ContainerIdError> {
     if value.contains('.') || value.contains(' ') {
         return Err(ContainerIdError::InvalidCharacters(value.to_owned()));
     }
+    // Stricter than Mesos, whose checks are byte-wise and ASCII-only: no
+    // Unicode whitespace or control character either (e.g. U+00A0, U+2028,
+    // U+0085), which render paths and logs as confusingly as a space.
+    if has_unicode_blank(value) {
+        return Err(ContainerIdError::InvalidCharacters(value.to_owned()));
+    }
     Ok(())
+}
+
+/// Whether `value` holds whitespace or a control character of any script.
+pub fn has_unicode_blank(value: &str) -> bool {
+    value.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// Validates a ContainerID and all of its parents as the Mesos agent does.

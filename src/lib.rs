@@ -13,6 +13,7 @@
 
 pub mod abi;
 pub mod authz;
+pub mod beneath;
 pub mod checkpoint;
 pub mod container_id;
 pub mod credentials;

@@ -324,7 +324,7 @@ impl Agent {
         config: &ContainerConfig,
     ) -> Result<(), ApiError> {
         let dir = self.layout.standalone_meta(id);
-        std::fs::create_dir_all(&dir)
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)
             .map_err(anyhow::Error::from)
             .and_then(|()| {
                 Ok(nestguard::checkpoint::write_message(
@@ -340,18 +340,16 @@ impl Agent {
             })
     }
 
+    /// Creates a sandbox, which must lie below `--work_dir`: every ID in
+    /// its path was validated, and [`nestguard::beneath`] refuses `..` and
+    /// symbolic links below the work directory whatever slipped through.
     fn create_sandbox(&self, sandbox: &Path) -> Result<(), ApiError> {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o750)
-            .create(sandbox)
-            .map_err(|e| {
-                ApiError::Internal(format!(
-                    "Failed to create sandbox '{}': {e}",
-                    sandbox.display()
-                ))
-            })
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o750).map_err(|e| {
+            ApiError::Internal(format!(
+                "Failed to create sandbox '{}': {e}",
+                sandbox.display()
+            ))
+        })
     }
 
     /// Mesos' launch sequence: isolators prepare, the launcher forks, the
@@ -644,6 +642,8 @@ impl Agent {
         subject: Option<&Subject>,
         pod: PodSpec,
     ) -> Result<ContainerId, ApiError> {
+        // IDs become paths: Mesos' ID rules, before anything else.
+        nestguard::validation::validate_pod_ids(&pod).map_err(|e| ApiError::BadRequest(e.0))?;
         for task in &pod.tasks {
             let object = Object {
                 framework_info: Some(pod.framework.clone()),
@@ -727,7 +727,7 @@ impl Agent {
 
     fn checkpoint_executor(&self, record: &ExecutorRecord) -> anyhow::Result<()> {
         let dir = self.layout.executor_meta(&record.container_id.value);
-        std::fs::create_dir_all(&dir)?;
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)?;
         nestguard::checkpoint::write_message(&dir.join("framework.info"), &record.framework)?;
         nestguard::checkpoint::write_message(&dir.join("executor.info"), &record.executor)?;
         nestguard::checkpoint::write_text(&dir.join("sandbox"), &record.sandbox.to_string_lossy())?;
