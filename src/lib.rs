@@ -17,6 +17,7 @@ pub mod beneath;
 pub mod checkpoint;
 pub mod container_id;
 pub mod credentials;
+pub mod input;
 pub mod isolation;
 pub mod json;
 pub mod proto;

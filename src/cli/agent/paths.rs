@@ -78,7 +78,16 @@ pub fn nested_sandbox(parent_sandbox: &Path, id: &ContainerId) -> PathBuf {
 /// pass Mesos' ID rules (`validateSlaveID`); a bad one stops the agent.
 pub fn agent_id(work_dir: &Path) -> anyhow::Result<String> {
     let path = work_dir.join("meta").join("agent_id");
-    if let Ok(id) = std::fs::read_to_string(&path) {
+    let stored = match nestguard::input::read_text(&path, 4096) {
+        Ok(id) => Some(id),
+        Err(nestguard::input::InputError::Open { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            None
+        }
+        Err(e) => anyhow::bail!("reading the stored agent ID: {e}"),
+    };
+    if let Some(id) = stored {
         let id = id.trim().to_owned();
         if !id.is_empty() {
             nestguard::validation::validate_path_id(&id).map_err(|e| {
