@@ -458,3 +458,59 @@ fn a_tampered_agent_id_stops_the_agent() {
     );
     assert!(!root.join("escaped-agent").exists());
 }
+
+/// Volume paths: relative SANDBOX_PATH paths were already resolved beneath
+/// the sandbox; an absolute mount point must be named plainly too.
+#[test]
+fn volume_mount_points_with_dot_dot_or_nul_are_refused() {
+    use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
+    use nestguard::proto::mesos::slave::ContainerConfig;
+    use nestguard::proto::mesos::volume::source::sandbox_path::Type as SandboxPathType;
+    use nestguard::proto::mesos::volume::source::{SandboxPath, Type as SourceType};
+    use nestguard::proto::mesos::volume::{Mode, Source};
+    use nestguard::proto::mesos::{ContainerId, ContainerInfo, Volume};
+
+    let dir = tempfile::tempdir().unwrap();
+    let params =
+        IsolatorParams::parse([("isolation", "filesystem/linux,volume/sandbox_path")]).unwrap();
+    let iso = Composite::from_parameters(&params).unwrap();
+    let sandbox = dir.path().join("solo");
+    std::fs::create_dir_all(&sandbox).unwrap();
+    let id = ContainerId {
+        value: "solo".into(),
+        parent: None,
+    };
+    for target in ["/tmp/../etc", "/tmp/a\0b"] {
+        let volume = Volume {
+            container_path: target.to_owned(),
+            mode: Mode::Rw as i32,
+            source: Some(Source {
+                r#type: Some(SourceType::SandboxPath as i32),
+                sandbox_path: Some(SandboxPath {
+                    r#type: Some(SandboxPathType::Self_ as i32),
+                    path: "data".into(),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let config = ContainerConfig {
+            directory: sandbox.to_string_lossy().into_owned(),
+            container_info: Some(ContainerInfo {
+                volumes: vec![volume],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let err = iso.prepare(&id, &config).unwrap_err().to_string();
+        let _ = iso.cleanup(&id);
+        assert!(
+            err.contains(&format!(
+                "'container_path' '{}' of a SANDBOX_PATH volume must not contain '..' or NUL",
+                target.escape_debug()
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(names(dir.path()), BTreeSet::from(["solo".to_owned()]));
+}
