@@ -435,6 +435,31 @@ mod tests {
     }
 
     #[test]
+    fn pod_ids() {
+        let mut pod: PodSpec = crate::json::from_json(
+            r#"{"framework":{"user":"u","name":"f","id":{"value":"fw"}},
+                "executor":{"executor_id":{"value":"ex"}},
+                "tasks":[{"task":{"name":"t","task_id":{"value":"t.1"},"slave_id":{"value":""}}}]}"#,
+        )
+        .unwrap();
+        assert!(validate_pod_ids(&pod).is_ok());
+        pod.tasks[0].task.task_id.value = "../t".into();
+        assert_eq!(
+            validate_pod_ids(&pod).unwrap_err().0,
+            "'tasks[0].task.task_id' is invalid: '../t' contains invalid characters"
+        );
+        pod.executor.executor_id.value = "a b".into();
+        assert_eq!(
+            validate_pod_ids(&pod).unwrap_err().0,
+            "'executor.executor_id' is invalid: 'a b' contains invalid characters"
+        );
+        assert_eq!(
+            validate_path_id("..").unwrap_err().to_string(),
+            "'..' is disallowed"
+        );
+    }
+
+    #[test]
     fn volumes() {
         let v = Volume {
             container_path: "/x".into(),
