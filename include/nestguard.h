@@ -522,14 +522,29 @@ nestguard_result nestguard_authorizer_new(const char *json,
 /**
  * Creates an authorizer from an ACL file: a path or a `file://` URL (as
  * Mesos' `--acls`). `nestguard_authorizer_reload` re-reads this file.
+ * Only a regular file of at most 16 MiB is read (see
+ * `nestguard_authorizer_new_from_file_limited`).
  *
- * Errors: `NESTGUARD_RESULT_IO` when the file cannot be read,
- * `NESTGUARD_RESULT_ACLS_INVALID` as for `nestguard_authorizer_new`.
+ * Errors: `NESTGUARD_RESULT_IO` when the file cannot be read (missing, a
+ * FIFO or device, too large), `NESTGUARD_RESULT_ACLS_INVALID` as for
+ * `nestguard_authorizer_new`.
  */
 nestguard_result nestguard_authorizer_new_from_file(const char *path,
                                                     size_t path_len,
                                                     bool strict,
                                                     nestguard_authorizer **out);
+
+/**
+ * `nestguard_authorizer_new_from_file` reading at most `max_file_size`
+ * bytes (the module parameter `max_file_size`; 0 means the default,
+ * 16 MiB), now and on every reload. A FIFO, a device or a larger file is
+ * refused at once with `NESTGUARD_RESULT_IO`.
+ */
+nestguard_result nestguard_authorizer_new_from_file_limited(const char *path,
+                                                            size_t path_len,
+                                                            bool strict,
+                                                            uint64_t max_file_size,
+                                                            nestguard_authorizer **out);
 
 /**
  * Re-reads the authorizer's file and swaps the new policy in atomically.

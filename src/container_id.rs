@@ -13,9 +13,22 @@ pub const MAX_CONTAINER_ID_LENGTH: usize = 242;
 /// `NAME_MAX` on Linux: Mesos' generic ID check bounds every ID by it.
 const NAME_MAX: usize = 255;
 
-/// Deepest nesting we accept; guards recursion on hostile input. Mesos has no
-/// explicit bound, but its string form is already limited by path lengths.
+/// Most levels (a top-level container and its descendants) we accept.
+///
+/// Mesos has no explicit bound: it only limits each level's length. We need
+/// one because a chain is a linked list of boxes whose construction,
+/// validation and `Drop` all recurse per level, so an unbounded chain
+/// overflows the stack, a crash no panic boundary catches. 32 because a
+/// chain of 32 UUID-sized levels keeps the runtime and sandbox paths
+/// (`containers/<id>` per level, about 48 bytes) far below `PATH_MAX` (4096),
+/// while Mesos' own users nest two or three levels (executor, task, debug
+/// or health check container).
 pub const MAX_NESTING_DEPTH: usize = 32;
+
+/// Longest dotted form [`parse_dotted`] looks at: [`MAX_NESTING_DEPTH`]
+/// levels of [`MAX_CONTAINER_ID_LENGTH`] bytes and the dots between them.
+/// Checked before anything is built, so hostile text costs no memory.
+pub const MAX_DOTTED_LENGTH: usize = MAX_NESTING_DEPTH * (MAX_CONTAINER_ID_LENGTH + 1) - 1;
 
 /// Why a ContainerID was rejected. The texts are Mesos' own
 /// (`common::validation::validateID` and `validateContainerId`).
@@ -43,8 +56,11 @@ pub enum ContainerIdError {
     #[error("'ContainerID.parent' is invalid: {0}")]
     Parent(Box<ContainerIdError>),
     /// More than [`MAX_NESTING_DEPTH`] levels.
-    #[error("ContainerID is nested more than {MAX_NESTING_DEPTH} levels deep")]
+    #[error("ContainerID exceeds the maximum nesting depth ({MAX_NESTING_DEPTH} levels)")]
     TooDeep,
+    /// A dotted form longer than [`MAX_DOTTED_LENGTH`] bytes.
+    #[error("ContainerID text of {0} bytes exceeds the maximum length ({MAX_DOTTED_LENGTH})")]
+    TextTooLong(usize),
 }
 
 /// Mesos' rules for every ID (`validateID`): checked on bytes, as Mesos does.
@@ -75,7 +91,18 @@ fn validate_value(value: &str) -> Result<(), ContainerIdError> {
     if value.contains('.') || value.contains(' ') {
         return Err(ContainerIdError::InvalidCharacters(value.to_owned()));
     }
+    // Stricter than Mesos, whose checks are byte-wise and ASCII-only: no
+    // Unicode whitespace or control character either (e.g. U+00A0, U+2028,
+    // U+0085), which render paths and logs as confusingly as a space.
+    if has_unicode_blank(value) {
+        return Err(ContainerIdError::InvalidCharacters(value.to_owned()));
+    }
     Ok(())
+}
+
+/// Whether `value` holds whitespace or a control character of any script.
+pub fn has_unicode_blank(value: &str) -> bool {
+    value.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// Validates a ContainerID and all of its parents as the Mesos agent does.
@@ -116,7 +143,17 @@ pub fn to_dotted(id: &ContainerId) -> String {
 
 /// Parses the dotted form (`protobuf::parseContainerId` in Mesos) and
 /// validates the result.
+///
+/// The length and the number of levels are bounded before the chain is
+/// built (see [`MAX_NESTING_DEPTH`]): the text comes from C callers and
+/// operators, and a million dots must cost neither stack nor memory.
 pub fn parse_dotted(text: &str) -> Result<ContainerId, ContainerIdError> {
+    if text.len() > MAX_DOTTED_LENGTH {
+        return Err(ContainerIdError::TextTooLong(text.len()));
+    }
+    if text.bytes().filter(|b| *b == b'.').count() >= MAX_NESTING_DEPTH {
+        return Err(ContainerIdError::TooDeep);
+    }
     let mut id: Option<ContainerId> = None;
     for part in text.split('.') {
         id = Some(ContainerId {
@@ -197,5 +234,39 @@ mod tests {
     fn depth_is_bounded() {
         let text = vec!["x"; MAX_NESTING_DEPTH + 1].join(".");
         assert_eq!(parse_dotted(&text).unwrap_err(), ContainerIdError::TooDeep);
+        let text = vec!["x"; MAX_NESTING_DEPTH].join(".");
+        assert_eq!(depth(&parse_dotted(&text).unwrap()), MAX_NESTING_DEPTH - 1);
+        // Deep and long hostile text is refused before anything is built.
+        let text = "a.".repeat(1_000_000);
+        assert_eq!(
+            parse_dotted(&text).unwrap_err(),
+            ContainerIdError::TextTooLong(2_000_000)
+        );
+        let text = ".".repeat(MAX_DOTTED_LENGTH);
+        assert_eq!(parse_dotted(&text).unwrap_err(), ContainerIdError::TooDeep);
+        let longest = vec!["x".repeat(MAX_CONTAINER_ID_LENGTH); MAX_NESTING_DEPTH].join(".");
+        assert_eq!(longest.len(), MAX_DOTTED_LENGTH);
+        assert!(parse_dotted(&longest).is_ok());
+    }
+
+    #[test]
+    fn decoded_chains_are_bounded_too() {
+        // prost refuses messages nested deeper than its recursion limit
+        // (100), so a decoded chain can never be deep enough to overflow
+        // the stack when dropped; validation then bounds it to 32 levels.
+        use prost::Message;
+        let mut id = ContainerId {
+            value: "x".into(),
+            parent: None,
+        };
+        for _ in 0..200 {
+            id = ContainerId {
+                value: "x".into(),
+                parent: Some(Box::new(id)),
+            };
+        }
+        let bytes = id.encode_to_vec();
+        assert!(ContainerId::decode(bytes.as_slice()).is_err());
+        assert_eq!(validate(&id).unwrap_err(), ContainerIdError::TooDeep);
     }
 }

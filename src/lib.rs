@@ -13,9 +13,11 @@
 
 pub mod abi;
 pub mod authz;
+pub mod beneath;
 pub mod checkpoint;
 pub mod container_id;
 pub mod credentials;
+pub mod input;
 pub mod isolation;
 pub mod json;
 pub mod proto;

@@ -10,6 +10,7 @@ use crate::proto::mesos::secret::Type as SecretType;
 use crate::proto::mesos::v1;
 use crate::proto::mesos::volume::source::Type as SourceType;
 use crate::proto::mesos::{self, CommandInfo, ContainerInfo, Environment, Secret, Volume};
+use crate::proto::nestguard::PodSpec;
 
 /// A validation failure; the text is the whole message Mesos would send.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -156,6 +157,53 @@ pub fn validate_container_info(container: &ContainerInfo) -> Result {
     }
     if container.r#type() == mesos::container_info::Type::Docker && container.docker.is_none() {
         return err("DockerInfo 'docker' is not set for DOCKER typed ContainerInfo");
+    }
+    Ok(())
+}
+
+/// Mesos' `validateID` for an ID that becomes a directory name (framework,
+/// executor, task and agent IDs), with Mesos' texts ("ID must not be
+/// empty", "'<id>' contains invalid characters", ...).
+///
+/// Stricter than Mesos: whitespace (the space, and any Unicode whitespace)
+/// and Unicode control characters are refused too ("'<id>' contains invalid
+/// characters"); Mesos refuses only ASCII control characters, `/` and `\`.
+pub fn validate_path_id(value: &str) -> std::result::Result<(), ContainerIdError> {
+    container_id::validate_generic_id(value)?;
+    if container_id::has_unicode_blank(value) {
+        return Err(ContainerIdError::InvalidIdCharacters(value.to_owned()));
+    }
+    Ok(())
+}
+
+/// Validates every ID of a pod that becomes a path or names a task
+/// (`framework.id`, `executor.executor_id`, `executor.framework_id`, each
+/// task's `task_id`, and its `slave_id` and `executor.executor_id` when
+/// set), before anything touches the filesystem. The text is
+/// "'<field>' is invalid: <Mesos' text>".
+pub fn validate_pod_ids(pod: &PodSpec) -> Result {
+    let check = |field: &str, value: &str| {
+        validate_path_id(value).map_err(|e| ValidationError(format!("'{field}' is invalid: {e}")))
+    };
+    if let Some(id) = &pod.framework.id {
+        check("framework.id", &id.value)?;
+    }
+    check("executor.executor_id", &pod.executor.executor_id.value)?;
+    if let Some(id) = &pod.executor.framework_id {
+        check("executor.framework_id", &id.value)?;
+    }
+    for (i, task) in pod.tasks.iter().enumerate() {
+        let task = &task.task;
+        check(&format!("tasks[{i}].task.task_id"), &task.task_id.value)?;
+        if !task.slave_id.value.is_empty() {
+            check(&format!("tasks[{i}].task.slave_id"), &task.slave_id.value)?;
+        }
+        if let Some(executor) = &task.executor {
+            check(
+                &format!("tasks[{i}].task.executor.executor_id"),
+                &executor.executor_id.value,
+            )?;
+        }
     }
     Ok(())
 }
@@ -384,6 +432,31 @@ mod tests {
                 "command":{"value":"exit 0"}}}"#,
         );
         assert!(validate_agent_call(&ok).is_ok());
+    }
+
+    #[test]
+    fn pod_ids() {
+        let mut pod: PodSpec = crate::json::from_json(
+            r#"{"framework":{"user":"u","name":"f","id":{"value":"fw"}},
+                "executor":{"executor_id":{"value":"ex"}},
+                "tasks":[{"task":{"name":"t","task_id":{"value":"t.1"},"slave_id":{"value":""}}}]}"#,
+        )
+        .unwrap();
+        assert!(validate_pod_ids(&pod).is_ok());
+        pod.tasks[0].task.task_id.value = "../t".into();
+        assert_eq!(
+            validate_pod_ids(&pod).unwrap_err().0,
+            "'tasks[0].task.task_id' is invalid: '../t' contains invalid characters"
+        );
+        pod.executor.executor_id.value = "a b".into();
+        assert_eq!(
+            validate_pod_ids(&pod).unwrap_err().0,
+            "'executor.executor_id' is invalid: 'a b' contains invalid characters"
+        );
+        assert_eq!(
+            validate_path_id("..").unwrap_err().to_string(),
+            "'..' is disallowed"
+        );
     }
 
     #[test]

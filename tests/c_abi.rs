@@ -66,6 +66,9 @@ fn c_program_runs_clean() {
         );
         Command::new(&exe)
     };
+    // cargo puts target/<profile>/ on LD_LIBRARY_PATH, which beats the
+    // rpath; a stale `cargo build` copy there must not be the one tested.
+    cmd.env("LD_LIBRARY_PATH", library_dir());
     let out = cmd.output().expect("run the C test");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

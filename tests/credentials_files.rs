@@ -239,6 +239,7 @@ fn open_permissions_are_refused_unless_allowed() {
             &p,
             &LoadOptions {
                 allow_open_permissions: true,
+                ..LoadOptions::default()
             },
         );
         assert_eq!(ok.unwrap().len(), 2);

@@ -124,6 +124,7 @@ fn files(texts: &mut Texts, dir: &tempfile::TempDir) -> Arc<CredentialStore> {
         &open,
         &LoadOptions {
             allow_open_permissions: true,
+            ..LoadOptions::default()
         },
     )
     .unwrap();

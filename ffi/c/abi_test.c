@@ -7,6 +7,7 @@
 #include "nestguard.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int passed = 0;
@@ -105,6 +106,48 @@ static void test_errors(void) {
   CHECK(nestguard_bytes_len(NULL) == 0 && nestguard_bytes_data(NULL) == NULL, "NULL handles are harmless");
 }
 
+/* Hostile dotted input: a chain far deeper than any Mesos agent accepts and
+ * a huge text must be refused with a code, not by blowing the stack (which
+ * no panic boundary can catch), and without leaking. */
+static void test_deep_ids(void) {
+  const size_t levels = 1000000;
+  char *deep = malloc(2 * levels);
+  CHECK(deep != NULL, "allocate a deeply dotted id");
+  if (deep == NULL) {
+    return;
+  }
+  for (size_t i = 0; i < levels; i++) {
+    deep[2 * i] = 'a';
+    deep[2 * i + 1] = '.';
+  }
+  nestguard_bytes *bytes = NULL;
+  nestguard_result rc = nestguard_container_id_parse(deep, 2 * levels - 1, &bytes);
+  CHECK(rc == NESTGUARD_RESULT_INVALID_CONTAINER_ID && bytes == NULL,
+        "a million-level dotted id is refused");
+  CHECK(strstr(last_error(), "exceeds") != NULL, "the error says what limit was exceeded");
+
+  /* 33 short levels: over the nesting bound, within the length bound. */
+  char levels33[66];
+  for (size_t i = 0; i < 33; i++) {
+    levels33[2 * i] = 'a';
+    levels33[2 * i + 1] = '.';
+  }
+  rc = nestguard_container_id_parse(levels33, 65, &bytes);
+  CHECK(rc == NESTGUARD_RESULT_INVALID_CONTAINER_ID && bytes == NULL,
+        "33 nesting levels are refused");
+  CHECK(strstr(last_error(), "32") != NULL, "the error names the nesting bound");
+  rc = nestguard_container_id_parse(levels33, 63, &bytes);
+  CHECK(rc == NESTGUARD_RESULT_OK && bytes != NULL, "32 nesting levels are accepted");
+  nestguard_bytes_free(bytes);
+
+  /* A million dots and nothing else. */
+  memset(deep, '.', 2 * levels);
+  bytes = NULL;
+  rc = nestguard_container_id_parse(deep, 2 * levels, &bytes);
+  CHECK(rc == NESTGUARD_RESULT_INVALID_CONTAINER_ID && bytes == NULL, "a million dots are refused");
+  free(deep);
+}
+
 static void test_panic_boundary(void) {
   nestguard_result rc = nestguard_abi_selftest_panic();
   CHECK(rc == NESTGUARD_RESULT_PANIC, "a panic inside the library returns NESTGUARD_RESULT_PANIC");
@@ -117,6 +160,7 @@ int main(void) {
   test_version();
   test_round_trip();
   test_errors();
+  test_deep_ids();
   test_panic_boundary();
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

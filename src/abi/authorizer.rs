@@ -14,6 +14,7 @@ use super::error::fail;
 use super::ffi::{free_handle, handle_ref, into_handle, slice_from, text_out, write_out};
 use super::result::nestguard_result;
 use crate::authz::{Approver, Authorizer, ObjectView, ParseMode, Source};
+use crate::input::DEFAULT_MAX_FILE_SIZE;
 use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
 
 /// A loaded ACL policy. Create with `nestguard_authorizer_new` or
@@ -108,8 +109,17 @@ fn object_view(o: &nestguard_object_view) -> Result<ObjectView<'_>, ()> {
     })
 }
 
-fn create(source: Source, strict: bool, out: *mut *mut nestguard_authorizer) -> nestguard_result {
-    let inner = try_abi!(Authorizer::new(source, ParseMode { strict }));
+fn create(
+    source: Source,
+    strict: bool,
+    max_file_size: u64,
+    out: *mut *mut nestguard_authorizer,
+) -> nestguard_result {
+    let inner = try_abi!(Authorizer::with_max_file_size(
+        source,
+        ParseMode { strict },
+        max_file_size
+    ));
     write_out(out, into_handle(nestguard_authorizer { inner }));
     nestguard_result::Ok
 }
@@ -133,20 +143,38 @@ pub extern "C" fn nestguard_authorizer_new(
     ffi_panic_boundary! {
         try_not_null!(out, "out");
         let text = try_str!(json, json_len, "json");
-        create(Source::Inline(text.to_owned()), strict, out)
+        create(Source::Inline(text.to_owned()), strict, DEFAULT_MAX_FILE_SIZE, out)
     }
 }
 
 /// Creates an authorizer from an ACL file: a path or a `file://` URL (as
 /// Mesos' `--acls`). `nestguard_authorizer_reload` re-reads this file.
+/// Only a regular file of at most 16 MiB is read (see
+/// `nestguard_authorizer_new_from_file_limited`).
 ///
-/// Errors: `NESTGUARD_RESULT_IO` when the file cannot be read,
-/// `NESTGUARD_RESULT_ACLS_INVALID` as for `nestguard_authorizer_new`.
+/// Errors: `NESTGUARD_RESULT_IO` when the file cannot be read (missing, a
+/// FIFO or device, too large), `NESTGUARD_RESULT_ACLS_INVALID` as for
+/// `nestguard_authorizer_new`.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_authorizer_new_from_file(
     path: *const std::ffi::c_char,
     path_len: usize,
     strict: bool,
+    out: *mut *mut nestguard_authorizer,
+) -> nestguard_result {
+    nestguard_authorizer_new_from_file_limited(path, path_len, strict, DEFAULT_MAX_FILE_SIZE, out)
+}
+
+/// `nestguard_authorizer_new_from_file` reading at most `max_file_size`
+/// bytes (the module parameter `max_file_size`; 0 means the default,
+/// 16 MiB), now and on every reload. A FIFO, a device or a larger file is
+/// refused at once with `NESTGUARD_RESULT_IO`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_new_from_file_limited(
+    path: *const std::ffi::c_char,
+    path_len: usize,
+    strict: bool,
+    max_file_size: u64,
     out: *mut *mut nestguard_authorizer,
 ) -> nestguard_result {
     ffi_panic_boundary! {
@@ -156,7 +184,8 @@ pub extern "C" fn nestguard_authorizer_new_from_file(
             Some(p) => Source::File(p.into()),
             None => Source::File(path.into()),
         };
-        create(source, strict, out)
+        let limit = if max_file_size == 0 { DEFAULT_MAX_FILE_SIZE } else { max_file_size };
+        create(source, strict, limit, out)
     }
 }
 

@@ -79,7 +79,7 @@ pub extern "C" fn nestguard_credentials_load(
     ffi_panic_boundary! {
         try_not_null!(out, "out");
         let path = try_str!(path, path_len, "path");
-        let options = LoadOptions { allow_open_permissions };
+        let options = LoadOptions { allow_open_permissions, ..LoadOptions::default() };
         let store = try_abi!(file::load_credentials(Path::new(path), &options));
         write_out(out, into_handle(nestguard_credentials { store: Arc::new(store) }));
         nestguard_result::Ok
@@ -132,6 +132,7 @@ fn optional_key(path: &str, allow_open_permissions: bool) -> Result<Option<Secre
         Path::new(path),
         &LoadOptions {
             allow_open_permissions,
+            ..LoadOptions::default()
         },
     )
     .map(Some)

@@ -180,7 +180,8 @@ impl AbiError for crate::authz::LoadError {
 impl AbiError for crate::authz::ParameterError {
     fn code(&self) -> nestguard_result {
         match self {
-            crate::authz::ParameterError::Missing => nestguard_result::InvalidArgument,
+            crate::authz::ParameterError::Missing
+            | crate::authz::ParameterError::MaxFileSize(_) => nestguard_result::InvalidArgument,
             crate::authz::ParameterError::Invalid(e) => e.code(),
         }
     }

@@ -22,6 +22,7 @@ use super::lists::{List, Route, route};
 use super::parse::{ParseError, ParseMode, parse};
 use super::roles::{decide_role, role_objects};
 use super::validate::{ValidateError, validate};
+use crate::input::{self, DEFAULT_MAX_FILE_SIZE, FlagValue, InputError};
 use crate::proto::mesos::ContainerId;
 use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
 
@@ -38,12 +39,9 @@ impl Source {
     /// Interprets a value the way Mesos' `--acls` flag does: `file://PATH`
     /// or a path names a file, text starting with `{` is JSON.
     pub fn from_flag(value: &str) -> Source {
-        if let Some(path) = value.strip_prefix("file://") {
-            Source::File(PathBuf::from(path))
-        } else if value.trim_start().starts_with('{') {
-            Source::Inline(value.to_owned())
-        } else {
-            Source::File(PathBuf::from(value))
+        match FlagValue::parse(value) {
+            FlagValue::Inline(text) => Source::Inline(text.to_owned()),
+            FlagValue::File(path) => Source::File(path),
         }
     }
 
@@ -59,14 +57,15 @@ impl Source {
 /// closed) and a failed reload keeps the previous policy.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read.
+    /// The file could not be read: missing, not a regular file (a FIFO,
+    /// `/dev/zero`), larger than `max_file_size`, not UTF-8.
     #[error("{path}: cannot read ACLs: {source}")]
     Read {
         /// The file.
         path: String,
-        /// The I/O error.
+        /// What went wrong.
         #[source]
-        source: std::io::Error,
+        source: InputError,
     },
     /// The JSON is malformed or does not fit `mesos.ACLs`.
     #[error(transparent)]
@@ -85,16 +84,30 @@ pub enum ParameterError {
     /// The `acls` parameter did not load.
     #[error("Contents of 'acls' parameter could not be parsed into a valid ACLs object: {0}")]
     Invalid(#[source] LoadError),
+    /// A bad `max_file_size` parameter.
+    #[error(transparent)]
+    MaxFileSize(InputError),
 }
 
-/// Loads, validates and compiles ACLs.
+/// Loads, validates and compiles ACLs; a file may hold at most
+/// [`DEFAULT_MAX_FILE_SIZE`] bytes.
 pub fn load(source: &Source, mode: ParseMode) -> Result<Policy, LoadError> {
+    load_limited(source, mode, DEFAULT_MAX_FILE_SIZE)
+}
+
+/// [`load`] with a file size limit: only a regular file of at most
+/// `max_file_size` bytes is read (see [`crate::input`]).
+pub fn load_limited(
+    source: &Source,
+    mode: ParseMode,
+    max_file_size: u64,
+) -> Result<Policy, LoadError> {
     let origin = source.origin();
     let text;
     let json = match source {
         Source::Inline(t) => t.as_str(),
         Source::File(path) => {
-            text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+            text = input::read_text(path, max_file_size).map_err(|source| LoadError::Read {
                 path: origin.clone(),
                 source,
             })?;
@@ -111,6 +124,7 @@ struct Shared {
     current: ArcSwap<Policy>,
     source: Source,
     mode: ParseMode,
+    max_file_size: u64,
     reloading: Mutex<()>,
     /// Mesos' behaviour for executor tokens: a token may launch nested
     /// containers as any user. Off by default (see [`Authorizer::set_executor_tokens_any_user`]).
@@ -128,13 +142,24 @@ pub struct Authorizer {
 impl Authorizer {
     /// Loads ACLs from a source (strict unless `mode.strict` is false).
     pub fn new(source: Source, mode: ParseMode) -> Result<Self, LoadError> {
-        let policy = load(&source, mode)?;
+        Self::with_max_file_size(source, mode, DEFAULT_MAX_FILE_SIZE)
+    }
+
+    /// [`Authorizer::new`] reading at most `max_file_size` bytes of a file
+    /// source, now and on every reload.
+    pub fn with_max_file_size(
+        source: Source,
+        mode: ParseMode,
+        max_file_size: u64,
+    ) -> Result<Self, LoadError> {
+        let policy = load_limited(&source, mode, max_file_size)?;
         tracing::info!(origin = %policy.origin, strict = mode.strict, "ACLs loaded");
         Ok(Authorizer {
             shared: Arc::new(Shared {
                 current: ArcSwap::from_pointee(policy),
                 source,
                 mode,
+                max_file_size,
                 reloading: Mutex::new(()),
                 executor_tokens_any_user: AtomicBool::new(false),
             }),
@@ -146,17 +171,28 @@ impl Authorizer {
     /// `file://` URL. Errors carry Mesos' texts ("No ACLs for default
     /// authorizer provided", "Contents of 'acls' parameter could not be
     /// parsed into a valid ACLs object", followed by the located detail).
+    /// `max_file_size` (bytes, default 16 MiB) bounds the file.
     pub fn from_parameters<'a>(
         parameters: impl IntoIterator<Item = (&'a str, &'a str)>,
         strict: bool,
     ) -> Result<Self, ParameterError> {
-        let value = parameters
-            .into_iter()
-            .filter(|(k, _)| *k == "acls")
-            .last()
-            .map(|(_, v)| v)
-            .ok_or(ParameterError::Missing)?;
-        Self::new(Source::from_flag(value), ParseMode { strict }).map_err(ParameterError::Invalid)
+        let mut acls = None;
+        let mut limit = None;
+        for (key, value) in parameters {
+            match key {
+                "acls" => acls = Some(value),
+                "max_file_size" => limit = Some(value),
+                _ => {}
+            }
+        }
+        let value = acls.ok_or(ParameterError::Missing)?;
+        let limit = limit
+            .map(input::parse_limit)
+            .transpose()
+            .map_err(ParameterError::MaxFileSize)?
+            .unwrap_or(DEFAULT_MAX_FILE_SIZE);
+        Self::with_max_file_size(Source::from_flag(value), ParseMode { strict }, limit)
+            .map_err(ParameterError::Invalid)
     }
 
     /// Restores Mesos' rule for executor tokens (module parameter
@@ -199,7 +235,11 @@ impl Authorizer {
             .reloading
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        match load(&self.shared.source, self.shared.mode) {
+        match load_limited(
+            &self.shared.source,
+            self.shared.mode,
+            self.shared.max_file_size,
+        ) {
             Ok(policy) => {
                 tracing::info!(origin = %policy.origin, "ACLs reloaded");
                 self.shared.current.store(Arc::new(policy));

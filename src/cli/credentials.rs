@@ -70,6 +70,7 @@ pub fn run_credentials(cmd: CredentialsCommand) -> anyhow::Result<ExitCode> {
         } => {
             let options = LoadOptions {
                 allow_open_permissions,
+                ..LoadOptions::default()
             };
             let principals: Vec<String> = if single {
                 vec![file::load_credential(&path, &options)?.principal]
@@ -104,6 +105,7 @@ pub fn run_token(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
                 &key,
                 &LoadOptions {
                     allow_open_permissions,
+                    ..LoadOptions::default()
                 },
             )?;
             let claims = BTreeMap::from([
@@ -123,6 +125,7 @@ pub fn run_token(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
                 &key,
                 &LoadOptions {
                     allow_open_permissions,
+                    ..LoadOptions::default()
                 },
             )?;
             match jwt::verify(token.trim(), &key, jwt::now_secs()) {

@@ -33,20 +33,16 @@ use zeroize::Zeroizing;
 
 use super::secret::Secret;
 use super::store::{Credential, CredentialStore};
+use crate::input::{self, DEFAULT_MAX_FILE_SIZE, InputError};
 
 /// Why a credentials file was refused. Texts name the file and the line or
 /// JSON path; they never contain a secret.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    /// The file could not be read or stat'ed.
-    #[error("failed to read credentials file '{path}': {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The file could not be opened or read, is not a regular file (a
+    /// FIFO, `/dev/zero`), or is larger than `max_file_size`.
+    #[error("failed to read credentials file: {0}")]
+    Read(#[source] InputError),
     /// Group or others may read or write the file.
     #[error(
         "permissions on credentials file '{path}' are too open (mode {mode:04o}): it must not be \
@@ -113,6 +109,18 @@ pub enum FileError {
         /// 1-based line of the second credential.
         line: usize,
     },
+    /// A principal with a `:`, which HTTP Basic can never carry (the
+    /// first `:` of `user:password` ends the user).
+    #[error(
+        "credentials file '{origin}': at {at}: expected a principal without ':' (HTTP Basic \
+         splits on the first ':', so it could never log in)"
+    )]
+    Colon {
+        /// The file (or input name).
+        origin: String,
+        /// Where (line or JSON path).
+        at: String,
+    },
     /// The same principal twice.
     #[error(
         "credentials file '{origin}': duplicate principal '{principal}' at {at} (first at {first})"
@@ -130,11 +138,22 @@ pub enum FileError {
 }
 
 /// Options for loading credential files.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct LoadOptions {
     /// Accept a file readable or writable by group or others (only warn,
     /// as Mesos does). Off by default.
     pub allow_open_permissions: bool,
+    /// Largest file read, in bytes (default [`DEFAULT_MAX_FILE_SIZE`]).
+    pub max_file_size: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            allow_open_permissions: false,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
+    }
 }
 
 /// Which syntax a file used.
@@ -188,19 +207,16 @@ fn read_checked(path: &Path, options: &LoadOptions) -> Result<Zeroizing<String>,
 }
 
 /// Reads a file holding secrets (credentials, a signing key) after refusing
-/// group/other read or write permission unless `options` allow it.
+/// group/other read or write permission unless `options` allow it. Only a
+/// regular file of at most `options.max_file_size` bytes is read, without
+/// blocking on a FIFO (see [`crate::input`]).
 pub fn read_secret_file(
     path: &Path,
     options: &LoadOptions,
 ) -> Result<Zeroizing<Vec<u8>>, FileError> {
-    let read_err = |source| FileError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
     // Permissions are checked on the opened file, not the path, so the file
     // read is the file checked.
-    let mut file = std::fs::File::open(path).map_err(read_err)?;
-    let meta = file.metadata().map_err(read_err)?;
+    let (file, meta) = input::open_regular(path, options.max_file_size).map_err(FileError::Read)?;
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o066 != 0 {
         if options.allow_open_permissions {
@@ -219,7 +235,7 @@ pub fn read_secret_file(
     let mut bytes = Zeroizing::new(Vec::with_capacity(
         usize::try_from(meta.len()).unwrap_or(0).saturating_add(1),
     ));
-    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(read_err)?;
+    input::read_limited(path, file, options.max_file_size, &mut bytes).map_err(FileError::Read)?;
     Ok(bytes)
 }
 
@@ -275,6 +291,7 @@ pub fn parse_credential(text: &str, origin: &str) -> Result<(Credential, Format)
     if looks_like_json(text) {
         let mut value = parse_json(text, origin)?;
         let c = take_credential(&mut value, "$", origin)?;
+        check_principal(&c, &Location::Path("$".into()), origin)?;
         return Ok((c, Format::Json));
     }
     let mut list = parse_legacy(text, origin)?;
@@ -285,16 +302,21 @@ pub fn parse_credential(text: &str, origin: &str) -> Result<(Credential, Format)
         });
     }
     match list.pop() {
-        Some((c, _)) => Ok((c, Format::LegacyText)),
+        Some((c, at)) => {
+            check_principal(&c, &at, origin)?;
+            Ok((c, Format::LegacyText))
+        }
         None => Err(FileError::Empty {
             origin: origin.into(),
         }),
     }
 }
 
+/// Duplicate principals and principals with a `:` (stricter than Mesos).
 fn check_duplicates(list: &[(Credential, Location)], origin: &str) -> Result<(), FileError> {
     let mut seen = std::collections::HashMap::new();
     for (c, at) in list {
+        check_principal(c, at, origin)?;
         if let Some(first) = seen.insert(c.principal.as_str(), at) {
             return Err(FileError::Duplicate {
                 origin: origin.into(),
@@ -303,6 +325,20 @@ fn check_duplicates(list: &[(Credential, Location)], origin: &str) -> Result<(),
                 first: first.to_string(),
             });
         }
+    }
+    Ok(())
+}
+
+fn check_principal(c: &Credential, at: &Location, origin: &str) -> Result<(), FileError> {
+    if c.principal.contains(':') {
+        let at = match at {
+            Location::Line(n) => format!("line {n}"),
+            Location::Path(p) => format!("{p}.principal"),
+        };
+        return Err(FileError::Colon {
+            origin: origin.into(),
+            at,
+        });
     }
     Ok(())
 }

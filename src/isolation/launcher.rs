@@ -559,7 +559,11 @@ impl Launcher {
         .map_err(LauncherError::from)
         .and_then(|()| {
             if let Some(up) = runtime.parent() {
-                std::fs::create_dir_all(up).map_err(io("create directory", up))?;
+                // Below the runtime dir only, never through a symbolic link
+                // (defence in depth: `id` was validated above).
+                crate::beneath::create_dir_all(&self.options.runtime_dir, up, 0o755)
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+                    .map_err(io("create directory", up))?;
             }
             std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
             created = true;

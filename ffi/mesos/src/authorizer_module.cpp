@@ -9,6 +9,8 @@
 //   executor_tokens_any_user
 //           optional, default false; true lets an executor token launch
 //           nested containers as any user, as Mesos does
+//   max_file_size  optional, bytes, default 16 MiB; the ACL file must be a
+//           regular file no larger than this (a FIFO or /dev/zero is refused)
 //
 // authorized() passes the serialized authorization::Request. getApprover()
 // makes a nestguard approver for the (subject, action); its approved() is
@@ -18,6 +20,7 @@
 // actions, whose object carries more than the view (tasks, resources,
 // roles), it serializes an authorization::Object instead.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,6 +32,8 @@
 #include <process/future.hpp>
 
 #include <stout/none.hpp>
+#include <stout/numify.hpp>
+#include <stout/try.hpp>
 
 #include "nestguard_mesos.hpp"
 
@@ -225,7 +230,7 @@ public:
   static Try<Authorizer*> create(const Parameters& parameters)
   {
     static const char* const known[] = {
-        "acls", "strict", "executor_tokens_any_user", nullptr};
+        "acls", "strict", "executor_tokens_any_user", "max_file_size", nullptr};
     Try<ModuleParameters> params =
       ModuleParameters::parse(parameters, known, "io_nestguard_Authorizer");
     if (params.isError()) {
@@ -244,6 +249,19 @@ public:
       return Error(strict.error());
     }
 
+    // 0 asks the library for its default.
+    uint64_t maxFileSize = 0;
+    const Option<std::string> limit = params->get("max_file_size");
+    if (limit.isSome()) {
+      const Try<uint64_t> parsed = numify<uint64_t>(limit.get());
+      if (parsed.isError() || parsed.get() == 0) {
+        return Error(
+            "module 'io_nestguard_Authorizer': parameter 'max_file_size' must "
+            "be a positive number of bytes, not '" + limit.get() + "'");
+      }
+      maxFileSize = parsed.get();
+    }
+
     nestguard_authorizer* handle = nullptr;
     const bool inlineJson = acls->find_first_not_of(" \t\r\n") !=
                               std::string::npos &&
@@ -251,8 +269,8 @@ public:
     const nestguard_result rc = inlineJson
       ? nestguard_authorizer_new(
             acls->data(), acls->size(), strict.get(), &handle)
-      : nestguard_authorizer_new_from_file(
-            acls->data(), acls->size(), strict.get(), &handle);
+      : nestguard_authorizer_new_from_file_limited(
+            acls->data(), acls->size(), strict.get(), maxFileSize, &handle);
     if (rc != NESTGUARD_RESULT_OK) {
       return toError("module 'io_nestguard_Authorizer': ACLs refused", rc);
     }

@@ -68,7 +68,7 @@ macro_rules! abi_functions {
 
 abi_functions! {
     authorizer_new = "nestguard_authorizer_new": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
-    authorizer_new_from_file = "nestguard_authorizer_new_from_file": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
+    authorizer_new_from_file_limited = "nestguard_authorizer_new_from_file_limited": fn(*const c_char, usize, bool, u64, *mut *mut c_void) -> u32;
     authorizer_authorize = "nestguard_authorizer_authorize": fn(*const c_void, *const u8, usize, *mut bool) -> u32;
     authorizer_explain = "nestguard_authorizer_explain": fn(*const c_void, *const u8, usize, *mut c_char, usize, *mut usize) -> u32;
     authorizer_free = "nestguard_authorizer_free": fn(*mut c_void) -> ();
@@ -163,8 +163,9 @@ pub struct Authorizer {
 impl Authorizer {
     /// Creates the authorizer module from its manifest parameters: `acls`
     /// (inline JSON, a path, or a file:// URL, as Mesos' `--acls`),
-    /// `strict` (default true) and `executor_tokens_any_user` (default
-    /// false; true restores Mesos' any-user rule for executor tokens).
+    /// `strict` (default true), `executor_tokens_any_user` (default
+    /// false; true restores Mesos' any-user rule for executor tokens) and
+    /// `max_file_size` (bytes; default 16 MiB).
     pub fn create(abi: &Arc<Abi>, parameters: &[mesos::Parameter]) -> anyhow::Result<Authorizer> {
         // Mesos: the last occurrence of a key wins.
         let get = |key: &str| {
@@ -180,6 +181,11 @@ impl Authorizer {
             Some("false") => false,
             Some(other) => anyhow::bail!("parameter 'strict' must be true or false, not '{other}'"),
         };
+        // 0: the library's default (16 MiB).
+        let max_file_size = match get("max_file_size") {
+            None => 0,
+            Some(v) => nestguard::input::parse_limit(v)?,
+        };
         let mut out = std::ptr::null_mut();
         let trimmed = acls.trim_start();
         let mut file = None;
@@ -192,7 +198,9 @@ impl Authorizer {
             file = Some(std::path::PathBuf::from(path));
             let (p, n) = text(path);
             // SAFETY: valid text and out pointer.
-            unsafe { (abi.f.authorizer_new_from_file)(p, n, strict, &mut out) }
+            unsafe {
+                (abi.f.authorizer_new_from_file_limited)(p, n, strict, max_file_size, &mut out)
+            }
         };
         abi.check(code)
             .map_err(anyhow::Error::new)

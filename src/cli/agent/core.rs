@@ -424,7 +424,7 @@ impl Agent {
         config: &ContainerConfig,
     ) -> Result<(), ApiError> {
         let dir = self.layout.standalone_meta(id);
-        std::fs::create_dir_all(&dir)
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)
             .map_err(anyhow::Error::from)
             .and_then(|()| {
                 Ok(nestguard::checkpoint::write_message(
@@ -440,18 +440,16 @@ impl Agent {
             })
     }
 
+    /// Creates a sandbox, which must lie below `--work_dir`: every ID in
+    /// its path was validated, and [`nestguard::beneath`] refuses `..` and
+    /// symbolic links below the work directory whatever slipped through.
     fn create_sandbox(&self, sandbox: &Path) -> Result<(), ApiError> {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o750)
-            .create(sandbox)
-            .map_err(|e| {
-                ApiError::Internal(format!(
-                    "Failed to create sandbox '{}': {e}",
-                    sandbox.display()
-                ))
-            })
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o750).map_err(|e| {
+            ApiError::Internal(format!(
+                "Failed to create sandbox '{}': {e}",
+                sandbox.display()
+            ))
+        })
     }
 
     /// Mesos' launch sequence: isolators prepare, the launcher forks, the
@@ -838,6 +836,8 @@ impl Agent {
         subject: Option<&Subject>,
         mut pod: PodSpec,
     ) -> Result<ContainerId, ApiError> {
+        // IDs become paths: Mesos' ID rules, before anything else.
+        nestguard::validation::validate_pod_ids(&pod).map_err(|e| ApiError::BadRequest(e.0))?;
         // Nothing touches the disk or starts before admission passed.
         let subject = pod_admission::subject(&mut pod, subject)?;
         pod_admission::validate(&mut pod)?;
@@ -934,7 +934,7 @@ impl Agent {
 
     fn checkpoint_executor(&self, record: &ExecutorRecord) -> anyhow::Result<()> {
         let dir = self.layout.executor_meta(&record.container_id.value);
-        std::fs::create_dir_all(&dir)?;
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)?;
         nestguard::checkpoint::write_message(&dir.join("framework.info"), &record.framework)?;
         nestguard::checkpoint::write_message(&dir.join("executor.info"), &record.executor)?;
         nestguard::checkpoint::write_text(&dir.join("sandbox"), &record.sandbox.to_string_lossy())?;

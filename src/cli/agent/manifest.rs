@@ -19,15 +19,16 @@ pub struct ModuleSpec {
 
 /// Reads `--modules`: inline JSON, `file:///path`, or a path.
 pub fn read(value: &str) -> anyhow::Result<Vec<ModuleSpec>> {
-    let trimmed = value.trim_start();
-    let (text, origin) = if trimmed.starts_with('{') {
-        (value.to_owned(), "--modules".to_owned())
-    } else {
-        let path = value.strip_prefix("file://").unwrap_or(value);
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the modules manifest {path}"))?;
-        (text, path.to_owned())
+    use nestguard::input::{DEFAULT_MAX_FILE_SIZE, FlagValue};
+    let flag = FlagValue::parse(value);
+    let origin = match &flag {
+        FlagValue::Inline(_) => "--modules".to_owned(),
+        FlagValue::File(path) => path.display().to_string(),
     };
+    // Only a regular file, bounded: a FIFO or /dev/zero must not hang the agent.
+    let text = flag
+        .content(DEFAULT_MAX_FILE_SIZE)
+        .with_context(|| format!("reading the modules manifest {origin}"))?;
     let modules: Modules = nestguard::json::from_json(&text)
         .with_context(|| format!("parsing the modules manifest {origin}"))?;
     let mut specs = Vec::new();

@@ -85,12 +85,26 @@ pub fn nested_sandbox(parent_sandbox: &Path, id: &ContainerId) -> PathBuf {
     parent_sandbox.join("containers").join(&id.value)
 }
 
-/// Reads or creates the agent id kept in `<work_dir>/meta/agent_id`.
+/// Reads or creates the agent id kept in `<work_dir>/meta/agent_id`. The
+/// id names a directory of every executor sandbox, so a stored one must
+/// pass Mesos' ID rules (`validateSlaveID`); a bad one stops the agent.
 pub fn agent_id(work_dir: &Path) -> anyhow::Result<String> {
     let path = work_dir.join("meta").join("agent_id");
-    if let Ok(id) = std::fs::read_to_string(&path) {
+    let stored = match nestguard::input::read_text(&path, 4096) {
+        Ok(id) => Some(id),
+        Err(nestguard::input::InputError::Open { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            None
+        }
+        Err(e) => anyhow::bail!("reading the stored agent ID: {e}"),
+    };
+    if let Some(id) = stored {
         let id = id.trim().to_owned();
         if !id.is_empty() {
+            nestguard::validation::validate_path_id(&id).map_err(|e| {
+                anyhow::anyhow!("{}: the stored agent ID is invalid: {e}", path.display())
+            })?;
             return Ok(id);
         }
     }

@@ -19,6 +19,7 @@
 //! | `credentials_jwt_key` | none | executor-token signing key file (token mode) |
 //! | `credentials_http_credentials` | none | `--http_credentials` file (secret mode: fails closed for nested containers, whose `ContainerConfig` has no `FrameworkInfo.principal`) |
 //! | `credentials_allow_open_permissions` | `false` | accept group/other-readable key files |
+//! | `max_file_size` | `16777216` | largest key or credentials file read, in bytes (only regular files are read) |
 //!
 //! `environment/credentials` is in the default list only when a key or
 //! credentials file is given; listing it without either is an error.
@@ -56,7 +57,7 @@ pub const ISOLATORS: [&str; 7] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "isolation",
     "cgroups_owner",
     "cgroups_mount_root",
@@ -72,6 +73,7 @@ const KEYS: [&str; 15] = [
     "credentials_jwt_key",
     "credentials_http_credentials",
     "credentials_allow_open_permissions",
+    "max_file_size",
 ];
 
 /// Parsed isolator parameters.
@@ -95,6 +97,8 @@ pub struct IsolatorParams {
     pub http_credentials: Option<PathBuf>,
     /// Accept open permissions on the two files above.
     pub allow_open_permissions: bool,
+    /// Largest key or credentials file read, in bytes.
+    pub max_file_size: u64,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -250,6 +254,13 @@ impl IsolatorParams {
                 .map_or(Ok(false), |v| {
                     boolean("credentials_allow_open_permissions", v)
                 })?,
+            max_file_size: map.get("max_file_size").map_or(
+                Ok(crate::input::DEFAULT_MAX_FILE_SIZE),
+                |v| {
+                    crate::input::parse_limit(v)
+                        .map_err(|_| parameter("max_file_size", "a positive number of bytes", v))
+                },
+            )?,
         })
     }
 
@@ -266,6 +277,7 @@ impl IsolatorParams {
     fn injector(&self) -> Result<Injector> {
         let options = LoadOptions {
             allow_open_permissions: self.allow_open_permissions,
+            max_file_size: self.max_file_size,
         };
         let key = match &self.jwt_key {
             Some(p) => Some(load_key(p, &options).map_err(|e| IsolatorError::Parameter {

@@ -381,6 +381,19 @@ impl Isolator for SandboxPathIsolator {
                 mount_points.push(target.clone());
                 target
             } else {
+                // Stricter than Mesos: an absolute mount point is named
+                // plainly, so what is checked here is what gets mounted on.
+                if container_path.contains('\0')
+                    || Path::new(container_path)
+                        .components()
+                        .any(|c| c == Component::ParentDir)
+                {
+                    return Err(IsolatorError::Volume(format!(
+                        "'container_path' '{}' of a SANDBOX_PATH volume must not contain '..' \
+                         or NUL",
+                        container_path.escape_debug()
+                    )));
+                }
                 let target = PathBuf::from(container_path);
                 if !target.exists() {
                     return Err(IsolatorError::Volume(format!(
