@@ -301,7 +301,8 @@ fn second_agent_on_an_owned_cgroup_root_refuses_to_start() {
     // Nothing of A's was touched, now or a little later.
     std::thread::sleep(Duration::from_secs(2).saturating_sub(started.elapsed()));
     assert!(alive(pid), "agent A's container was killed");
-    let (status, body) = a.api(serde_json::json!({"type": "GET_CONTAINERS"}));
+    let (status, body) = a.api(serde_json::json!({"type": "GET_CONTAINERS",
+        "get_containers": {"show_standalone": true}}));
     assert_eq!(status, 200);
     assert!(body.contains("keeper"), "{body}");
 
