@@ -156,12 +156,27 @@ pub fn is_running(pid: i32, start_time: u64) -> Result<bool, ProcessError> {
 
 /// True if `pid` is the init (pid 1) of its own pid namespace: the last
 /// `NSpid` entry of `/proc/<pid>/status` is 1.
+///
+/// A process reaped since the caller last saw it is not an init: its
+/// `status` file is gone (ENOENT, or ESRCH while it is being torn down), and
+/// a destroy racing its exit must go on to its session rather than fail.
 pub fn is_pid_namespace_init(pid: i32) -> Result<bool, ProcessError> {
     let path = PathBuf::from(format!("/proc/{pid}/status"));
-    let text = std::fs::read_to_string(&path).map_err(|source| ProcessError::Read {
-        path: path.clone(),
-        source,
-    })?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ESRCH) =>
+        {
+            return Ok(false);
+        }
+        Err(source) => {
+            return Err(ProcessError::Read {
+                path: path.clone(),
+                source,
+            });
+        }
+    };
     let line = text
         .lines()
         .find(|l| l.starts_with("NSpid:"))
