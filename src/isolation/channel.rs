@@ -33,6 +33,10 @@ pub struct Control {
     /// `cgroup.procs` files the helper joins before it forks anything.
     #[serde(default)]
     pub cgroup_procs: Vec<PathBuf>,
+    /// Seccomp filters (BPF, base64) the command installs before `execve`,
+    /// compiled by the host (see [`super::seccomp`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seccomp: Vec<String>,
 }
 
 /// A malformed message between host and helper.
@@ -193,6 +197,7 @@ mod tests {
             clone: libc::CLONE_NEWPID,
             hostname: Some("h".into()),
             cgroup_procs: vec!["/sys/fs/cgroup/freezer/x/cgroup.procs".into()],
+            seccomp: vec!["AAAAAAAAAAA=".into()],
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

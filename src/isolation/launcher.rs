@@ -124,6 +124,9 @@ pub enum LauncherError {
     /// A signal number that does not exist.
     #[error("invalid signal number {0}")]
     Signal(i32),
+    /// The launch's seccomp profile cannot be compiled.
+    #[error(transparent)]
+    Seccomp(#[from] super::seccomp::SeccompError),
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LauncherError + 'a {
@@ -495,6 +498,7 @@ impl Launcher {
             clone: plan.clone.bits(),
             hostname: container.and_then(|c| c.hostname.clone()),
             cgroup_procs: Vec::new(),
+            seccomp: super::seccomp::filters_for(info)?.to_vec(),
         };
         let mut created = false;
         let prepared = sandbox::create_in(

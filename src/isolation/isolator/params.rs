@@ -18,9 +18,14 @@
 //! | `credentials_jwt_key` | none | executor-token signing key file (token mode) |
 //! | `credentials_http_credentials` | none | `--http_credentials` file (secret mode) |
 //! | `credentials_allow_open_permissions` | `false` | accept group/other-readable key files |
+//! | `seccomp_config_dir` | none | directory of Docker-format seccomp profiles (Mesos' `--seccomp_config_dir`) |
+//! | `seccomp_profile_name` | Docker's default (built in) | default profile, a file in `seccomp_config_dir` (Mesos' `--seccomp_profile_name`) |
+//! | `seccomp_allow_unconfined` | `false` | honour `LinuxInfo.seccomp.unconfined` |
 //!
 //! `environment/credentials` is in the default list only when a key or
 //! credentials file is given; listing it without either is an error.
+//! `seccomp` is enabled by listing it in `isolation` (as Mesos'
+//! `linux/seccomp`); its parameters without it are an error.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -36,6 +41,7 @@ use super::error::{IsolatorError, Result};
 use super::filesystem::FilesystemIsolator;
 use super::hardening::HardeningIsolator;
 use super::namespaces::NamespacesIsolator;
+use super::seccomp::SeccompIsolator;
 use super::volume::{SandboxPathIsolator, SandboxRegistry};
 use crate::credentials::file::{LoadOptions, load_credentials};
 use crate::credentials::injection::Injector;
@@ -45,17 +51,18 @@ use crate::proto::mesos::Parameters;
 use crate::proto::mesos::capability_info::Capability;
 
 /// Every isolator name we know, in the default order.
-pub const ISOLATORS: [&str; 7] = [
+pub const ISOLATORS: [&str; 8] = [
     "cgroups",
     "namespaces",
     "filesystem/linux",
     "volume/sandbox_path",
     "environment/credentials",
     "hardening",
+    "seccomp",
     "disk/du",
 ];
 
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 17] = [
     "isolation",
     "cgroups_mount_root",
     "cgroups_root",
@@ -70,6 +77,9 @@ const KEYS: [&str; 14] = [
     "credentials_jwt_key",
     "credentials_http_credentials",
     "credentials_allow_open_permissions",
+    "seccomp_config_dir",
+    "seccomp_profile_name",
+    "seccomp_allow_unconfined",
 ];
 
 /// Parsed isolator parameters.
@@ -91,6 +101,12 @@ pub struct IsolatorParams {
     pub http_credentials: Option<PathBuf>,
     /// Accept open permissions on the two files above.
     pub allow_open_permissions: bool,
+    /// Directory of seccomp profiles.
+    pub seccomp_config_dir: Option<PathBuf>,
+    /// Default seccomp profile (a file in the directory).
+    pub seccomp_profile_name: Option<String>,
+    /// Honour `LinuxInfo.seccomp.unconfined`.
+    pub seccomp_allow_unconfined: bool,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -211,7 +227,7 @@ impl IsolatorParams {
                     if !ISOLATORS.contains(&n.as_str()) {
                         return Err(parameter(
                             "isolation",
-                            "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, disk/du",
+                            "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, seccomp, disk/du",
                             n,
                         ));
                     }
@@ -224,9 +240,35 @@ impl IsolatorParams {
             None => ISOLATORS
                 .iter()
                 .filter(|n| with_credentials || **n != "environment/credentials")
+                .filter(|n| **n != "seccomp")
                 .map(|n| (*n).to_owned())
                 .collect(),
         };
+        let seccomp_config_dir = map.get("seccomp_config_dir").map(PathBuf::from);
+        if let Some(dir) = &seccomp_config_dir
+            && !dir.is_absolute()
+        {
+            return Err(parameter(
+                "seccomp_config_dir",
+                "an absolute path",
+                &dir.display().to_string(),
+            ));
+        }
+        if !isolation.iter().any(|n| n == "seccomp")
+            && let Some(key) = [
+                "seccomp_config_dir",
+                "seccomp_profile_name",
+                "seccomp_allow_unconfined",
+            ]
+            .into_iter()
+            .find(|k| map.contains_key(k))
+        {
+            return Err(parameter(
+                key,
+                "'seccomp' in the isolation list",
+                "it missing",
+            ));
+        }
         Ok(Self {
             isolation,
             cgroups,
@@ -244,6 +286,11 @@ impl IsolatorParams {
                 .map_or(Ok(false), |v| {
                     boolean("credentials_allow_open_permissions", v)
                 })?,
+            seccomp_config_dir,
+            seccomp_profile_name: map.get("seccomp_profile_name").map(|v| (*v).to_owned()),
+            seccomp_allow_unconfined: map
+                .get("seccomp_allow_unconfined")
+                .map_or(Ok(false), |v| boolean("seccomp_allow_unconfined", v))?,
         })
     }
 
@@ -309,6 +356,11 @@ impl Composite {
                 "volume/sandbox_path" => Arc::new(SandboxPathIsolator::new(sandboxes.clone())),
                 "environment/credentials" => Arc::new(CredentialsIsolator::new(params.injector()?)),
                 "hardening" => Arc::new(params.hardening.clone()),
+                "seccomp" => Arc::new(SeccompIsolator::new(
+                    params.seccomp_config_dir.clone(),
+                    params.seccomp_profile_name.clone(),
+                    params.seccomp_allow_unconfined,
+                )?),
                 "disk/du" => Arc::new(DiskIsolator::new(sandboxes.clone())),
                 other => {
                     return Err(parameter("isolation", "a known isolator", other));
