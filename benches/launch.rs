@@ -14,6 +14,10 @@
 //!   - `nestguard_nested_disk`: the runtime dir on an fsync-ing disk, and
 //!     `checkpoint_write/*` isolates one atomic checkpoint write, so the
 //!     durability cost is reported separately.
+//!   - `nestguard_nested_seccomp`: `nestguard_nested_tmpfs` with the
+//!     `seccomp` isolator's default profile (Docker's) in the launch info:
+//!     the cached filter is sent to the helper and installed before
+//!     `execve`; compare with `nestguard_nested_tmpfs` for its cost.
 //!   - `nestguard_nested_with_destroy`: also times the destroy that follows
 //!     (kill, cgroup removal, `termination` checkpoint); the other
 //!     nestguard cases destroy outside the timed part, as `unshare` has
@@ -212,11 +216,16 @@ fn launch_exit(c: &mut Criterion) {
 
     let cgroups = CgroupsRoot::new();
     let info = true_info();
+    let seccomp = ContainerLaunchInfo {
+        seccomp_profile: Some(nestguard::isolation::seccomp::default_profile::profile()),
+        ..true_info()
+    };
     let mut n = 0u64;
-    for (name, parent, share_cgroups) in [
-        ("nestguard_nested_tmpfs", "/dev/shm", true),
-        ("nestguard_nested_own_cgroups", "/dev/shm", false),
-        ("nestguard_nested_disk", "/tmp", true),
+    for (name, parent, share_cgroups, info) in [
+        ("nestguard_nested_tmpfs", "/dev/shm", true, &info),
+        ("nestguard_nested_own_cgroups", "/dev/shm", false, &info),
+        ("nestguard_nested_disk", "/tmp", true, &info),
+        ("nestguard_nested_seccomp", "/dev/shm", true, &seccomp),
     ] {
         let pod = Pod::new(&cgroups.0, parent, &format!("nestguard-bench-{name}"));
         g.bench_function(name, |b| {
@@ -224,7 +233,7 @@ fn launch_exit(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     n += 1;
-                    let (took, id) = pod.run_true(n, &info, share_cgroups);
+                    let (took, id) = pod.run_true(n, info, share_cgroups);
                     total += took;
                     pod.launcher.destroy(&id).unwrap();
                 }

@@ -21,6 +21,7 @@
 //! | `seccomp_config_dir` | none | directory of Docker-format seccomp profiles (Mesos' `--seccomp_config_dir`) |
 //! | `seccomp_profile_name` | Docker's default (built in) | default profile, a file in `seccomp_config_dir` (Mesos' `--seccomp_profile_name`) |
 //! | `seccomp_allow_unconfined` | `false` | honour `LinuxInfo.seccomp.unconfined` |
+//! | `launcher` | `nestguard` | what runs the containers: `nestguard`, or `mesos` (Mesos 1.11's launch helper; the C++ shim sets it) |
 //!
 //! `environment/credentials` is in the default list only when a key or
 //! credentials file is given; listing it without either is an error.
@@ -39,7 +40,7 @@ use super::disk::DiskIsolator;
 use super::environment::CredentialsIsolator;
 use super::error::{IsolatorError, Result};
 use super::filesystem::FilesystemIsolator;
-use super::hardening::HardeningIsolator;
+use super::hardening::{HardeningIsolator, MESOS_1_11_LAST_CAP, kernel_last_cap};
 use super::namespaces::NamespacesIsolator;
 use super::seccomp::SeccompIsolator;
 use super::volume::{SandboxPathIsolator, SandboxRegistry};
@@ -62,7 +63,7 @@ pub const ISOLATORS: [&str; 8] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "isolation",
     "cgroups_mount_root",
     "cgroups_root",
@@ -80,6 +81,7 @@ const KEYS: [&str; 17] = [
     "seccomp_config_dir",
     "seccomp_profile_name",
     "seccomp_allow_unconfined",
+    "launcher",
 ];
 
 /// Parsed isolator parameters.
@@ -107,6 +109,8 @@ pub struct IsolatorParams {
     pub seccomp_profile_name: Option<String>,
     /// Honour `LinuxInfo.seccomp.unconfined`.
     pub seccomp_allow_unconfined: bool,
+    /// Mesos' own launch helper runs the containers (`launcher=mesos`).
+    pub mesos_launcher: bool,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -291,6 +295,11 @@ impl IsolatorParams {
             seccomp_allow_unconfined: map
                 .get("seccomp_allow_unconfined")
                 .map_or(Ok(false), |v| boolean("seccomp_allow_unconfined", v))?,
+            mesos_launcher: match map.get("launcher").copied() {
+                None | Some("nestguard") => false,
+                Some("mesos") => true,
+                Some(other) => return Err(parameter("launcher", "'nestguard' or 'mesos'", other)),
+            },
         })
     }
 
@@ -338,6 +347,16 @@ impl Composite {
         let sandboxes = Arc::new(SandboxRegistry::default());
         let mut isolators: Vec<Arc<dyn Isolator>> = Vec::new();
         let mut cgroups = None;
+        if params.mesos_launcher && params.isolation.iter().any(|n| n == "seccomp") {
+            // Mesos 1.11's launcher would apply our profile with libseccomp,
+            // without our per-rule errno (clone3 → ENOSYS), and aborts on any
+            // profile where cap_last_cap > 37 (see `hardening`).
+            return Err(parameter(
+                "isolation",
+                "no 'seccomp' under Mesos' launcher (nestguard's filters need nestguard's launcher)",
+                "seccomp",
+            ));
+        }
         for name in &params.isolation {
             let isolator: Arc<dyn Isolator> = match name.as_str() {
                 "cgroups" => {
@@ -355,7 +374,14 @@ impl Composite {
                 "filesystem/linux" => Arc::new(FilesystemIsolator::new(sandboxes.clone())),
                 "volume/sandbox_path" => Arc::new(SandboxPathIsolator::new(sandboxes.clone())),
                 "environment/credentials" => Arc::new(CredentialsIsolator::new(params.injector()?)),
-                "hardening" => Arc::new(params.hardening.clone()),
+                "hardening" => {
+                    let mut hardening = params.hardening.clone();
+                    if params.mesos_launcher {
+                        hardening.launcher_last_cap = Some(MESOS_1_11_LAST_CAP);
+                        hardening.check_launcher(kernel_last_cap()?)?;
+                    }
+                    Arc::new(hardening)
+                }
                 "seccomp" => Arc::new(SeccompIsolator::new(
                     params.seccomp_config_dir.clone(),
                     params.seccomp_profile_name.clone(),
@@ -392,6 +418,31 @@ mod tests {
         assert!(e.to_string().contains("'nope'"), "{e}");
         let e = IsolatorParams::parse([("hardening_capabilities", "CHOWN,FLY")]).unwrap_err();
         assert!(e.to_string().contains("'FLY'"), "{e}");
+    }
+
+    #[test]
+    fn mesos_launcher_refuses_seccomp_and_checks_the_kernel() {
+        let e = IsolatorParams::parse([("launcher", "docker")]).unwrap_err();
+        assert!(e.to_string().contains("'docker'"), "{e}");
+        let p = IsolatorParams::parse([("isolation", "seccomp"), ("launcher", "mesos")]).unwrap();
+        let e = Composite::from_parameters(&p).unwrap_err();
+        assert!(
+            e.to_string().contains("no 'seccomp' under Mesos' launcher"),
+            "{e}"
+        );
+        let e = IsolatorParams::parse([("seccomp_allow_unconfined", "true")]).unwrap_err();
+        assert!(
+            e.to_string().contains("'seccomp' in the isolation list"),
+            "{e}"
+        );
+        // With capabilities untouched, hardening loads whatever the kernel.
+        let p = IsolatorParams::parse([
+            ("isolation", "hardening"),
+            ("launcher", "mesos"),
+            ("hardening_capabilities", "*"),
+        ])
+        .unwrap();
+        assert!(Composite::from_parameters(&p).is_ok());
     }
 
     #[test]
