@@ -451,6 +451,8 @@ impl Launcher {
     ) -> Result<i32, LauncherError> {
         container_id::validate(id)?;
         command::validate(info)?;
+        // Compiled (or found in the cache) before anything is spawned.
+        let seccomp = super::seccomp::filters_for(info)?;
         let nested = id.parent.is_some();
         let plan = namespaces::plan(nested, self.options.mode == Mode::Posix, info, container)?;
         let key = container_id::to_dotted(id);
@@ -498,7 +500,7 @@ impl Launcher {
             clone: plan.clone.bits(),
             hostname: container.and_then(|c| c.hostname.clone()),
             cgroup_procs: Vec::new(),
-            seccomp: super::seccomp::filters_for(info)?.to_vec(),
+            seccomp: seccomp.to_vec(),
         };
         let mut created = false;
         let prepared = sandbox::create_in(

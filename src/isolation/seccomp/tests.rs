@@ -66,6 +66,9 @@ fn unknown_names_refused_foreign_ones_skipped() {
     )
     .unwrap();
     assert_eq!(compile(&p, 0).unwrap().len(), 1);
+    // Nothing refused: still one filter (the architecture check).
+    let all = docker_json::parse(r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#, "p").unwrap();
+    assert_eq!(compile(&all, 0).unwrap().len(), 1);
     p.syscalls[0].names.push("nope".into());
     assert!(matches!(compile(&p, 0), Err(SeccompError::Profile { .. })));
 }
