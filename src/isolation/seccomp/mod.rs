@@ -32,6 +32,14 @@
 //! process is killed on a foreign architecture); `ACT_KILL` kills the whole
 //! process, not one thread. As with libseccomp's default, installing a
 //! filter also sets `no_new_privs`.
+//!
+//! Cost (measured once, `launch_exit/nestguard_nested_seccomp`): about
+//! 1.5 ms per launch on top of 2.5 ms. Most of it is the kernel installing
+//! a 1,812-instruction program: seccompiler lays the allow-list out as a
+//! linear chain, and the kernel evaluates it for every call number when it
+//! builds its action cache. A binary-search layout (as libseccomp emits)
+//! would cut that; the profile carried in the launch info (about 6 KiB,
+//! encoded, sent and checkpointed per launch) is the next cost.
 
 pub mod default_profile;
 pub mod docker_json;
