@@ -28,6 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/mesos/quota/quota.proto",
         "proto/mesos/authorizer/acls.proto",
         "proto/mesos/authorizer/authorizer.proto",
+        "proto/mesos/seccomp/seccomp.proto",
         "proto/mesos/slave/containerizer.proto",
         "proto/mesos/authentication/authentication.proto",
         "proto/mesos/module/module.proto",

@@ -17,6 +17,10 @@
 //!   - `nestguard_nested_no_read_only_paths`, `nestguard_nested_no_own_uts`:
 //!     the first case with one defence off ([`Defences`]), so its cost is
 //!     the difference.
+//!   - `nestguard_nested_seccomp`: `nestguard_nested_tmpfs` with the
+//!     `seccomp` isolator's default profile (Docker's) in the launch info:
+//!     the cached filter is sent to the helper and installed before
+//!     `execve`; compare with `nestguard_nested_tmpfs` for its cost.
 //!   - `nestguard_nested_with_destroy`: also times the destroy that follows
 //!     (kill, cgroup removal, `termination` checkpoint); the other
 //!     nestguard cases destroy outside the timed part, as `unshare` has
@@ -217,6 +221,10 @@ fn launch_exit(c: &mut Criterion) {
 
     let cgroups = CgroupsRoot::new();
     let info = true_info();
+    let seccomp = ContainerLaunchInfo {
+        seccomp_profile: Some(nestguard::isolation::seccomp::default_profile::profile()),
+        ..true_info()
+    };
     let mut n = 0u64;
     let all = Defences::default();
     let no_read_only_paths = Defences {
@@ -227,17 +235,25 @@ fn launch_exit(c: &mut Criterion) {
         own_uts: false,
         ..all
     };
-    for (name, parent, share_cgroups, defences) in [
-        ("nestguard_nested_tmpfs", "/dev/shm", true, all),
-        ("nestguard_nested_own_cgroups", "/dev/shm", false, all),
-        ("nestguard_nested_disk", "/tmp", true, all),
+    for (name, parent, share_cgroups, defences, info) in [
+        ("nestguard_nested_tmpfs", "/dev/shm", true, all, &info),
+        ("nestguard_nested_own_cgroups", "/dev/shm", false, all, &info),
+        ("nestguard_nested_disk", "/tmp", true, all, &info),
+        ("nestguard_nested_seccomp", "/dev/shm", true, all, &seccomp),
         (
             "nestguard_nested_no_read_only_paths",
             "/dev/shm",
             true,
             no_read_only_paths,
+            &info,
         ),
-        ("nestguard_nested_no_own_uts", "/dev/shm", true, no_own_uts),
+        (
+            "nestguard_nested_no_own_uts",
+            "/dev/shm",
+            true,
+            no_own_uts,
+            &info,
+        ),
     ] {
         let pod = Pod::new(
             &cgroups.0,
@@ -250,7 +266,7 @@ fn launch_exit(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     n += 1;
-                    let (took, id) = pod.run_true(n, &info, share_cgroups);
+                    let (took, id) = pod.run_true(n, info, share_cgroups);
                     total += took;
                     pod.launcher.destroy(&id).unwrap();
                 }

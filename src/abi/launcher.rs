@@ -48,9 +48,10 @@ impl AbiError for LauncherError {
             | LauncherError::Namespace(NamespaceError::UnknownFlag(_) | NamespaceError::Posix) => {
                 R::LauncherUnsupported
             }
-            LauncherError::Command(_) | LauncherError::Namespace(_) | LauncherError::Signal(_) => {
-                R::InvalidArgument
-            }
+            LauncherError::Command(_)
+            | LauncherError::Namespace(_)
+            | LauncherError::Signal(_)
+            | LauncherError::Seccomp(_) => R::InvalidArgument,
             LauncherError::Sandbox(_) | LauncherError::Io { .. } => R::Io,
             LauncherError::Checkpoint(_)
             | LauncherError::BadStatus(_)

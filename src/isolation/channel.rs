@@ -42,6 +42,10 @@ pub struct Control {
     /// without following symbolic links ([`super::mounts::apply`]).
     #[serde(default)]
     pub sandboxes: Vec<PathBuf>,
+    /// Seccomp filters (BPF, base64) the command installs before `execve`,
+    /// compiled by the host (see [`super::seccomp`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seccomp: Vec<String>,
 }
 
 /// A malformed message between host and helper.
@@ -204,6 +208,7 @@ mod tests {
             cgroup_procs: vec!["/sys/fs/cgroup/freezer/x/cgroup.procs".into()],
             read_only_paths: true,
             sandboxes: vec!["/sb".into()],
+            seccomp: vec!["AAAAAAAAAAA=".into()],
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

@@ -124,6 +124,9 @@ pub enum LauncherError {
     /// A signal number that does not exist.
     #[error("invalid signal number {0}")]
     Signal(i32),
+    /// The launch's seccomp profile cannot be compiled.
+    #[error(transparent)]
+    Seccomp(#[from] super::seccomp::SeccompError),
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LauncherError + 'a {
@@ -480,6 +483,8 @@ impl Launcher {
     ) -> Result<i32, LauncherError> {
         container_id::validate(id)?;
         command::validate(info)?;
+        // Compiled (or found in the cache) before anything is spawned.
+        let seccomp = super::seccomp::filters_for(info)?;
         let nested = id.parent.is_some();
         let plan = namespaces::plan(
             nested,
@@ -549,6 +554,7 @@ impl Launcher {
             cgroup_procs: Vec::new(),
             read_only_paths: self.options.defences.read_only_paths,
             sandboxes,
+            seccomp: seccomp.to_vec(),
         };
         let mut created = false;
         let prepared = sandbox::create_in(

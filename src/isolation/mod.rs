@@ -46,6 +46,7 @@ pub mod paths;
 pub mod process;
 pub mod rootfs;
 pub mod sandbox;
+pub mod seccomp;
 pub mod supervisor;
 mod vfork;
 

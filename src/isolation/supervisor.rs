@@ -43,6 +43,7 @@ use super::namespaces;
 use super::paths::{PID_FILE, STATUS_FILE, STDERR_FILE, STDOUT_FILE};
 use super::process;
 use super::rootfs;
+use super::seccomp;
 use super::vfork;
 use crate::proto::mesos::slave::ContainerLaunchInfo;
 
@@ -65,6 +66,9 @@ pub enum HelperError {
     /// The parent container's init is gone (or its pid was reused).
     #[error("parent container init {0} is not running")]
     ParentGone(i32),
+    /// The seccomp filters cannot be decoded, or are missing.
+    #[error(transparent)]
+    Seccomp(#[from] seccomp::SeccompError),
     /// A syscall on a path failed.
     #[error("{call} {path}: {source}")]
     Path {
@@ -132,6 +136,11 @@ fn run_helper() -> Result<(), HelperError> {
     // SAFETY: close_range(3, ~0, 0) only closes descriptors; we own none yet.
     unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
     let (control, info) = channel::read_from(&mut std::io::stdin().lock())?;
+    // Decoded now: nothing may allocate after the vforks below.
+    let filters = seccomp::decode(&control.seccomp)?;
+    if info.seccomp_profile.is_some() && filters.is_empty() {
+        return Err(seccomp::SeccompError::Encoding.into());
+    }
     // Opened here, by their host paths (before any `setns`); the first
     // process of the container (intermediate or supervisor) joins through
     // them before it does anything else, so nothing the container starts
@@ -193,6 +202,7 @@ fn run_helper() -> Result<(), HelperError> {
         runtime: &runtime,
         proc_dir: &proc_dir,
         stdout,
+        filters: &filters,
     };
     // A new pid namespace can only be created by a process whose active pid
     // namespace is the one it entered: after `setns` into the parent's pid
@@ -304,6 +314,8 @@ struct Launch<'a> {
     /// The `status` checkpoint, created empty by the helper.
     status: OwnedFd,
     stdout: OwnedFd,
+    /// Seccomp filters the command installs last.
+    filters: &'a [seccompiler::BpfProgram],
 }
 
 /// Forks the supervisor (in the namespaces the caller is now in); returns its
@@ -412,10 +424,11 @@ fn supervise(mut l: Launch<'_>) -> i32 {
     };
     // SAFETY: single-threaded supervisor, suspended until the command execs;
     // the command ends in `execve` or `_exit`.
-    let child = match unsafe { vfork::spawn(false, || exec_command(&prepared, &previous)) } {
-        Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
-        Ok(child) => child,
-    };
+    let child =
+        match unsafe { vfork::spawn(false, || exec_command(&prepared, &previous, l.filters)) } {
+            Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
+            Ok(child) => child,
+        };
     let status = forward_and_reap(child);
     match write_status(&status_file, status) {
         Ok(()) => 0,
@@ -484,7 +497,7 @@ fn setup_inside(
 }
 
 /// In the command process: apply limits and identity, then `execve`.
-fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
+fn exec_command(p: &Prepared, mask: &SigSet, filters: &[seccompiler::BpfProgram]) -> ! {
     let result = (|| -> Result<std::convert::Infallible, String> {
         reset_signal_dispositions();
         for (res, soft, hard) in &p.rlimits {
@@ -533,6 +546,8 @@ fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
         }
         sigprocmask(SigmaskHow::SIG_SETMASK, Some(mask), None)
             .map_err(|e| format!("sigprocmask: {e}"))?;
+        // Last: the filter then confines only what the command does.
+        seccomp::install(filters)?;
         nix::unistd::execve(&p.path, &p.argv, &p.env)
             .map_err(|e| format!("execve {:?}: {e}", p.path))
     })();

@@ -4,7 +4,11 @@
 //
 // Parameters: passed through as a serialized mesos::Parameters; the keys
 // (`isolation`, `cgroups_root`, `credentials_jwt_key`, ...) are nestguard's
-// and unknown keys are refused by the library (see README.md).
+// and unknown keys are refused by the library (see README.md). The shim adds
+// `launcher=mesos` unless the manifest sets `launcher`: under a Mesos agent
+// Mesos' launch helper runs the containers, and the library then refuses
+// what that helper cannot apply (capability fields where cap_last_cap > 37,
+// seccomp filters) instead of letting every launch fail.
 //
 // One Mesos call is one nestguard call. Several of them block on the file
 // system (cgroups, mounts), and the containerizer calls isolators from its
@@ -183,8 +187,18 @@ void stop(const std::shared_ptr<Watch>& watch)
 class NestguardIsolator : public Isolator
 {
 public:
-  static Try<Isolator*> create(const Parameters& parameters)
+  static Try<Isolator*> create(const Parameters& given)
   {
+    Parameters parameters = given;
+    bool hasLauncher = false;
+    for (const mesos::Parameter& parameter : given.parameter()) {
+      hasLauncher = hasLauncher || parameter.key() == "launcher";
+    }
+    if (!hasLauncher) {
+      mesos::Parameter* launcher = parameters.add_parameter();
+      launcher->set_key("launcher");
+      launcher->set_value("mesos");
+    }
     const std::string bytes = serialize(parameters);
     nestguard_isolator* handle = nullptr;
     const nestguard_result rc =

@@ -346,6 +346,14 @@ void isolatorChecks(mesos::modules::Module<mesos::slave::Isolator>* m)
   expect(m->create(parameters({{"nestguard_smoke_unknown_key", "1"}})) ==
            nullptr,
          "Isolator: unknown parameter refused");
+  // The shim adds launcher=mesos: Mesos' launch helper cannot apply
+  // nestguard's seccomp filters, so the isolator is refused at load.
+  expect(m->create(parameters({{"isolation", "seccomp"}})) == nullptr,
+         "Isolator: seccomp refused under Mesos' launcher");
+  std::unique_ptr<mesos::slave::Isolator> untouched(m->create(parameters(
+      {{"isolation", "hardening"}, {"hardening_capabilities", "*"}})));
+  expect(untouched != nullptr,
+         "Isolator: hardening with capabilities untouched loads on any kernel");
 
   // disk/du only: creating it touches no cgroup or mount.
   std::unique_ptr<mesos::slave::Isolator> isolator(

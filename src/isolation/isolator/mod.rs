@@ -29,6 +29,7 @@
 //! | `environment/credentials` | [`environment`] | executor credentials for nested containers |
 //! | `hardening` | [`hardening`] | no_new_privs, bounding caps, masked paths |
 //! | `disk/du` | [`disk`] | sandbox usage without shared volumes |
+//! | `seccomp` | [`seccomp`] | own filter, stacked on the parent's |
 //!
 //! Build the composite from module parameters with [`Composite::from_parameters`]
 //! (see [`params`] for the keys).
@@ -71,6 +72,7 @@ pub mod filesystem;
 pub mod hardening;
 pub mod namespaces;
 pub mod params;
+pub mod seccomp;
 pub mod volume;
 mod watch;
 

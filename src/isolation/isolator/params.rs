@@ -20,9 +20,15 @@
 //! | `credentials_http_credentials` | none | `--http_credentials` file (secret mode: fails closed for nested containers, whose `ContainerConfig` has no `FrameworkInfo.principal`) |
 //! | `credentials_allow_open_permissions` | `false` | accept group/other-readable key files |
 //! | `max_file_size` | `16777216` | largest key or credentials file read, in bytes (only regular files are read) |
+//! | `seccomp_config_dir` | none | directory of Docker-format seccomp profiles (Mesos' `--seccomp_config_dir`) |
+//! | `seccomp_profile_name` | Docker's default (built in) | default profile, a file in `seccomp_config_dir` (Mesos' `--seccomp_profile_name`) |
+//! | `seccomp_allow_unconfined` | `false` | honour `LinuxInfo.seccomp.unconfined` |
+//! | `launcher` | `nestguard` | what runs the containers: `nestguard`, or `mesos` (Mesos 1.11's launch helper; the C++ shim sets it) |
 //!
 //! `environment/credentials` is in the default list only when a key or
 //! credentials file is given; listing it without either is an error.
+//! `seccomp` is enabled by listing it in `isolation` (as Mesos'
+//! `linux/seccomp`); its parameters without it are an error.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -36,8 +42,9 @@ use super::disk::DiskIsolator;
 use super::environment::CredentialsIsolator;
 use super::error::{IsolatorError, Result};
 use super::filesystem::FilesystemIsolator;
-use super::hardening::HardeningIsolator;
+use super::hardening::{HardeningIsolator, MESOS_1_11_LAST_CAP, kernel_last_cap};
 use super::namespaces::NamespacesIsolator;
+use super::seccomp::SeccompIsolator;
 use super::volume::{SandboxPathIsolator, SandboxRegistry};
 use crate::credentials::file::{LoadOptions, load_credentials};
 use crate::credentials::injection::Injector;
@@ -47,17 +54,18 @@ use crate::proto::mesos::Parameters;
 use crate::proto::mesos::capability_info::Capability;
 
 /// Every isolator name we know, in the default order.
-pub const ISOLATORS: [&str; 7] = [
+pub const ISOLATORS: [&str; 8] = [
     "cgroups",
     "namespaces",
     "filesystem/linux",
     "volume/sandbox_path",
     "environment/credentials",
     "hardening",
+    "seccomp",
     "disk/du",
 ];
 
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 20] = [
     "isolation",
     "cgroups_owner",
     "cgroups_mount_root",
@@ -74,6 +82,10 @@ const KEYS: [&str; 16] = [
     "credentials_http_credentials",
     "credentials_allow_open_permissions",
     "max_file_size",
+    "seccomp_config_dir",
+    "seccomp_profile_name",
+    "seccomp_allow_unconfined",
+    "launcher",
 ];
 
 /// Parsed isolator parameters.
@@ -99,6 +111,14 @@ pub struct IsolatorParams {
     pub allow_open_permissions: bool,
     /// Largest key or credentials file read, in bytes.
     pub max_file_size: u64,
+    /// Directory of seccomp profiles.
+    pub seccomp_config_dir: Option<PathBuf>,
+    /// Default seccomp profile (a file in the directory).
+    pub seccomp_profile_name: Option<String>,
+    /// Honour `LinuxInfo.seccomp.unconfined`.
+    pub seccomp_allow_unconfined: bool,
+    /// Mesos' own launch helper runs the containers (`launcher=mesos`).
+    pub mesos_launcher: bool,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -220,7 +240,7 @@ impl IsolatorParams {
                     if !ISOLATORS.contains(&n.as_str()) {
                         return Err(parameter(
                             "isolation",
-                            "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, disk/du",
+                            "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, seccomp, disk/du",
                             n,
                         ));
                     }
@@ -233,9 +253,35 @@ impl IsolatorParams {
             None => ISOLATORS
                 .iter()
                 .filter(|n| with_credentials || **n != "environment/credentials")
+                .filter(|n| **n != "seccomp")
                 .map(|n| (*n).to_owned())
                 .collect(),
         };
+        let seccomp_config_dir = map.get("seccomp_config_dir").map(PathBuf::from);
+        if let Some(dir) = &seccomp_config_dir
+            && !dir.is_absolute()
+        {
+            return Err(parameter(
+                "seccomp_config_dir",
+                "an absolute path",
+                &dir.display().to_string(),
+            ));
+        }
+        if !isolation.iter().any(|n| n == "seccomp")
+            && let Some(key) = [
+                "seccomp_config_dir",
+                "seccomp_profile_name",
+                "seccomp_allow_unconfined",
+            ]
+            .into_iter()
+            .find(|k| map.contains_key(k))
+        {
+            return Err(parameter(
+                key,
+                "'seccomp' in the isolation list",
+                "it missing",
+            ));
+        }
         Ok(Self {
             isolation,
             cgroups,
@@ -261,6 +307,16 @@ impl IsolatorParams {
                         .map_err(|_| parameter("max_file_size", "a positive number of bytes", v))
                 },
             )?,
+            seccomp_config_dir,
+            seccomp_profile_name: map.get("seccomp_profile_name").map(|v| (*v).to_owned()),
+            seccomp_allow_unconfined: map
+                .get("seccomp_allow_unconfined")
+                .map_or(Ok(false), |v| boolean("seccomp_allow_unconfined", v))?,
+            mesos_launcher: match map.get("launcher").copied() {
+                None | Some("nestguard") => false,
+                Some("mesos") => true,
+                Some(other) => return Err(parameter("launcher", "'nestguard' or 'mesos'", other)),
+            },
         })
     }
 
@@ -309,6 +365,16 @@ impl Composite {
         let sandboxes = Arc::new(SandboxRegistry::default());
         let mut isolators: Vec<Arc<dyn Isolator>> = Vec::new();
         let mut cgroups = None;
+        if params.mesos_launcher && params.isolation.iter().any(|n| n == "seccomp") {
+            // Mesos 1.11's launcher would apply our profile with libseccomp,
+            // without our per-rule errno (clone3 → ENOSYS), and aborts on any
+            // profile where cap_last_cap > 37 (see `hardening`).
+            return Err(parameter(
+                "isolation",
+                "no 'seccomp' under Mesos' launcher (nestguard's filters need nestguard's launcher)",
+                "seccomp",
+            ));
+        }
         for name in &params.isolation {
             let isolator: Arc<dyn Isolator> = match name.as_str() {
                 "cgroups" => {
@@ -339,7 +405,19 @@ impl Composite {
                 "filesystem/linux" => Arc::new(FilesystemIsolator::new(sandboxes.clone())),
                 "volume/sandbox_path" => Arc::new(SandboxPathIsolator::new(sandboxes.clone())),
                 "environment/credentials" => Arc::new(CredentialsIsolator::new(params.injector()?)),
-                "hardening" => Arc::new(params.hardening.clone()),
+                "hardening" => {
+                    let mut hardening = params.hardening.clone();
+                    if params.mesos_launcher {
+                        hardening.launcher_last_cap = Some(MESOS_1_11_LAST_CAP);
+                        hardening.check_launcher(kernel_last_cap()?)?;
+                    }
+                    Arc::new(hardening)
+                }
+                "seccomp" => Arc::new(SeccompIsolator::new(
+                    params.seccomp_config_dir.clone(),
+                    params.seccomp_profile_name.clone(),
+                    params.seccomp_allow_unconfined,
+                )?),
                 "disk/du" => Arc::new(DiskIsolator::new(sandboxes.clone())),
                 other => {
                     return Err(parameter("isolation", "a known isolator", other));
@@ -371,6 +449,31 @@ mod tests {
         assert!(e.to_string().contains("'nope'"), "{e}");
         let e = IsolatorParams::parse([("hardening_capabilities", "CHOWN,FLY")]).unwrap_err();
         assert!(e.to_string().contains("'FLY'"), "{e}");
+    }
+
+    #[test]
+    fn mesos_launcher_refuses_seccomp_and_checks_the_kernel() {
+        let e = IsolatorParams::parse([("launcher", "docker")]).unwrap_err();
+        assert!(e.to_string().contains("'docker'"), "{e}");
+        let p = IsolatorParams::parse([("isolation", "seccomp"), ("launcher", "mesos")]).unwrap();
+        let e = Composite::from_parameters(&p).unwrap_err();
+        assert!(
+            e.to_string().contains("no 'seccomp' under Mesos' launcher"),
+            "{e}"
+        );
+        let e = IsolatorParams::parse([("seccomp_allow_unconfined", "true")]).unwrap_err();
+        assert!(
+            e.to_string().contains("'seccomp' in the isolation list"),
+            "{e}"
+        );
+        // With capabilities untouched, hardening loads whatever the kernel.
+        let p = IsolatorParams::parse([
+            ("isolation", "hardening"),
+            ("launcher", "mesos"),
+            ("hardening_capabilities", "*"),
+        ])
+        .unwrap();
+        assert!(Composite::from_parameters(&p).is_ok());
     }
 
     #[test]

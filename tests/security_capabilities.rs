@@ -1,0 +1,82 @@
+//! The `hardening` bounding set on kernels with capabilities Mesos 1.11
+//! does not know (`cap_last_cap` > 37, kernels ≥ 5.8): nestguard's launcher
+//! drops exactly what the allow-list leaves out, new capabilities included
+//! (root); under Mesos' launcher (`launcher=mesos`, set by the C++ shim)
+//! an allow-list is refused at module load on such a kernel, with the way
+//! out in the error, and `hardening_capabilities=*` loads.
+
+mod isolator_support;
+
+use std::time::Duration;
+
+use isolator_support::{Agent, config, read, root_or_skip};
+use nestguard::isolation::isolator::hardening::{MESOS_1_11_LAST_CAP, kernel_last_cap};
+use nestguard::isolation::isolator::{Composite, IsolatorParams};
+
+#[test]
+fn nestguard_launcher_drops_capabilities_mesos_does_not_know() {
+    if !root_or_skip() {
+        return;
+    }
+    let last = kernel_last_cap().unwrap();
+    let agent = Agent::new(
+        "caps-new",
+        &[(
+            "hardening_capabilities",
+            "CHOWN,KILL,BPF,CHECKPOINT_RESTORE",
+        )],
+    );
+    let (exec, _) = agent.launch("exec", config("exec sleep 120"));
+    let (task, _) = agent.launch(
+        "exec.task",
+        config("grep -E '^Cap(Bnd|Eff)' /proc/self/status > status"),
+    );
+    assert_eq!(agent.wait(&task, Duration::from_secs(20)), Some(0));
+    let status = read(agent.sandbox(&task).join("status"));
+    // CHOWN 0, KILL 5, BPF 39 and CHECKPOINT_RESTORE 40 where the kernel has them.
+    let expected = [0u32, 5, 39, 40]
+        .into_iter()
+        .filter(|c| i64::from(*c) <= i64::from(last))
+        .fold(0u64, |m, c| m | 1 << c);
+    assert!(
+        status.contains(&format!("CapBnd:\t{expected:016x}")),
+        "{status} vs {expected:016x}"
+    );
+    assert!(
+        status.contains(&format!("CapEff:\t{expected:016x}")),
+        "{status}"
+    );
+    agent.destroy(&exec, None);
+}
+
+#[test]
+fn mesos_launcher_refuses_an_allow_list_it_would_crash_on() {
+    let last = kernel_last_cap().unwrap();
+    let params = |caps: &'static str| {
+        IsolatorParams::parse([
+            ("isolation", "hardening"),
+            ("launcher", "mesos"),
+            ("hardening_capabilities", caps),
+        ])
+        .unwrap()
+    };
+    let refused = Composite::from_parameters(&params("CHOWN,KILL"));
+    if last > MESOS_1_11_LAST_CAP {
+        let e = refused.unwrap_err().to_string();
+        assert!(
+            e.contains("hardening_capabilities") && e.contains(&format!("cap_last_cap {last}")),
+            "{e}"
+        );
+    } else {
+        refused.unwrap();
+    }
+    let untouched = Composite::from_parameters(&params("*")).unwrap();
+    assert_eq!(untouched.names(), ["hardening"]);
+    // nestguard's launcher keeps the allow-list on any kernel.
+    let ours = IsolatorParams::parse([
+        ("isolation", "hardening"),
+        ("hardening_capabilities", "CHOWN"),
+    ])
+    .unwrap();
+    Composite::from_parameters(&ours).unwrap();
+}
