@@ -479,11 +479,30 @@ async fn launch_pod(
 }
 
 /// Who may see or kill a pod: its framework's principal, or its own
-/// executor's token; anyone when authentication is off. Others get 403; an
-/// unknown pod is left to the handler's 404.
-fn may_manage_pod(server: &Server, subject: Option<&Subject>, id: &str) -> Result<(), ApiError> {
-    let (Some(subject), Some(exec)) = (subject, server.agent.executor(id)) else {
+/// executor's token; anyone when authentication is off.
+///
+/// Without an executor record (no such pod, or a damaged checkpoint) there
+/// is no framework to match, so the root container is authorized as a
+/// standalone one (`view_standalone_containers` /
+/// `kill_standalone_containers`), as Mesos' `killContainer` does for a
+/// container without an executor. Authorization always comes first and a
+/// refusal is the same 403 whether the pod exists or not, so IDs cannot be
+/// probed; only an authorized caller learns that a pod is missing (404).
+fn may_manage_pod(
+    server: &Server,
+    subject: Option<&Subject>,
+    id: &str,
+    action: Action,
+) -> Result<(), ApiError> {
+    let Some(subject) = subject else {
         return Ok(());
+    };
+    let Some(exec) = server.agent.executor(id) else {
+        let root = ContainerId {
+            value: id.to_owned(),
+            parent: None,
+        };
+        return server.agent.authorize(Some(subject), action, &root, None);
     };
     let allowed = match subject.value.as_deref() {
         Some(principal) => exec.framework.principal.as_deref() == Some(principal),
@@ -508,7 +527,12 @@ async fn pod_status(
     Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+    if let Err(e) = may_manage_pod(
+        &server,
+        subject.as_ref(),
+        &id,
+        Action::ViewStandaloneContainer,
+    ) {
         return e.into_response();
     }
     let Some(exec) = server.agent.executor(&id) else {
@@ -541,7 +565,12 @@ async fn kill_pod(
     Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+    if let Err(e) = may_manage_pod(
+        &server,
+        subject.as_ref(),
+        &id,
+        Action::KillStandaloneContainer,
+    ) {
         return e.into_response();
     }
     let agent = Arc::clone(&server.agent);
