@@ -88,6 +88,12 @@ pub struct AgentFlags {
     /// backlog until one closes.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_http_connections: u32,
+    /// Requests one authenticated subject (a principal, or an executor
+    /// token's container) may have in progress at once; more get 429. Keep
+    /// it well below `--max_http_connections` so that one tenant's WAITs
+    /// leave connections for everyone else.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_requests_per_principal: u32,
     /// Bytes of a request body read before authentication (to answer 401 and
     /// keep the connection); a larger body closes the connection.
     #[arg(long, default_value_t = 4096)]
@@ -178,6 +184,7 @@ mod tests {
         assert!(!w.flags.authenticate_http_readwrite);
         assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(10));
         assert_eq!(w.flags.max_http_connections, 256);
+        assert_eq!(w.flags.max_requests_per_principal, 64);
         assert!(w.flags.disallow_sharing_agent_pid_namespace);
         let w = Wrapper::try_parse_from([
             "x",

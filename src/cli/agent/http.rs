@@ -29,7 +29,84 @@ pub struct Server {
     pub authenticator: Option<HttpAuthenticator>,
     /// How much of a body is read, and how long for.
     pub bodies: BodyLimits,
+    /// Requests in progress per authenticated subject.
+    pub per_subject: SubjectLimits,
 }
+
+/// Caps the requests one authenticated subject (a principal, or an executor
+/// token's container) has in progress, so that one tenant cannot hold every
+/// connection of the front door, e.g. with WAITs on its own long-running
+/// containers (exempt from the idle timeout). Beyond the cap the request
+/// gets 429, as Mesos' master answers a principal over its `--rate_limits`.
+#[derive(Debug)]
+pub struct SubjectLimits {
+    max: usize,
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+impl SubjectLimits {
+    /// At most `max` requests in progress per subject.
+    pub fn new(max: usize) -> SubjectLimits {
+        SubjectLimits {
+            max,
+            in_flight: std::sync::Mutex::default(),
+        }
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The key requests are counted under: principals and token containers
+/// live in separate name spaces, so neither can use up the other's share.
+fn subject_key(subject: &Subject) -> String {
+    match &subject.value {
+        Some(principal) => format!("principal {principal}"),
+        None => super::decision::subject_text(Some(subject)),
+    }
+}
+
+/// One request of a subject in progress; released on drop (also when the
+/// client went away and the request's future was dropped).
+struct SubjectSlot {
+    server: Arc<Server>,
+    key: String,
+}
+
+impl SubjectSlot {
+    fn take(server: &Arc<Server>, subject: &Subject) -> Option<SubjectSlot> {
+        let key = subject_key(subject);
+        let mut counts = server.per_subject.counts();
+        let count = counts.entry(key.clone()).or_insert(0);
+        if *count >= server.per_subject.max {
+            return None;
+        }
+        *count += 1;
+        drop(counts);
+        Some(SubjectSlot {
+            server: Arc::clone(server),
+            key,
+        })
+    }
+}
+
+impl Drop for SubjectSlot {
+    fn drop(&mut self) {
+        let mut counts = self.server.per_subject.counts();
+        if let Some(count) = counts.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// The body of a 429 (libprocess' `TooManyRequests` status line).
+pub const TOO_MANY_REQUESTS_BODY: &str = "429 Too Many Requests.";
 
 /// Request body limits (from the agent's flags).
 #[derive(Debug, Clone, Copy)]
@@ -151,6 +228,21 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
             }
             return drain_then(*response, request.into_body(), &limits).await;
         }
+    };
+    let _slot = match &subject {
+        Some(s) => match SubjectSlot::take(&server, s) {
+            Some(slot) => Some(slot),
+            None => {
+                tracing::info!(
+                    subject = %super::decision::subject_text(Some(s)),
+                    max = server.per_subject.max,
+                    "too many requests in progress; 429"
+                );
+                // Closed, so the refused client frees its connection too.
+                return closing(text(StatusCode::TOO_MANY_REQUESTS, TOO_MANY_REQUESTS_BODY));
+            }
+        },
+        None => None,
     };
     if announced.is_some_and(|n| n > limits.max as u64) {
         return closing(too_large(limits.max));

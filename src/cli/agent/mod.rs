@@ -276,6 +276,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
                 max: flags.max_body_bytes,
                 read_timeout: flags.http_body_read_timeout,
             },
+            per_subject: http::SubjectLimits::new(flags.max_requests_per_principal as usize),
         });
         let limits = door::Limits {
             header_read_timeout: flags.http_header_read_timeout,
