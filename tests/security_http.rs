@@ -845,6 +845,7 @@ fn one_subjects_waits_cannot_starve_the_others() {
         let mut door = Door::start(
             Setup::posix(acls)
                 .flag("--max_http_connections=4")
+                .flag("--max_http_connections_per_peer=4")
                 .flag("--max_requests_per_principal=2"),
         );
         door.launch_standalone("long", "sleep 600");
@@ -884,6 +885,37 @@ fn one_subjects_waits_cannot_starve_the_others() {
             door.log()
         );
     }
+}
+
+/// Item 5: one peer address cannot take every connection: beyond
+/// `--max_http_connections_per_peer` its connections are closed at once,
+/// and another peer (here 127.0.0.2) is still served. On the old front
+/// door the third connection waited in the backlog and so did the other
+/// peer.
+#[test]
+fn one_peers_flood_leaves_connections_for_others() {
+    let door = Door::start(
+        Setup::posix(ALLOW_OPS_WAIT)
+            .flag("--max_http_connections=3")
+            .flag("--max_http_connections_per_peer=2")
+            .flag("--http_header_read_timeout=30secs")
+            .flag("--http_idle_timeout=30secs"),
+    );
+    // Two idle connections from 127.0.0.1 (never sending a byte).
+    let _held: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(door.host_port()).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // The third from the same peer is closed unserved.
+    let mut third = TcpStream::connect(door.host_port()).unwrap();
+    let _ = third.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(
+        closed_within(&mut third, Duration::from_secs(3)),
+        "a third connection of one peer was kept"
+    );
+    // Another peer is served at once.
+    let (status, _, body) = door.curl(&["--interface", "127.0.0.2", "--max-time", "5"], "/health");
+    assert_eq!((status, body.as_str()), (200, "OK"), "{}", door.log());
 }
 
 // ----- hole 9: hot reload ------------------------------------------------------

@@ -88,6 +88,11 @@ pub struct AgentFlags {
     /// backlog until one closes.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_http_connections: u32,
+    /// Connections served at once from one peer address (default: three
+    /// quarters of `--max_http_connections`, so one client's flood leaves
+    /// the rest to others); further connections from it are closed at once.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_http_connections_per_peer: Option<u32>,
     /// Requests one authenticated subject (a principal, or an executor
     /// token's container) may have in progress at once; more get 429. Keep
     /// it well below `--max_http_connections` so that one tenant's WAITs
@@ -131,6 +136,12 @@ impl AgentFlags {
         self.runtime_dir
             .clone()
             .unwrap_or_else(|| self.work_dir.join("run"))
+    }
+
+    /// The effective per-peer connection cap.
+    pub fn max_http_connections_per_peer(&self) -> u32 {
+        self.max_http_connections_per_peer
+            .unwrap_or_else(|| (self.max_http_connections - self.max_http_connections / 4).max(1))
     }
 
     /// The effective launcher: the flag, else `linux` as root and `posix` otherwise.
@@ -185,6 +196,7 @@ mod tests {
         assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(10));
         assert_eq!(w.flags.max_http_connections, 256);
         assert_eq!(w.flags.max_requests_per_principal, 64);
+        assert_eq!(w.flags.max_http_connections_per_peer(), 192);
         assert!(w.flags.disallow_sharing_agent_pid_namespace);
         let w = Wrapper::try_parse_from([
             "x",

@@ -282,6 +282,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             header_read_timeout: flags.http_header_read_timeout,
             idle_timeout: flags.http_idle_timeout,
             max_connections: flags.max_http_connections,
+            max_connections_per_peer: flags.max_http_connections_per_peer(),
         };
         door::serve(listener, http::router(server), limits, shutdown()).await;
         anyhow::Ok(())
