@@ -235,6 +235,13 @@ mod tests {
         assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(2));
         assert_eq!(w.flags.http_idle_timeout, Duration::from_millis(500));
         assert_eq!(w.flags.max_http_connections, 3);
+        assert_eq!(w.flags.max_http_connections_per_peer(), 3);
+        for zero in [
+            "--max_http_connections_per_peer=0",
+            "--max_requests_per_principal=0",
+        ] {
+            assert!(Wrapper::try_parse_from(["x", "--work_dir=/w", zero]).is_err());
+        }
         assert!(
             Wrapper::try_parse_from(["x", "--work_dir=/w", "--max_http_connections=0"]).is_err()
         );
