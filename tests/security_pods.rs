@@ -612,3 +612,86 @@ fn token_matrix() {
         assert!(status.contains("RUNNING"), "{status}");
     }
 }
+
+// ----- pods without an executor record ---------------------------------------------
+
+/// A pod whose executor checkpoint is damaged has no framework to match:
+/// only a caller the ACLs allow to kill it as a standalone container
+/// (ops) may; a stranger and another pod's token get 403, and so they do
+/// for a pod that does not exist (no existence oracle). Only an
+/// authorized caller learns that a pod is missing (404).
+#[test]
+fn damaged_pods_are_killed_only_by_authorized_callers() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start();
+    let pod_a = running_pod(&agent);
+    let pod_b = running_pod(&agent);
+    let pid_file = agent
+        .dir
+        .path()
+        .join("work/run/containers")
+        .join(&pod_b)
+        .join("pid");
+    let text = std::fs::read_to_string(pid_file).unwrap();
+    let executor_pid: i32 = text.lines().next().unwrap().trim().parse().unwrap();
+    agent.sigkill();
+    let info = agent
+        .dir
+        .path()
+        .join("work/meta/executors")
+        .join(&pod_b)
+        .join("executor.info");
+    let bytes = std::fs::read(&info).unwrap();
+    std::fs::write(&info, &bytes[..bytes.len() / 2]).unwrap();
+    agent.spawn();
+
+    let bearer = format!("Authorization: Bearer {}", token_for(&pod_a));
+    let stranger = format!("{}:{}", INTRUDER.0, INTRUDER.1);
+    let damaged = format!("/nestguard/v1/pods/{pod_b}");
+    let missing = "/nestguard/v1/pods/no-such-pod";
+    for path in [damaged.as_str(), missing] {
+        for args in [
+            vec!["-X", "DELETE", "-H", bearer.as_str()],
+            vec!["-H", bearer.as_str()],
+            vec!["-X", "DELETE", "-u", stranger.as_str()],
+            vec!["-u", stranger.as_str()],
+        ] {
+            assert_eq!(raw_status(&agent, &args, path), 403, "{path} {args:?}");
+        }
+    }
+    // Nothing refused killed it.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        alive(executor_pid),
+        "a refused DELETE killed the damaged pod"
+    );
+
+    // Ops (kill_standalone_containers) learns what is missing and may kill
+    // the damaged pod.
+    let (status, body) = agent.delete(missing);
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body, "Container no-such-pod cannot be found");
+    let (status, body) = agent.delete(&damaged);
+    assert_eq!(status, 200, "{body}\n{}", agent.log());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(executor_pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(executor_pid), "the damaged pod survived its DELETE");
+    // The intact pod still runs.
+    let (_, body) = agent.get(&format!("/nestguard/v1/pods/{pod_a}"));
+    assert!(body.contains("RUNNING"), "{body}");
+}
+
+/// Whether `pid` runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}

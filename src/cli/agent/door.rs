@@ -1,6 +1,7 @@
 //! The agent's front door: accepts TCP connections and serves HTTP/1.1 on
 //! them with a header-read timeout, an idle timeout and a cap on connections,
-//! so slow or idle clients cannot hold the agent's connections.
+//! so slow or idle clients cannot hold the agent's connections, and a cap
+//! per peer address, so one client's flood leaves connections for the rest.
 //!
 //! `axum::serve` exposes none of these, so connections are served with
 //! hyper's own HTTP/1 builder (its `header_read_timeout`) and a tokio
@@ -9,7 +10,9 @@
 //! a connection with no request in progress is closed after the shorter of
 //! the two.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +33,51 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Connections served at once; more wait in the listen backlog.
     pub max_connections: u32,
+    /// Connections served at once from one peer address; more are closed
+    /// as soon as they are accepted.
+    pub max_connections_per_peer: u32,
+}
+
+/// Connections open per peer address.
+type PeerCounts = Arc<std::sync::Mutex<HashMap<IpAddr, u32>>>;
+
+/// One connection of a peer; released on drop.
+struct PeerSlot {
+    counts: PeerCounts,
+    peer: IpAddr,
+}
+
+impl PeerSlot {
+    /// Counts a connection of `peer`, or None if it already has `max`.
+    fn take(counts: &PeerCounts, peer: IpAddr, max: u32) -> Option<PeerSlot> {
+        let mut map = counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = map.entry(peer).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(PeerSlot {
+            counts: Arc::clone(counts),
+            peer,
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut map = self
+            .counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = map.get_mut(&self.peer) {
+            *count -= 1;
+            if *count == 0 {
+                map.remove(&self.peer);
+            }
+        }
+    }
 }
 
 /// Requests in progress on one connection and when the last one ended.
@@ -88,6 +136,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let peers = PeerCounts::default();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -116,6 +165,15 @@ pub async fn serve(
                 }
             },
             () = &mut shutdown => return,
+        };
+        let Some(peer_slot) = PeerSlot::take(&peers, peer.ip(), limits.max_connections_per_peer)
+        else {
+            // Closed unserved (the slot is free again at once): the
+            // remaining connections stay for other peers.
+            tracing::info!(%peer, max = limits.max_connections_per_peer,
+                "too many connections from one peer; closing");
+            drop(stream);
+            continue;
         };
         let builder = Arc::clone(&builder);
         let router = router.clone();
@@ -153,6 +211,7 @@ pub async fn serve(
                     }
                 }
             }
+            drop(peer_slot);
             drop(permit);
         });
     }

@@ -88,6 +88,17 @@ pub struct AgentFlags {
     /// backlog until one closes.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_http_connections: u32,
+    /// Connections served at once from one peer address (default: three
+    /// quarters of `--max_http_connections`, so one client's flood leaves
+    /// the rest to others); further connections from it are closed at once.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_http_connections_per_peer: Option<u32>,
+    /// Requests one authenticated subject (a principal, or an executor
+    /// token's container) may have in progress at once; more get 429. Keep
+    /// it well below `--max_http_connections` so that one tenant's WAITs
+    /// leave connections for everyone else.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_requests_per_principal: u32,
     /// Bytes of a request body read before authentication (to answer 401 and
     /// keep the connection); a larger body closes the connection.
     #[arg(long, default_value_t = 4096)]
@@ -125,6 +136,12 @@ impl AgentFlags {
         self.runtime_dir
             .clone()
             .unwrap_or_else(|| self.work_dir.join("run"))
+    }
+
+    /// The effective per-peer connection cap.
+    pub fn max_http_connections_per_peer(&self) -> u32 {
+        self.max_http_connections_per_peer
+            .unwrap_or_else(|| (self.max_http_connections - self.max_http_connections / 4).max(1))
     }
 
     /// The effective launcher: the flag, else `linux` as root and `posix` otherwise.
@@ -178,6 +195,8 @@ mod tests {
         assert!(!w.flags.authenticate_http_readwrite);
         assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(10));
         assert_eq!(w.flags.max_http_connections, 256);
+        assert_eq!(w.flags.max_requests_per_principal, 64);
+        assert_eq!(w.flags.max_http_connections_per_peer(), 192);
         assert!(w.flags.disallow_sharing_agent_pid_namespace);
         let w = Wrapper::try_parse_from([
             "x",
@@ -216,6 +235,13 @@ mod tests {
         assert_eq!(w.flags.http_header_read_timeout, Duration::from_secs(2));
         assert_eq!(w.flags.http_idle_timeout, Duration::from_millis(500));
         assert_eq!(w.flags.max_http_connections, 3);
+        assert_eq!(w.flags.max_http_connections_per_peer(), 3);
+        for zero in [
+            "--max_http_connections_per_peer=0",
+            "--max_requests_per_principal=0",
+        ] {
+            assert!(Wrapper::try_parse_from(["x", "--work_dir=/w", zero]).is_err());
+        }
         assert!(
             Wrapper::try_parse_from(["x", "--work_dir=/w", "--max_http_connections=0"]).is_err()
         );

@@ -29,7 +29,84 @@ pub struct Server {
     pub authenticator: Option<HttpAuthenticator>,
     /// How much of a body is read, and how long for.
     pub bodies: BodyLimits,
+    /// Requests in progress per authenticated subject.
+    pub per_subject: SubjectLimits,
 }
+
+/// Caps the requests one authenticated subject (a principal, or an executor
+/// token's container) has in progress, so that one tenant cannot hold every
+/// connection of the front door, e.g. with WAITs on its own long-running
+/// containers (exempt from the idle timeout). Beyond the cap the request
+/// gets 429, as Mesos' master answers a principal over its `--rate_limits`.
+#[derive(Debug)]
+pub struct SubjectLimits {
+    max: usize,
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+impl SubjectLimits {
+    /// At most `max` requests in progress per subject.
+    pub fn new(max: usize) -> SubjectLimits {
+        SubjectLimits {
+            max,
+            in_flight: std::sync::Mutex::default(),
+        }
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The key requests are counted under: principals and token containers
+/// live in separate name spaces, so neither can use up the other's share.
+fn subject_key(subject: &Subject) -> String {
+    match &subject.value {
+        Some(principal) => format!("principal {principal}"),
+        None => super::decision::subject_text(Some(subject)),
+    }
+}
+
+/// One request of a subject in progress; released on drop (also when the
+/// client went away and the request's future was dropped).
+struct SubjectSlot {
+    server: Arc<Server>,
+    key: String,
+}
+
+impl SubjectSlot {
+    fn take(server: &Arc<Server>, subject: &Subject) -> Option<SubjectSlot> {
+        let key = subject_key(subject);
+        let mut counts = server.per_subject.counts();
+        let count = counts.entry(key.clone()).or_insert(0);
+        if *count >= server.per_subject.max {
+            return None;
+        }
+        *count += 1;
+        drop(counts);
+        Some(SubjectSlot {
+            server: Arc::clone(server),
+            key,
+        })
+    }
+}
+
+impl Drop for SubjectSlot {
+    fn drop(&mut self) {
+        let mut counts = self.server.per_subject.counts();
+        if let Some(count) = counts.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// The body of a 429 (libprocess' `TooManyRequests` status line).
+pub const TOO_MANY_REQUESTS_BODY: &str = "429 Too Many Requests.";
 
 /// Request body limits (from the agent's flags).
 #[derive(Debug, Clone, Copy)]
@@ -151,6 +228,21 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
             }
             return drain_then(*response, request.into_body(), &limits).await;
         }
+    };
+    let _slot = match &subject {
+        Some(s) => match SubjectSlot::take(&server, s) {
+            Some(slot) => Some(slot),
+            None => {
+                tracing::info!(
+                    subject = %super::decision::subject_text(Some(s)),
+                    max = server.per_subject.max,
+                    "too many requests in progress; 429"
+                );
+                // Closed, so the refused client frees its connection too.
+                return closing(text(StatusCode::TOO_MANY_REQUESTS, TOO_MANY_REQUESTS_BODY));
+            }
+        },
+        None => None,
     };
     if announced.is_some_and(|n| n > limits.max as u64) {
         return closing(too_large(limits.max));
@@ -479,11 +571,30 @@ async fn launch_pod(
 }
 
 /// Who may see or kill a pod: its framework's principal, or its own
-/// executor's token; anyone when authentication is off. Others get 403; an
-/// unknown pod is left to the handler's 404.
-fn may_manage_pod(server: &Server, subject: Option<&Subject>, id: &str) -> Result<(), ApiError> {
-    let (Some(subject), Some(exec)) = (subject, server.agent.executor(id)) else {
+/// executor's token; anyone when authentication is off.
+///
+/// Without an executor record (no such pod, or a damaged checkpoint) there
+/// is no framework to match, so the root container is authorized as a
+/// standalone one (`view_standalone_containers` /
+/// `kill_standalone_containers`), as Mesos' `killContainer` does for a
+/// container without an executor. Authorization always comes first and a
+/// refusal is the same 403 whether the pod exists or not, so IDs cannot be
+/// probed; only an authorized caller learns that a pod is missing (404).
+fn may_manage_pod(
+    server: &Server,
+    subject: Option<&Subject>,
+    id: &str,
+    action: Action,
+) -> Result<(), ApiError> {
+    let Some(subject) = subject else {
         return Ok(());
+    };
+    let Some(exec) = server.agent.executor(id) else {
+        let root = ContainerId {
+            value: id.to_owned(),
+            parent: None,
+        };
+        return server.agent.authorize(Some(subject), action, &root, None);
     };
     let allowed = match subject.value.as_deref() {
         Some(principal) => exec.framework.principal.as_deref() == Some(principal),
@@ -508,7 +619,12 @@ async fn pod_status(
     Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+    if let Err(e) = may_manage_pod(
+        &server,
+        subject.as_ref(),
+        &id,
+        Action::ViewStandaloneContainer,
+    ) {
         return e.into_response();
     }
     let Some(exec) = server.agent.executor(&id) else {
@@ -541,7 +657,12 @@ async fn kill_pod(
     Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = may_manage_pod(&server, subject.as_ref(), &id) {
+    if let Err(e) = may_manage_pod(
+        &server,
+        subject.as_ref(),
+        &id,
+        Action::KillStandaloneContainer,
+    ) {
         return e.into_response();
     }
     let agent = Arc::clone(&server.agent);

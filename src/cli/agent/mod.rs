@@ -276,11 +276,13 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
                 max: flags.max_body_bytes,
                 read_timeout: flags.http_body_read_timeout,
             },
+            per_subject: http::SubjectLimits::new(flags.max_requests_per_principal as usize),
         });
         let limits = door::Limits {
             header_read_timeout: flags.http_header_read_timeout,
             idle_timeout: flags.http_idle_timeout,
             max_connections: flags.max_http_connections,
+            max_connections_per_peer: flags.max_http_connections_per_peer(),
         };
         door::serve(listener, http::router(server), limits, shutdown()).await;
         anyhow::Ok(())
