@@ -56,15 +56,34 @@ pub enum CheckpointError {
         #[source]
         source: prost::DecodeError,
     },
-    /// A message too large for a 32-bit length prefix.
-    #[error("message for {path} is {len} bytes, more than a checkpoint record can hold")]
+    /// A message larger than [`MAX_RECORD`] (far more than any real
+    /// checkpoint), so it is never written and never read back.
+    #[error(
+        "message for {path} is {len} bytes, more than a checkpoint record may hold ({MAX_RECORD} bytes)"
+    )]
     TooLarge {
         /// The checkpoint file.
         path: PathBuf,
         /// The encoded length.
         len: usize,
     },
+    /// The file is not a regular file or larger than [`MAX_RECORD`] plus
+    /// its prefix: it is refused before it is read (a link to `/dev/zero`
+    /// or a huge file must not exhaust the agent's memory).
+    #[error("checkpoint {path}: {reason}")]
+    Unreadable {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// What is wrong (names no content).
+        reason: String,
+    },
 }
+
+/// The largest record written or read: checkpoints hold a few protobuf
+/// messages (infos, configs, a termination) of a few KiB; the cap is
+/// generous for task data and keeps a damaged or hostile file from
+/// exhausting memory on recovery.
+pub const MAX_RECORD: usize = 4 * 1024 * 1024;
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> CheckpointError + 'a {
     move |source| CheckpointError::Io {
@@ -101,10 +120,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
 /// Frames a message as Mesos does: native-endian `u32` length, then bytes.
 pub fn frame<M: Message>(message: &M, path: &Path) -> Result<Vec<u8>, CheckpointError> {
     let len = message.encoded_len();
-    let prefix = u32::try_from(len).map_err(|_| CheckpointError::TooLarge {
-        path: path.to_path_buf(),
-        len,
-    })?;
+    let prefix = u32::try_from(len)
+        .ok()
+        .filter(|_| len <= MAX_RECORD)
+        .ok_or_else(|| CheckpointError::TooLarge {
+            path: path.to_path_buf(),
+            len,
+        })?;
     let mut out = Vec::with_capacity(4 + len);
     out.extend_from_slice(&prefix.to_ne_bytes());
     message.encode_raw(&mut out);
@@ -118,8 +140,34 @@ pub fn write_message<M: Message>(path: &Path, message: &M) -> Result<(), Checkpo
 
 /// Reads the single protobuf record of `path`.
 pub fn read_message<M: Message + Default>(path: &Path) -> Result<M, CheckpointError> {
-    let bytes = std::fs::read(path).map_err(io("read", path))?;
+    let bytes = read_bounded(path, MAX_RECORD as u64 + 4)?;
     decode_record(&bytes, path)
+}
+
+/// Reads a checkpoint file of at most `limit` bytes through
+/// [`crate::input`]: not blocking on a FIFO, refusing devices and files
+/// beyond the limit before reading them.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, CheckpointError> {
+    use crate::input::InputError;
+    crate::input::read_file(path, limit).map_err(|e| match e {
+        InputError::Open { source, .. } | InputError::Read { source, .. } => CheckpointError::Io {
+            op: "read",
+            path: path.to_path_buf(),
+            source,
+        },
+        InputError::TooLarge { limit, .. } => CheckpointError::Unreadable {
+            path: path.to_path_buf(),
+            reason: format!("larger than {limit} bytes"),
+        },
+        InputError::NotRegular { kind, .. } => CheckpointError::Unreadable {
+            path: path.to_path_buf(),
+            reason: format!("is {kind}, expected a regular file"),
+        },
+        e => CheckpointError::Unreadable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        },
+    })
 }
 
 /// Decodes the single framed record in `bytes` (read from `path`).
@@ -177,6 +225,49 @@ mod tests {
         assert_eq!(read_message::<ContainerTermination>(&path).unwrap(), t);
         // Nothing but the target is left in the directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// A checkpoint that links to /dev/zero, is a FIFO or is huge is
+    /// refused at once with an error naming it, instead of being read.
+    #[test]
+    fn hostile_checkpoint_files_are_refused_before_reading() {
+        let started = std::time::Instant::now();
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("executor.info");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let err = read_message::<ContainerTermination>(&zero).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("executor.info: is a character device, expected a regular file"),
+            "{err}"
+        );
+        let fifo = dir.path().join("config");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = read_message::<ContainerTermination>(&fifo).unwrap_err();
+        assert!(err.to_string().contains("is a FIFO"), "{err}");
+        let huge = dir.path().join("framework.info");
+        let file = File::create(&huge).unwrap();
+        file.set_len(1 << 40).unwrap(); // sparse: 1 TiB claimed
+        let err = read_message::<ContainerTermination>(&huge).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "framework.info: larger than {} bytes",
+                MAX_RECORD + 4
+            )),
+            "{err}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        // Never written either.
+        let big = ContainerTermination {
+            message: Some("x".repeat(MAX_RECORD + 1)),
+            ..Default::default()
+        };
+        let err = write_message(&dir.path().join("t"), &big).unwrap_err();
+        assert!(matches!(err, CheckpointError::TooLarge { .. }), "{err}");
     }
 
     #[test]

@@ -102,7 +102,17 @@ pub fn open_regular(path: &Path, limit: u64) -> Result<(File, std::fs::Metadata)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(open_err)?;
-    let meta = file.metadata().map_err(open_err)?;
+    let meta = check_regular(path, &file, limit)?;
+    Ok((file, meta))
+}
+
+/// Checks with `fstat` that an opened file is a regular file no larger
+/// than `limit`.
+fn check_regular(path: &Path, file: &File, limit: u64) -> Result<std::fs::Metadata> {
+    let meta = file.metadata().map_err(|source| InputError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !meta.file_type().is_file() {
         return Err(InputError::NotRegular {
             path: path.to_path_buf(),
@@ -115,7 +125,17 @@ pub fn open_regular(path: &Path, limit: u64) -> Result<(File, std::fs::Metadata)
             limit,
         });
     }
-    Ok((file, meta))
+    Ok(meta)
+}
+
+/// Reads a file the caller opened itself (e.g. with `openat2` beneath a
+/// root; opened `O_NONBLOCK` so a FIFO did not block), checking it is a
+/// regular file of at most `limit` bytes. `path` names it in errors.
+pub fn read_opened(path: &Path, file: File, limit: u64) -> Result<Vec<u8>> {
+    let meta = check_regular(path, &file, limit)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    read_limited(path, file, limit, &mut bytes)?;
+    Ok(bytes)
 }
 
 /// Reads an opened file to its end, into `buffer`, refusing more than

@@ -165,6 +165,72 @@ fn top_level_containers_share_the_agents_pid_namespace_only_when_allowed() {
     assert!(launcher.containers().is_empty());
 }
 
+/// Destroys a launcher's container on drop, so a failing test leaves no
+/// process behind.
+struct Destroy<'a>(&'a Launcher, nestguard::proto::mesos::ContainerId);
+
+impl Drop for Destroy<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.destroy(&self.1);
+    }
+}
+
+/// A top-level container without a pid namespace of its own runs in the
+/// agent's: a nested `share_pid_namespace` child would join it (and mount a
+/// fresh /proc listing every host process). Refused unless the operator
+/// allows sharing the agent's pid namespace.
+#[test]
+fn nested_containers_never_join_the_agents_pid_namespace_unless_allowed() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent_ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    for allow in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = launcher_options(dir.path(), Defences::default());
+        options.allow_sharing_agent_pid_namespace = allow;
+        let launcher = Launcher::new(options).unwrap();
+        let top = id("top");
+        let sandbox = dir.path().join("sandbox");
+        // No namespaces at all: the agent's pid namespace.
+        launcher
+            .launch(&top, &launch_info("sleep 60", &[]), None, &sandbox)
+            .unwrap();
+        let _guard = Destroy(&launcher, top.clone());
+        let child = id("top.c");
+        let child_sandbox = sandbox.join("containers/c");
+        let launched = launcher.launch(
+            &child,
+            &launch_info("readlink /proc/self/ns/pid", &[]),
+            Some(&sharing_pid()),
+            &child_sandbox,
+        );
+        if allow {
+            launched.unwrap();
+            let status = launcher
+                .wait(&child, Some(Duration::from_secs(30)))
+                .unwrap();
+            assert_eq!(status, Some(0));
+            assert_eq!(
+                read(child_sandbox.join("stdout")).trim(),
+                agent_ns.to_str().unwrap(),
+                "allowed: the child shares the agent's pid namespace"
+            );
+        } else {
+            let err = launched.unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    LauncherError::Namespace(NamespaceError::JoiningAgentPidNamespace)
+                ),
+                "{err}"
+            );
+            assert_eq!(launcher.containers(), vec![top.clone()]);
+            assert!(!child_sandbox.join("stdout").exists());
+        }
+    }
+}
+
 fn launcher_options(dir: &Path, defences: Defences) -> LauncherOptions {
     LauncherOptions {
         runtime_dir: dir.join("runtime"),

@@ -319,6 +319,52 @@ fn second_agent_on_an_owned_cgroup_root_refuses_to_start() {
     b.spawn();
 }
 
+/// A second agent naming the same root differently (`<root>/`,
+/// `<root>//`, `./<root>`, `<root>/.`) is refused too: the lock is keyed by
+/// the normalized root, and spellings with `.`/`..` are rejected outright.
+/// The first agent's container lives on.
+#[test]
+fn second_agent_with_another_spelling_of_the_root_is_refused() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("spell");
+    let mut a = Agent::new(&root, &[]);
+    a.spawn();
+    a.launch_standalone("keeper", "sleep 600");
+    let pid = a.supervisor_pid(&["keeper"]);
+    for spelling in [
+        format!("{}/", root.0),
+        format!("{}//", root.0),
+        format!("./{}", root.0),
+        format!("{}/.", root.0),
+        format!("x/../{}", root.0),
+    ] {
+        let mut b = Agent::new(&root, &[]);
+        b.cgroups_root = spelling.clone();
+        let (status, log) = b
+            .try_spawn()
+            .expect_err("a second agent on the same root must not start");
+        assert!(!status.success(), "{spelling}: {status}");
+        assert!(
+            log.contains("owned by") || log.contains("expected a relative path"),
+            "{spelling}: the refusal says why:\n{log}"
+        );
+    }
+    assert!(alive(pid), "agent A's container was killed");
+    let (status, body) = a.api(serde_json::json!({"type": "GET_CONTAINERS",
+        "get_containers": {"show_standalone": true}}));
+    assert_eq!(status, 200);
+    assert!(body.contains("keeper"), "{body}");
+    let (status, _) = a.api(serde_json::json!({"type": "KILL_CONTAINER",
+        "kill_container": {"container_id": {"value": "keeper"}, "signal": 9}}));
+    assert_eq!(status, 200);
+    let (_, body) = a.api(serde_json::json!({"type": "WAIT_CONTAINER",
+        "wait_container": {"container_id": {"value": "keeper"}}}));
+    assert!(body.contains(r#""exit_status":9"#), "{body}");
+    assert!(a.stop().is_some_and(|s| s.success()));
+}
+
 /// Item 8: a truncated `executor.info` of a running pod destroys nothing:
 /// the pod runs on, is listed, and a KILL ends it with a reason naming the
 /// file.

@@ -15,28 +15,24 @@
 //! Principals are non-empty and never contain `:` (they could not log in).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::Path;
 
 /// Why a mapping did not load. Never contains a secret.
 #[derive(Debug, thiserror::Error)]
 pub enum DelegationError {
-    /// The file could not be read.
-    #[error("executor_principals: cannot read '{path}': {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Not a regular file, or too large.
-    #[error("executor_principals: '{path}': {why}")]
+    /// The file could not be read: missing, not a regular file (a FIFO,
+    /// a device), larger than 1 MiB or not UTF-8; the text names the file.
+    #[error("executor_principals: {source}")]
     File {
+        /// What is wrong with the file.
+        #[source]
+        source: crate::input::InputError,
+    },
+    /// Larger than 1 MiB.
+    #[error("executor_principals: '{}' is larger than 1 MiB", path.display())]
+    TooLarge {
         /// The file.
-        path: String,
-        /// What is wrong with it.
-        why: &'static str,
+        path: std::path::PathBuf,
     },
     /// The JSON does not have the expected shape.
     #[error(
@@ -76,28 +72,17 @@ impl ExecutorPrincipals {
             return Self::parse(value, "<inline>");
         }
         let path = value.strip_prefix("file://").unwrap_or(value);
-        let read_err = |source| DelegationError::Read {
-            path: path.to_owned(),
-            source,
-        };
-        let file = std::fs::File::open(Path::new(path)).map_err(read_err)?;
-        let meta = file.metadata().map_err(read_err)?;
-        if !meta.is_file() {
-            return Err(DelegationError::File {
-                path: path.to_owned(),
-                why: "not a regular file",
-            });
-        }
-        let mut text = String::new();
-        file.take(MAX_FILE + 1)
-            .read_to_string(&mut text)
-            .map_err(read_err)?;
-        if text.len() as u64 > MAX_FILE {
-            return Err(DelegationError::File {
-                path: path.to_owned(),
-                why: "larger than 1 MiB",
-            });
-        }
+        // Bounded and non-blocking like every operator-named file: a FIFO
+        // or a device fails at once instead of hanging the module load.
+        let text =
+            crate::input::read_text(Path::new(path), MAX_FILE).map_err(|source| match source {
+                // The input text names `max_file_size`, which this fixed
+                // limit is not.
+                crate::input::InputError::TooLarge { path, .. } => {
+                    DelegationError::TooLarge { path }
+                }
+                source => DelegationError::File { source },
+            })?;
         Self::parse(&text, path)
     }
 
@@ -171,11 +156,43 @@ mod tests {
     #[test]
     fn files_must_be_regular() {
         let err = ExecutorPrincipals::from_parameter("/dev/zero").unwrap_err();
-        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(err.to_string().contains("expected a regular file"), "{err}");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("map.json");
         std::fs::write(&path, r#"{"fw": ["x"]}"#).unwrap();
         let m = ExecutorPrincipals::from_parameter(&format!("file://{}", path.display())).unwrap();
         assert!(m.allows("fw", "x"));
+        let big = dir.path().join("big.json");
+        std::fs::write(&big, vec![b' '; (MAX_FILE + 1) as usize]).unwrap();
+        let err = ExecutorPrincipals::from_parameter(big.to_str().unwrap()).unwrap_err();
+        assert!(
+            err.to_string().ends_with("big.json' is larger than 1 MiB"),
+            "{err}"
+        );
+    }
+
+    /// A FIFO nobody writes fails at once instead of blocking the module
+    /// load in open(2).
+    #[test]
+    fn a_fifo_fails_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("map.fifo");
+        // This module forbids `unsafe`: mkfifo(1) makes it.
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let path = fifo.display().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(ExecutorPrincipals::from_parameter(&path).map(|_| ()));
+        });
+        let err = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("executor_principals on a FIFO blocked")
+            .unwrap_err();
+        assert!(err.to_string().contains("a FIFO"), "{err}");
+        assert!(err.to_string().contains("map.fifo"), "{err}");
     }
 }

@@ -39,9 +39,13 @@ pub enum CommandError {
     /// Looking the user up failed.
     #[error("getpwnam({0:?}): {1}")]
     UserLookup(String, nix::Error),
-    /// A container image's passwd file cannot be read.
+    /// A container image's passwd file cannot be opened.
     #[error("read {0}: {1}")]
     Passwd(PathBuf, std::io::Error),
+    /// A container image's passwd file is not a regular file, too large
+    /// or unreadable (the text names it).
+    #[error("the image's passwd file: {0}")]
+    PasswdFile(#[source] crate::input::InputError),
     /// A capability value that is not a known Linux capability + 1000.
     #[error("ContainerLaunchInfo.{0}: unknown capability {1}")]
     Capability(&'static str, i32),
@@ -190,17 +194,67 @@ impl Identity {
     }
 }
 
+/// The largest passwd file read: an image's passwd is a few KiB; a link
+/// to `/dev/zero` or a huge file must not exhaust the supervisor's memory.
+const MAX_PASSWD: u64 = 4 * 1024 * 1024;
+
 /// Looks `name` up in a passwd file itself, without NSS: inside a
 /// container's own rootfs, NSS would read the image's `nsswitch.conf` and
 /// load its `libnss_*` modules into the privileged supervisor (the sudo
-/// chroot flaw, CVE-2025-32463). Groups as [`lookup_user`].
+/// chroot flaw, CVE-2025-32463). Groups as [`lookup_user`]. The file is
+/// read bounded and without blocking (a FIFO or device is refused); to read
+/// an image's passwd from the host, use [`lookup_user_in_rootfs`], which
+/// also keeps its symbolic links inside the image.
 pub fn lookup_user_in_passwd(
     passwd: &Path,
     name: &str,
     extra_groups: &[u32],
 ) -> Result<Identity, CommandError> {
-    let text =
-        std::fs::read_to_string(passwd).map_err(|e| CommandError::Passwd(passwd.into(), e))?;
+    let bytes = crate::input::read_file(passwd, MAX_PASSWD).map_err(|e| match e {
+        crate::input::InputError::Open { path, source } => CommandError::Passwd(path, source),
+        e => CommandError::PasswdFile(e),
+    })?;
+    parse_passwd(&bytes, name, extra_groups)
+}
+
+/// [`lookup_user_in_passwd`] on `<rootfs>/etc/passwd`, resolved as if
+/// `rootfs` were `/` (`openat2` with `RESOLVE_IN_ROOT`): an image may
+/// legitimately make `/etc/passwd` a link (absolute or relative), but a
+/// link never leads to the host's files.
+pub fn lookup_user_in_rootfs(
+    rootfs: &Path,
+    name: &str,
+    extra_groups: &[u32],
+) -> Result<Identity, CommandError> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let passwd = rootfs.join("etc/passwd");
+    let failed = |e: rustix::io::Errno| CommandError::Passwd(passwd.clone(), e.into());
+    let root = rustix::fs::open(
+        rootfs,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| CommandError::Passwd(rootfs.to_path_buf(), e.into()))?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS;
+    // EAGAIN: a rename raced the lookup; the kernel asks to retry.
+    let mut opened = rustix::fs::openat2(&root, "etc/passwd", flags, Mode::empty(), resolve);
+    for _ in 0..8 {
+        if !matches!(opened, Err(rustix::io::Errno::AGAIN)) {
+            break;
+        }
+        opened = rustix::fs::openat2(&root, "etc/passwd", flags, Mode::empty(), resolve);
+    }
+    let file = std::fs::File::from(opened.map_err(failed)?);
+    let bytes =
+        crate::input::read_opened(&passwd, file, MAX_PASSWD).map_err(CommandError::PasswdFile)?;
+    parse_passwd(&bytes, name, extra_groups)
+}
+
+/// Finds `name`'s uid and gid in passwd text (lines that are not UTF-8 or
+/// not well formed are skipped).
+fn parse_passwd(bytes: &[u8], name: &str, extra_groups: &[u32]) -> Result<Identity, CommandError> {
+    let text = String::from_utf8_lossy(bytes);
     let (uid, gid) = text
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -346,8 +400,8 @@ pub fn prepare(info: &ContainerLaunchInfo, sandbox: &Path) -> Result<Prepared, C
 
     // With a rootfs, `prepare` runs after `pivot_root`: /etc is the image's.
     let user = match info.user.as_deref() {
-        Some(name) if info.rootfs.is_some() => Some(lookup_user_in_passwd(
-            Path::new("/etc/passwd"),
+        Some(name) if info.rootfs.is_some() => Some(lookup_user_in_rootfs(
+            Path::new("/"),
             name,
             &info.supplementary_groups,
         )?),
@@ -415,6 +469,69 @@ mod tests {
             lookup_user_in_passwd(&dir.path().join("none"), "app", &[]),
             Err(CommandError::Passwd(..))
         ));
+    }
+
+    /// An image whose /etc/passwd is a link to /dev/zero, a FIFO or a host
+    /// file fails at once with a clear error, and never reads the host's
+    /// files; legitimate links inside the image work.
+    #[test]
+    fn image_passwd_is_read_bounded_inside_the_rootfs() {
+        let started = std::time::Instant::now();
+        let rootfs = tempfile::tempdir().unwrap();
+        let etc = rootfs.path().join("etc");
+        std::fs::create_dir(&etc).unwrap();
+        let link = etc.join("passwd");
+        // An absolute link resolves inside the image (no /dev/zero there).
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let err = lookup_user_in_rootfs(rootfs.path(), "app", &[]).unwrap_err();
+        assert!(matches!(err, CommandError::Passwd(..)), "{err}");
+        assert!(err.to_string().contains("etc/passwd"), "{err}");
+        // Reached directly (the in-image path after pivot_root), the device
+        // is refused instead of read.
+        let err = lookup_user_in_passwd(&link, "app", &[]).unwrap_err();
+        assert!(err.to_string().contains("a character device"), "{err}");
+        // A link to a host file: the host's file is never read.
+        let host = tempfile::tempdir().unwrap();
+        let host_passwd = host.path().join("passwd");
+        std::fs::write(&host_passwd, "app:x:0:0::/:/bin/sh\n").unwrap();
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&host_passwd, &link).unwrap();
+        assert!(lookup_user_in_rootfs(rootfs.path(), "app", &[]).is_err());
+        // ... a relative one climbing out stays in the image too.
+        std::fs::remove_file(&link).unwrap();
+        let climb = format!("../../../../../../../..{}", host_passwd.display());
+        std::os::unix::fs::symlink(&climb, &link).unwrap();
+        assert!(lookup_user_in_rootfs(rootfs.path(), "app", &[]).is_err());
+        // A FIFO fails at once.
+        std::fs::remove_file(&link).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&link)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = lookup_user_in_rootfs(rootfs.path(), "app", &[]).unwrap_err();
+        assert!(err.to_string().contains("a FIFO"), "{err}");
+        // Too large.
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(&link, vec![b'#'; MAX_PASSWD as usize + 1]).unwrap();
+        let err = lookup_user_in_rootfs(rootfs.path(), "app", &[]).unwrap_err();
+        assert!(err.to_string().contains("larger than"), "{err}");
+        // Legitimate links inside the image, absolute and relative.
+        std::fs::remove_file(&link).unwrap();
+        let lib = rootfs.path().join("usr/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("passwd"), "app:x:1000:1001::/:/bin/sh\n").unwrap();
+        for target in ["/usr/lib/passwd", "../usr/lib/passwd"] {
+            std::os::unix::fs::symlink(target, &link).unwrap();
+            let app = lookup_user_in_rootfs(rootfs.path(), "app", &[]).unwrap();
+            assert_eq!(
+                (app.uid.as_raw(), app.gid.as_raw()),
+                (1000, 1001),
+                "{target}"
+            );
+            std::fs::remove_file(&link).unwrap();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
 
     #[test]

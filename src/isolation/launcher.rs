@@ -26,6 +26,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use nix::sched::CloneFlags;
 use nix::sys::signal::Signal;
 use prost::Message;
 
@@ -160,7 +161,10 @@ pub struct LauncherOptions {
     /// Let a top-level container share the agent's (host's) pid namespace
     /// (`LinuxInfo.share_pid_namespace`); refused by default. Mesos allows
     /// it unless `--disallow_sharing_agent_pid_namespace`; we are stricter,
-    /// since such a container sees every process of the host.
+    /// since such a container sees every process of the host. Also covers a
+    /// nested container that would land in the agent's pid namespace (its
+    /// parent has none of its own and it shares the parent's or creates
+    /// none), which Mesos never refuses.
     pub allow_sharing_agent_pid_namespace: bool,
     /// Defences applied to every container (all on by default).
     pub defences: Defences,
@@ -530,6 +534,21 @@ impl Launcher {
                 Some(running.ok_or(LauncherError::ParentNotRunning(pkey))?)
             }
         };
+        // A nested container without a pid namespace of its own lives in
+        // the one it entered (its parent's) or, entering none, the agent's.
+        // If that is the agent's (a parent without its own pid namespace),
+        // its fresh /proc would list every host process: refused unless the
+        // operator allows sharing the agent's pid namespace (the posix
+        // launcher has no namespaces: every container shares it).
+        if let Some((ppid, _)) = parent
+            && self.options.mode != Mode::Posix
+            && !self.options.allow_sharing_agent_pid_namespace
+            && !plan.clone.contains(CloneFlags::CLONE_NEWPID)
+            && (!plan.enter.contains(CloneFlags::CLONE_NEWPID)
+                || namespaces::in_our_pid_namespace(ppid)?)
+        {
+            return Err(NamespaceError::JoiningAgentPidNamespace.into());
+        }
         pending.launching.insert(key.clone());
         drop(pending);
         drop(containers);

@@ -40,6 +40,25 @@ pub enum NamespaceError {
          (the launcher's allow_sharing_agent_pid_namespace is off)"
     )]
     SharingAgentPidNamespace,
+    /// A nested container would end up in the agent's pid namespace: its
+    /// parent runs in it (no pid namespace of its own) and the child shares
+    /// its parent's (`LinuxInfo.share_pid_namespace`, a debug container) or
+    /// creates none; its fresh `/proc` would list every host process.
+    #[error(
+        "the nested container would join the agent's pid namespace (its parent has no pid \
+         namespace of its own); refused unless the launcher's \
+         allow_sharing_agent_pid_namespace is on"
+    )]
+    JoiningAgentPidNamespace,
+    /// The pid namespace of a process could not be compared with ours.
+    #[error("cannot compare the pid namespace of process {pid} with the agent's: {source}")]
+    PidNamespace {
+        /// The process.
+        pid: i32,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A rootfs without a new mount namespace would replace the host's root.
     #[error("a rootfs needs a new mount namespace (CLONE_NEWNS)")]
     RootfsWithoutMount,
@@ -109,6 +128,18 @@ pub fn shares_pid_namespace(container: Option<&ContainerInfo>) -> bool {
         .and_then(|c| c.linux_info.as_ref())
         .and_then(|l| l.share_pid_namespace)
         .unwrap_or(false)
+}
+
+/// Whether process `pid` is in this process' pid namespace (the nsfs
+/// inodes of `/proc/<pid>/ns/pid` and `/proc/self/ns/pid` compared).
+pub fn in_our_pid_namespace(pid: i32) -> Result<bool, NamespaceError> {
+    use std::os::unix::fs::MetadataExt;
+    let stat = |p: &str, pid: i32| {
+        std::fs::metadata(p).map_err(|source| NamespaceError::PidNamespace { pid, source })
+    };
+    let theirs = stat(&format!("/proc/{pid}/ns/pid"), pid)?;
+    let ours = stat("/proc/self/ns/pid", std::process::id() as i32)?;
+    Ok(theirs.dev() == ours.dev() && theirs.ino() == ours.ino())
 }
 
 /// Decides the namespaces of a container.

@@ -1001,6 +1001,9 @@ impl Agent {
     /// failed launch, as Mesos ends one: destroyed, with
     /// `REASON_CONTAINER_LAUNCH_FAILED`.
     pub fn recover(self: &Arc<Self>) -> anyhow::Result<()> {
+        use std::os::unix::ffi::OsStringExt;
+        /// The largest `sandbox` checkpoint read: it holds one path.
+        const SANDBOX_CHECKPOINT_MAX: u64 = 64 * 1024;
         let mut known = Vec::new();
         // Root container → why its checkpoint could not be read.
         let mut damaged: HashMap<String, String> = HashMap::new();
@@ -1014,10 +1017,11 @@ impl Agent {
                         value: root.clone(),
                         parent: None,
                     },
-                    sandbox: PathBuf::from(
-                        std::fs::read_to_string(&sandbox)
-                            .map_err(|e| anyhow::anyhow!("read {}: {e}", sandbox.display()))?,
-                    ),
+                    // A path: bounded (a link to /dev/zero or a FIFO fails
+                    // at once, naming the file).
+                    sandbox: PathBuf::from(std::ffi::OsString::from_vec(
+                        nestguard::checkpoint::read_bounded(&sandbox, SANDBOX_CHECKPOINT_MAX)?,
+                    )),
                 })
             };
             known.push(ContainerId {

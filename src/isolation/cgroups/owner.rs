@@ -27,14 +27,18 @@
 //!
 //! Within one process the claim is shared (a registry of live claims): a
 //! process is one owner, and tests that build several managers on a root in
-//! one process keep working.
+//! one process keep working. So a second claim in the same process is not
+//! refused, it silently joins the first: nestguard supports one agent per
+//! process (the agent loads the library once), and two isolators of one
+//! process on one root are the same owner. Only other processes are kept
+//! out.
 //!
 //! `flock` through `rustix` (no hand-rolled syscalls); the registry is a
 //! small map because no crate offers process-shared `flock` handles.
 
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use rustix::fs::{FlockOperation, flock};
@@ -76,14 +80,29 @@ extern "C" fn unlink_at_exit() {
 }
 
 /// The lock file of the root `cgroups_root` under `mount_root`.
+///
+/// Keyed by the root, not its spelling: `mount_root` is canonicalized
+/// (symlinks, `..`) when it exists, and both paths are taken component by
+/// component, so `nestguard`, `nestguard/`, `nestguard//` and
+/// `nestguard/.` (one cgroup) share one lock file. `cgroups_root` spellings
+/// with `..`, a leading `.` or `/` never get here ([`claim`] rejects them).
+/// Bytes other than printable ASCII are escaped too (`%XX`), so two roots
+/// never share a key.
 pub fn lock_path(mount_root: &Path, cgroups_root: &Path) -> PathBuf {
-    let joined = mount_root.join(cgroups_root);
+    use std::os::unix::ffi::OsStrExt;
+    let mount = std::fs::canonicalize(mount_root).unwrap_or_else(|_| mount_root.to_path_buf());
     let mut key = String::new();
-    for c in joined.to_string_lossy().chars() {
-        match c {
-            '/' => key.push_str("%2F"),
-            '%' => key.push_str("%25"),
-            c => key.push(c),
+    for part in mount.components().chain(cgroups_root.components()) {
+        let Component::Normal(part) = part else {
+            continue;
+        };
+        key.push_str("%2F");
+        for &b in part.as_bytes() {
+            match b {
+                b'%' => key.push_str("%25"),
+                b'!'..=b'~' => key.push(char::from(b)),
+                b => key.push_str(&format!("%{b:02X}")),
+            }
         }
     }
     Path::new(LOCK_DIR).join(format!("{key}.lock"))
@@ -92,6 +111,7 @@ pub fn lock_path(mount_root: &Path, cgroups_root: &Path) -> PathBuf {
 /// Claims the root for this process (or joins this process' live claim).
 /// `description` names the owner for whoever is refused later.
 pub fn claim(mount_root: &Path, cgroups_root: &Path, description: &str) -> Result<Arc<RootLock>> {
+    super::layout::validate_cgroups_root(cgroups_root)?;
     let path = lock_path(mount_root, cgroups_root);
     let mut claims = CLAIMS.lock().unwrap_or_else(|p| p.into_inner());
     claims.retain(|(_, weak)| weak.strong_count() > 0);
@@ -232,6 +252,52 @@ mod tests {
             c.to_string_lossy()
                 .ends_with("%2Fsys%2Ffs%2Fcgroup%2Fa%2Fb%25.lock")
         );
+        let d = lock_path(Path::new("/sys/fs/cgroup"), Path::new("a\u{e9} b"));
+        assert!(
+            d.to_string_lossy().ends_with("%2Fa%C3%A9%20b.lock"),
+            "{d:?}"
+        );
+    }
+
+    /// One root, one key, whatever the spelling.
+    #[test]
+    fn spellings_of_one_root_share_a_key() {
+        let mount = Path::new("/nonexistent-mount");
+        let key = lock_path(mount, Path::new("nestguard/x"));
+        for spelling in [
+            "nestguard/x/",
+            "nestguard//x",
+            "nestguard/./x",
+            "nestguard/x/.",
+        ] {
+            assert_eq!(lock_path(mount, Path::new(spelling)), key, "{spelling}");
+        }
+        assert_eq!(
+            lock_path(Path::new("/nonexistent-mount//"), Path::new("nestguard/x")),
+            key
+        );
+    }
+
+    /// Spellings that could name another cgroup are refused before any
+    /// lock is taken.
+    #[test]
+    fn claims_refuse_roots_that_are_not_plain() {
+        let mount = Path::new("/nonexistent-mount");
+        for bad in [
+            "",
+            ".",
+            "./nestguard",
+            "x/../nestguard",
+            "/nestguard",
+            "//nestguard",
+            "..",
+        ] {
+            let err = claim(mount, Path::new(bad), "t").unwrap_err();
+            assert!(
+                err.to_string().contains("must be a relative path"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -177,6 +177,15 @@ impl IsolatorParams {
         }
         if let Some(v) = map.get("cgroups_root") {
             cgroups.cgroups_root = PathBuf::from(v);
+            // Checked here so the module does not load at all (and the
+            // agent's --cgroups_root, passed as this parameter, with it).
+            if crate::isolation::cgroups::validate_cgroups_root(&cgroups.cgroups_root).is_err() {
+                return Err(parameter(
+                    "cgroups_root",
+                    "a relative path of plain names (not empty, no '.', '..' or leading '/')",
+                    v,
+                ));
+            }
         }
         if let Some(v) = map.get("cgroups_destroy_timeout_secs") {
             cgroups.destroy_timeout =
@@ -449,6 +458,15 @@ mod tests {
         assert!(e.to_string().contains("'nope'"), "{e}");
         let e = IsolatorParams::parse([("hardening_capabilities", "CHOWN,FLY")]).unwrap_err();
         assert!(e.to_string().contains("'FLY'"), "{e}");
+        for bad in ["", ".", "./ng", "ng/../x", "/ng", "//ng", ".."] {
+            let e = IsolatorParams::parse([("cgroups_root", bad)]).unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with("isolator parameter 'cgroups_root': expected a relative path"),
+                "{bad}: {e}"
+            );
+        }
+        IsolatorParams::parse([("cgroups_root", "tenant/a/")]).unwrap();
     }
 
     #[test]
