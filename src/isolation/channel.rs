@@ -42,6 +42,11 @@ pub struct Control {
     /// without following symbolic links ([`super::mounts::apply`]).
     #[serde(default)]
     pub sandboxes: Vec<PathBuf>,
+    /// Device and inode of the sandbox the host prepared: the helper
+    /// reopens the sandbox by path and refuses another directory (a
+    /// component swapped for a link since).
+    #[serde(default)]
+    pub sandbox_identity: Option<(u64, u64)>,
 }
 
 /// A malformed message between host and helper.
@@ -204,6 +209,7 @@ mod tests {
             cgroup_procs: vec!["/sys/fs/cgroup/freezer/x/cgroup.procs".into()],
             read_only_paths: true,
             sandboxes: vec!["/sb".into()],
+            sandbox_identity: Some((1, 2)),
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

@@ -549,15 +549,27 @@ impl Launcher {
             cgroup_procs: Vec::new(),
             read_only_paths: self.options.defences.read_only_paths,
             sandboxes,
+            sandbox_identity: None,
         };
+        // A nested sandbox is made below the outermost one (the top-level
+        // container's, in a directory of the agent), since every directory
+        // between them belongs to a tenant; a top-level one below its
+        // parent (the agent's).
+        let sandbox_root = match control.sandboxes.as_slice() {
+            [outermost, _, ..] => outermost.clone(),
+            _ => sandbox.parent().unwrap_or(sandbox).to_path_buf(),
+        };
+        let mut control = control;
         let mut created = false;
         let prepared = sandbox::create_in(
+            &sandbox_root,
             sandbox,
             info.user.as_deref(),
             info.rootfs.as_deref().map(Path::new),
         )
         .map_err(LauncherError::from)
-        .and_then(|()| {
+        .and_then(|identity| {
+            control.sandbox_identity = Some((identity.dev, identity.ino));
             if let Some(up) = runtime.parent() {
                 // Below the runtime dir only, never through a symbolic link
                 // (defence in depth: `id` was validated above).
@@ -571,7 +583,6 @@ impl Launcher {
         });
         let started = prepared
             .and_then(|()| {
-                let mut control = control;
                 if let Some(cgroups) = &self.cgroups {
                     control.cgroup_procs = cgroups.procs_files(id)?;
                 }
