@@ -501,7 +501,12 @@ fn setup_inside(
     // rootfs for a container that has one), as Mesos' launch helper.
     let sandbox = match &info.rootfs {
         Some(rootfs) => {
-            rootfs::enter(Path::new(rootfs), &control.sandbox).map_err(|e| e.to_string())?;
+            rootfs::enter(
+                Path::new(rootfs),
+                &control.sandbox,
+                control.sandbox_identity,
+            )
+            .map_err(|e| e.to_string())?;
             PathBuf::from(rootfs::SANDBOX_IN_ROOTFS)
         }
         None => control.sandbox.clone(),
