@@ -556,31 +556,35 @@ impl Launcher {
         // between them belongs to a tenant; a top-level one below its
         // parent (the agent's).
         let sandbox_root = match control.sandboxes.as_slice() {
-            [outermost, _, ..] => outermost.clone(),
-            _ => sandbox.parent().unwrap_or(sandbox).to_path_buf(),
+            [outermost, _, ..] => Ok(outermost.clone()),
+            _ if nested => Err(SandboxError::UnknownOutermost(sandbox.to_path_buf())),
+            _ => Ok(sandbox.parent().unwrap_or(sandbox).to_path_buf()),
         };
         let mut control = control;
         let mut created = false;
-        let prepared = sandbox::create_in(
-            &sandbox_root,
-            sandbox,
-            info.user.as_deref(),
-            info.rootfs.as_deref().map(Path::new),
-        )
-        .map_err(LauncherError::from)
-        .and_then(|identity| {
-            control.sandbox_identity = Some((identity.dev, identity.ino));
-            if let Some(up) = runtime.parent() {
-                // Below the runtime dir only, never through a symbolic link
-                // (defence in depth: `id` was validated above).
-                crate::beneath::create_dir_all(&self.options.runtime_dir, up, 0o755)
-                    .map_err(|e| std::io::Error::other(e.to_string()))
-                    .map_err(io("create directory", up))?;
-            }
-            std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
-            created = true;
-            self.checkpoint_config(&runtime, info, container, sandbox)
-        });
+        let prepared = sandbox_root
+            .and_then(|root| {
+                sandbox::create_in(
+                    &root,
+                    sandbox,
+                    info.user.as_deref(),
+                    info.rootfs.as_deref().map(Path::new),
+                )
+            })
+            .map_err(LauncherError::from)
+            .and_then(|identity| {
+                control.sandbox_identity = Some((identity.dev, identity.ino));
+                if let Some(up) = runtime.parent() {
+                    // Below the runtime dir only, never through a symbolic link
+                    // (defence in depth: `id` was validated above).
+                    crate::beneath::create_dir_all(&self.options.runtime_dir, up, 0o755)
+                        .map_err(|e| std::io::Error::other(e.to_string()))
+                        .map_err(io("create directory", up))?;
+                }
+                std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
+                created = true;
+                self.checkpoint_config(&runtime, info, container, sandbox)
+            });
         let started = prepared
             .and_then(|()| {
                 if let Some(cgroups) = &self.cgroups {

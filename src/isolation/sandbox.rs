@@ -38,6 +38,10 @@ pub enum SandboxError {
     /// device, a hard link to another file): never written to or chowned.
     #[error("{0} is not a regular file with a single link; refusing to use it")]
     NotRegular(PathBuf),
+    /// A nested sandbox whose outermost ancestor sandbox is unknown: there
+    /// is no directory of the agent to walk down from.
+    #[error("the sandbox of {0}'s outermost ancestor is unknown; refusing to create it by path")]
+    UnknownOutermost(PathBuf),
     /// The user is unknown.
     #[error(transparent)]
     User(#[from] CommandError),
