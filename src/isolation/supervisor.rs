@@ -448,10 +448,16 @@ fn supervise(mut l: Launch<'_>) -> i32 {
     };
     // SAFETY: single-threaded supervisor, suspended until the command execs;
     // the command ends in `execve` or `_exit`.
-    let child = match unsafe { vfork::spawn(false, || exec_command(&prepared, &previous)) } {
-        Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
-        Ok(child) => child,
-    };
+    // The default working directory is the sandbox, entered by path as
+    // root: the command checks it entered the directory the host prepared.
+    let expect_cwd = (l.info.rootfs.is_none() && prepared.workdir == l.control.sandbox)
+        .then_some(l.control.sandbox_identity)
+        .flatten();
+    let child =
+        match unsafe { vfork::spawn(false, || exec_command(&prepared, &previous, expect_cwd)) } {
+            Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
+            Ok(child) => child,
+        };
     let status = forward_and_reap(child);
     match write_status(&status_file, status) {
         Ok(()) => 0,
@@ -525,7 +531,8 @@ fn setup_inside(
 }
 
 /// In the command process: apply limits and identity, then `execve`.
-fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
+/// `expect_cwd`: the device and inode the working directory must have.
+fn exec_command(p: &Prepared, mask: &SigSet, expect_cwd: Option<(u64, u64)>) -> ! {
     let result = (|| -> Result<std::convert::Infallible, String> {
         reset_signal_dispositions();
         for (res, soft, hard) in &p.rlimits {
@@ -534,6 +541,16 @@ fn exec_command(p: &Prepared, mask: &SigSet) -> ! {
         }
         nix::unistd::chdir(&p.workdir)
             .map_err(|e| format!("chdir {}: {e}", p.workdir.display()))?;
+        if let Some(expect) = expect_cwd {
+            let cwd = nix::sys::stat::stat(".").map_err(|e| format!("stat .: {e}"))?;
+            #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+            if (cwd.st_dev as u64, cwd.st_ino as u64) != expect {
+                return Err(format!(
+                    "{} is not the sandbox the host prepared; refusing it",
+                    p.workdir.display()
+                ));
+            }
+        }
         if let Some(c) = &p.capabilities {
             for cap in caps::all().difference(&c.bounding) {
                 caps::drop(None, caps::CapSet::Bounding, *cap)
