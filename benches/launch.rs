@@ -237,7 +237,13 @@ fn launch_exit(c: &mut Criterion) {
     };
     for (name, parent, share_cgroups, defences, info) in [
         ("nestguard_nested_tmpfs", "/dev/shm", true, all, &info),
-        ("nestguard_nested_own_cgroups", "/dev/shm", false, all, &info),
+        (
+            "nestguard_nested_own_cgroups",
+            "/dev/shm",
+            false,
+            all,
+            &info,
+        ),
         ("nestguard_nested_disk", "/tmp", true, all, &info),
         ("nestguard_nested_seccomp", "/dev/shm", true, all, &seccomp),
         (

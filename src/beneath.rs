@@ -16,6 +16,7 @@
 //! because no well-kept crate offers creation under `RESOLVE_BENEATH`.
 
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -107,33 +108,139 @@ fn relative_parts(root: &Path, path: &Path) -> Result<Vec<std::ffi::OsString>> {
 /// missing, like `create_dir_all`), with `mode` (before umask) for the
 /// directories it makes. Refuses, before creating anything below `root`,
 /// a path outside `root`, `..`, and every symbolic link below `root`.
-pub fn create_dir_all(root: &Path, path: &Path, mode: u32) -> Result<()> {
-    let parts = relative_parts(root, path)?;
-    let io = |op, at: &Path| {
-        let at = at.to_path_buf();
-        move |e: rustix::io::Errno| BeneathError::Io {
-            op,
-            path: at,
-            source: e.into(),
-        }
-    };
+///
+/// Returns the directory opened (read-only): whatever is done to it next
+/// (`fchown`, `fchmod`, files made with `openat`) goes through this
+/// descriptor, never through the path again, which its owner may have
+/// swapped for a link since.
+pub fn create_dir_all(root: &Path, path: &Path, mode: u32) -> Result<OwnedFd> {
     std::fs::create_dir_all(root).map_err(|source| BeneathError::Io {
         op: "create directory",
         path: root.to_path_buf(),
         source,
     })?;
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    walk(root, path, Some(mode))
+}
+
+/// Opens the existing directory `path` below `root` (read-only), refusing
+/// what [`create_dir_all`] refuses.
+pub fn open_dir(root: &Path, path: &Path) -> Result<OwnedFd> {
+    walk(root, path, None)
+}
+
+/// Removes `path` (a directory tree or a file, which must lie strictly
+/// below `root`) without ever following a symbolic link: the walk to its
+/// parent refuses links like [`create_dir_all`], and the tree is removed
+/// relative to directory descriptors ([`remove_tree_at`]). A missing
+/// `path` is not an error.
+pub fn remove_dir_all(root: &Path, path: &Path) -> Result<()> {
+    let parts = relative_parts(root, path)?;
+    let Some((name, _)) = parts.split_last() else {
+        return Err(BeneathError::Escape {
+            path: path.to_path_buf(),
+            root: root.to_path_buf(),
+            reason: "the root itself is never removed".to_owned(),
+        });
+    };
+    let parent = path.parent().unwrap_or(root);
+    let dir = match open_dir(root, parent) {
+        Ok(dir) => dir,
+        Err(BeneathError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let dev = rustix::fs::fstat(&dir)
+        .map_err(|e| io_error("stat", parent, e))?
+        .st_dev;
+    remove_tree_at(&dir, name.as_os_str(), dev, 0).map_err(|e| io_error("remove", path, e))
+}
+
+/// How deep [`remove_tree_at`] descends: each level holds a descriptor, so
+/// a tenant's endlessly nested directories must not exhaust the agent's
+/// descriptors or stack; a deeper tree is left in place with an error.
+const MAX_REMOVE_DEPTH: usize = 256;
+
+/// Removes `name` in `dir`: unlinks it if it is not a directory (a
+/// symbolic link is unlinked, never followed); otherwise opens it with
+/// `O_NOFOLLOW`, empties it recursively through that descriptor and removes
+/// it. Never crosses into another filesystem (`dev`: a mount point in the
+/// tree is left, with an error).
+///
+/// Hand-rolled on `rustix` because `std::fs::remove_dir_all` takes a path
+/// (fine for its last component only), and `cap-std`'s `Dir::remove_dir_all`
+/// would still follow links that stay inside its directory and brings a
+/// family of crates for these thirty lines.
+fn remove_tree_at(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    dev: u64,
+    depth: usize,
+) -> std::result::Result<(), rustix::io::Errno> {
+    use rustix::fs::AtFlags;
+    use rustix::io::Errno;
+    match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => return Ok(()),
+        Err(Errno::ISDIR | Errno::PERM) => {}
+        Err(e) => return Err(e),
+    }
+    if depth >= MAX_REMOVE_DEPTH {
+        return Err(Errno::NAMETOOLONG);
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let child = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if rustix::fs::fstat(&child)?.st_dev != dev {
+        return Err(Errno::XDEV);
+    }
+    // Names first, removal after: the listing is not disturbed by the
+    // removals it drives.
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(&child)? {
+        let entry = entry?;
+        let entry_name = entry.file_name().to_bytes();
+        if entry_name != b"." && entry_name != b".." {
+            names.push(std::ffi::OsStr::from_bytes(entry_name).to_owned());
+        }
+    }
+    for entry in &names {
+        remove_tree_at(&child, entry, dev, depth + 1)?;
+    }
+    drop(child);
+    match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn io_error(op: &'static str, at: &Path, e: rustix::io::Errno) -> BeneathError {
+    BeneathError::Io {
+        op,
+        path: at.to_path_buf(),
+        source: e.into(),
+    }
+}
+
+/// Opens every component of `path` below `root` with `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS` relative to its parent,
+/// making missing ones with `mode` when given.
+fn walk(root: &Path, path: &Path, mode: Option<u32>) -> Result<OwnedFd> {
+    let parts = relative_parts(root, path)?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     let mut dir: OwnedFd =
-        rustix::fs::open(root, flags, Mode::empty()).map_err(io("open", root))?;
+        rustix::fs::open(root, flags, Mode::empty()).map_err(|e| io_error("open", root, e))?;
     let mut at = root.to_path_buf();
     for part in &parts {
         at.push(part);
         let mut opened = rustix::fs::openat2(&dir, part.as_os_str(), flags, Mode::empty(), resolve);
-        if matches!(opened, Err(rustix::io::Errno::NOENT)) {
+        if let (Err(rustix::io::Errno::NOENT), Some(mode)) = (&opened, mode) {
             match rustix::fs::mkdirat(&dir, part.as_os_str(), Mode::from_raw_mode(mode)) {
                 Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                Err(e) => return Err(io("create directory", &at)(e)),
+                Err(e) => return Err(io_error("create directory", &at, e)),
             }
             opened = rustix::fs::openat2(&dir, part.as_os_str(), flags, Mode::empty(), resolve);
         }
@@ -153,10 +260,10 @@ pub fn create_dir_all(root: &Path, path: &Path, mode: u32) -> Result<()> {
                     reason: format!("'{}' leads outside", at.display()),
                 });
             }
-            Err(e) => return Err(io("open", &at)(e)),
+            Err(e) => return Err(io_error("open", &at, e)),
         };
     }
-    Ok(())
+    Ok(dir)
 }
 
 #[cfg(test)]
@@ -193,5 +300,28 @@ mod tests {
         let err = create_dir_all(&root, &root.join("link/escaped"), 0o750).unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert!(!dir.path().join("escaped").exists());
+    }
+
+    #[test]
+    fn removes_without_following_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(outside.join("keep")).unwrap();
+        std::fs::write(outside.join("keep/file"), b"x").unwrap();
+        create_dir_all(&root, &root.join("a/b/c"), 0o750).unwrap();
+        std::fs::write(root.join("a/b/c/f"), b"x").unwrap();
+        // Links inside the tree are unlinked, not followed.
+        std::os::unix::fs::symlink(&outside, root.join("a/b/link")).unwrap();
+        // A link on the way to the tree is refused.
+        std::os::unix::fs::symlink(&outside, root.join("via")).unwrap();
+        let err = remove_dir_all(&root, &root.join("via/keep")).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        remove_dir_all(&root, &root.join("a")).unwrap();
+        assert!(!root.join("a").exists());
+        assert!(outside.join("keep/file").is_file());
+        // Missing is fine; the root itself is refused.
+        remove_dir_all(&root, &root.join("a")).unwrap();
+        assert!(remove_dir_all(&root, &root).is_err());
     }
 }

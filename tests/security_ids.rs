@@ -514,3 +514,50 @@ fn volume_mount_points_with_dot_dot_or_nul_are_refused() {
     }
     assert_eq!(names(dir.path()), BTreeSet::from(["solo".to_owned()]));
 }
+
+/// Issue: REMOVE_NESTED_CONTAINER removed `<parent sandbox>/containers/<id>`
+/// by path, following a link the parent's user planted for `containers`:
+/// as root, anything on the host could be deleted. The removal now walks
+/// below the work directory without following links.
+#[test]
+fn remove_nested_never_follows_a_link_in_the_parents_sandbox() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start();
+    let root = agent.dir.path();
+    let (pod_id, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("app", "sleep 60")])));
+    let child = serde_json::json!({"value": "victim", "parent": {"value": pod_id}});
+    let call = |kind: &str, field: &str| {
+        let body = serde_json::json!({"type": kind, field: {"container_id": child}});
+        agent.curl(Some(OPS), "/api/v1", &body.to_string())
+    };
+    let (status, text) = agent.curl(
+        Some(OPS),
+        "/api/v1",
+        &serde_json::json!({"type": "LAUNCH_NESTED_CONTAINER", "launch_nested_container": {
+            "container_id": child, "command": {"value": "true"}}})
+        .to_string(),
+    );
+    assert_eq!(status, 200, "{text}");
+    let (status, text) = call("WAIT_NESTED_CONTAINER", "wait_nested_container");
+    assert_eq!(status, 200, "{text}");
+    // The tenant (the parent's user) replaces `containers` with a link to
+    // a directory of the host holding a `victim`.
+    let outside = root.join("outside");
+    std::fs::create_dir_all(outside.join("victim/deep")).unwrap();
+    std::fs::write(outside.join("victim/deep/keep"), "host data").unwrap();
+    std::fs::rename(sandbox.join("containers"), sandbox.join("moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, sandbox.join("containers")).unwrap();
+    let (status, text) = call("REMOVE_NESTED_CONTAINER", "remove_nested_container");
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("victim/deep/keep")).unwrap(),
+        "host data",
+        "removed through the link"
+    );
+    // Put back: nothing was removed, the sandbox is still there.
+    std::fs::remove_file(sandbox.join("containers")).unwrap();
+    std::fs::rename(sandbox.join("moved"), sandbox.join("containers")).unwrap();
+    assert!(sandbox.join("containers/victim").is_dir());
+}

@@ -601,3 +601,82 @@ fn sandbox_path_volume_swapped_for_a_symlink_never_mounts_outside() {
     assert!(swaps > 1000, "the swapper barely ran: {swaps}");
     agent.destroy(&exec, None);
 }
+
+/// Issue: the launcher checked a nested sandbox below its parent's and then
+/// worked by path again (chmod 0750, chown to the user, `stdout`/`stderr`
+/// created as root, reopened by the helper with `O_CREAT`), so the parent's
+/// user could swap the sandbox for a link to a host directory in between.
+/// Now every step goes through the descriptor of the checked directory.
+#[test]
+fn nested_sandbox_swapped_for_a_symlink_never_changes_the_target() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !root_or_skip() {
+        return;
+    }
+    const LAUNCHES: u32 = 200;
+    const BUDGET: Duration = Duration::from_secs(90);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("launcher");
+    let launcher = Launcher::new(launcher_options(&root, Defences::default())).unwrap();
+    let top = id("top");
+    let sandbox = root.join("sandbox");
+    launcher
+        .launch(&top, &launch_info("exec sleep 300", &[]), None, &sandbox)
+        .unwrap();
+    // Destroys the parent (and so every child) even when an assert fails.
+    struct Destroy<'a>(&'a Launcher, nestguard::proto::mesos::ContainerId);
+    impl Drop for Destroy<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.destroy(&self.1);
+        }
+    }
+    let _destroy = Destroy(&launcher, top.clone());
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let containers = sandbox.join("containers");
+    std::fs::create_dir_all(containers.join("shared")).unwrap();
+    std::os::unix::fs::symlink(&outside, containers.join("decoy")).unwrap();
+    let before = std::fs::metadata(&outside).unwrap();
+
+    let swapper = Swapper::start(containers.clone());
+    let started = Instant::now();
+    let (mut launched, mut refused) = (0, 0);
+    let mut info = launch_info("true", &[]);
+    info.user = Some("nobody".into());
+    for i in 0..LAUNCHES {
+        if started.elapsed() > BUDGET {
+            break;
+        }
+        // A new ID each time (a destroyed one stays known); the sandbox
+        // path is the one being swapped.
+        let child = id(&format!("top.c{i}"));
+        match launcher.launch(&child, &info, None, &containers.join("shared")) {
+            Ok(_) => {
+                launched += 1;
+                let _ = launcher.wait(&child, Some(Duration::from_secs(30)));
+                launcher.destroy(&child).unwrap();
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    let swaps = swapper.finish();
+    eprintln!("launched {launched}, refused {refused}, swaps {swaps}");
+    let after = std::fs::metadata(&outside).unwrap();
+    assert_eq!(
+        (after.mode(), after.uid(), after.gid()),
+        (before.mode(), before.uid(), before.gid()),
+        "the link's target was chmod'ed or chown'ed"
+    );
+    let created: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(created.is_empty(), "created through the link: {created:?}");
+    assert!(launched + refused >= 40, "too few launches in the budget");
+    assert!(
+        launched > 0 && refused > 0,
+        "the race was never run both ways"
+    );
+    assert!(swaps > 1000, "the swapper barely ran: {swaps}");
+}

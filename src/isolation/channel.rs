@@ -46,6 +46,11 @@ pub struct Control {
     /// compiled by the host (see [`super::seccomp`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seccomp: Vec<String>,
+    /// Device and inode of the sandbox the host prepared: the helper
+    /// reopens the sandbox by path and refuses another directory (a
+    /// component swapped for a link since).
+    #[serde(default)]
+    pub sandbox_identity: Option<(u64, u64)>,
 }
 
 /// A malformed message between host and helper.
@@ -209,6 +214,7 @@ mod tests {
             read_only_paths: true,
             sandboxes: vec!["/sb".into()],
             seccomp: vec!["AAAAAAAAAAA=".into()],
+            sandbox_identity: Some((1, 2)),
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

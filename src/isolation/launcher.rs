@@ -574,29 +574,44 @@ impl Launcher {
             read_only_paths: self.options.defences.read_only_paths,
             sandboxes,
             seccomp: seccomp.to_vec(),
+            sandbox_identity: None,
         };
+        // A nested sandbox is made below the outermost one (the top-level
+        // container's, in a directory of the agent), since every directory
+        // between them belongs to a tenant; a top-level one below its
+        // parent (the agent's).
+        let sandbox_root = match control.sandboxes.as_slice() {
+            [outermost, _, ..] => Ok(outermost.clone()),
+            _ if nested => Err(SandboxError::UnknownOutermost(sandbox.to_path_buf())),
+            _ => Ok(sandbox.parent().unwrap_or(sandbox).to_path_buf()),
+        };
+        let mut control = control;
         let mut created = false;
-        let prepared = sandbox::create_in(
-            sandbox,
-            info.user.as_deref(),
-            info.rootfs.as_deref().map(Path::new),
-        )
-        .map_err(LauncherError::from)
-        .and_then(|()| {
-            if let Some(up) = runtime.parent() {
-                // Below the runtime dir only, never through a symbolic link
-                // (defence in depth: `id` was validated above).
-                crate::beneath::create_dir_all(&self.options.runtime_dir, up, 0o755)
-                    .map_err(|e| std::io::Error::other(e.to_string()))
-                    .map_err(io("create directory", up))?;
-            }
-            std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
-            created = true;
-            self.checkpoint_config(&runtime, info, container, sandbox)
-        });
+        let prepared = sandbox_root
+            .and_then(|root| {
+                sandbox::create_in(
+                    &root,
+                    sandbox,
+                    info.user.as_deref(),
+                    info.rootfs.as_deref().map(Path::new),
+                )
+            })
+            .map_err(LauncherError::from)
+            .and_then(|identity| {
+                control.sandbox_identity = Some((identity.dev, identity.ino));
+                if let Some(up) = runtime.parent() {
+                    // Below the runtime dir only, never through a symbolic link
+                    // (defence in depth: `id` was validated above).
+                    crate::beneath::create_dir_all(&self.options.runtime_dir, up, 0o755)
+                        .map_err(|e| std::io::Error::other(e.to_string()))
+                        .map_err(io("create directory", up))?;
+                }
+                std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
+                created = true;
+                self.checkpoint_config(&runtime, info, container, sandbox)
+            });
         let started = prepared
             .and_then(|()| {
-                let mut control = control;
                 if let Some(cgroups) = &self.cgroups {
                     control.cgroup_procs = cgroups.procs_files(id)?;
                 }

@@ -108,7 +108,11 @@ fn mount_fs(
 
 /// Makes `rootfs` the root of the calling process' mount namespace, with the
 /// sandbox at [`SANDBOX_IN_ROOTFS`]; the working directory is `/` after.
-pub fn enter(rootfs: &Path, sandbox: &Path) -> Result<(), RootfsError> {
+///
+/// `expect`: the sandbox's device and inode as the host prepared it; the
+/// sandbox is bound by path (its parents belong to tenants), so what got
+/// mounted is checked against them, and another directory is refused.
+pub fn enter(rootfs: &Path, sandbox: &Path, expect: Option<(u64, u64)>) -> Result<(), RootfsError> {
     let bind = MsFlags::MS_BIND | MsFlags::MS_REC;
     // pivot_root needs the new root to be a mount point.
     mount(Some(rootfs), rootfs, None::<&str>, bind, None::<&str>).map_err(at("bind", rootfs))?;
@@ -121,6 +125,18 @@ pub fn enter(rootfs: &Path, sandbox: &Path) -> Result<(), RootfsError> {
         None::<&str>,
     )
     .map_err(at("bind", &sandbox_target))?;
+    if let Some(expect) = expect {
+        let stat = nix::sys::stat::stat(&sandbox_target).map_err(at("stat", &sandbox_target))?;
+        #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+        let found = (stat.st_dev as u64, stat.st_ino as u64);
+        if found != expect {
+            return Err(RootfsError {
+                call: "bind (the sandbox is not the directory the host prepared)",
+                path: sandbox.to_path_buf(),
+                source: nix::Error::EXDEV,
+            });
+        }
+    }
 
     let hardened = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     mount_fs("proc", rootfs, "proc", hardened, None)?;

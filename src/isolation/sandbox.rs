@@ -1,9 +1,17 @@
 //! Sandbox directories as Mesos makes them: mode 0750, owned by the
 //! container user, with `stdout` and `stderr` files.
+//!
+//! A nested container's sandbox lies inside its parent's, which belongs to
+//! the parent's user: every component below the outermost sandbox may be
+//! swapped for a symbolic link at any moment. So the directory is made and
+//! opened through [`crate::beneath`] (no link followed), and everything
+//! after — `fchmod`, `fchown`, the log files (`openat` with `O_NOFOLLOW`) —
+//! goes through its descriptor, never through the path again.
 
-use std::fs::{OpenOptions, Permissions};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, Mode, OFlags};
 
 use super::command::{self, CommandError};
 use super::paths::{STDERR_FILE, STDOUT_FILE};
@@ -22,65 +30,119 @@ pub enum SandboxError {
         #[source]
         source: std::io::Error,
     },
+    /// The sandbox is not below the directory it must be in, or a symbolic
+    /// link was found on the way.
+    #[error(transparent)]
+    Beneath(#[from] crate::beneath::BeneathError),
+    /// A log file exists but is not a plain file of its own (a FIFO, a
+    /// device, a hard link to another file): never written to or chowned.
+    #[error("{0} is not a regular file with a single link; refusing to use it")]
+    NotRegular(PathBuf),
+    /// A nested sandbox whose outermost ancestor sandbox is unknown: there
+    /// is no directory of the agent to walk down from.
+    #[error("the sandbox of {0}'s outermost ancestor is unknown; refusing to create it by path")]
+    UnknownOutermost(PathBuf),
     /// The user is unknown.
     #[error(transparent)]
     User(#[from] CommandError),
 }
 
-fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SandboxError + 'a {
-    move |source| SandboxError::Io {
+/// The sandbox directory that was prepared: its device and inode, which
+/// the launch helper checks when it reopens the directory by path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(rustix::io::Errno) -> SandboxError + 'a {
+    move |e| SandboxError::Io {
         op,
         path: path.to_path_buf(),
-        source,
+        source: e.into(),
     }
 }
 
 /// Creates `path` (and missing parents) with mode 0750, chowned to `user`
 /// when given, and its `stdout`/`stderr` files (0640, same owner). On a
-/// chown failure the directory is removed again, as Mesos does.
-pub fn create(path: &Path, user: Option<&str>) -> Result<(), SandboxError> {
-    create_in(path, user, None)
+/// chown failure the directory is removed again, as Mesos does. `path`'s
+/// parent is trusted (it belongs to the agent).
+pub fn create(path: &Path, user: Option<&str>) -> Result<Identity, SandboxError> {
+    create_in(path.parent().unwrap_or(path), path, user, None)
 }
 
-/// [`create`] for a container with its own rootfs: the user is the image's
-/// (looked up in `<rootfs>/etc/passwd`, without NSS).
+/// [`create`] below `root` (the outermost sandbox for a nested container,
+/// the agent's directory holding it otherwise), where no component may be
+/// a symbolic link. For a container with its own rootfs the user is the
+/// image's (looked up in `<rootfs>/etc/passwd`, without NSS).
 pub fn create_in(
+    root: &Path,
     path: &Path,
     user: Option<&str>,
     rootfs: Option<&Path>,
-) -> Result<(), SandboxError> {
+) -> Result<Identity, SandboxError> {
     let owner = match (user, rootfs) {
-        (Some(name), Some(root)) => Some(command::lookup_user_in_passwd(
-            &root.join("etc/passwd"),
-            name,
-            &[],
-        )?),
+        (Some(name), Some(rootfs)) => Some(command::lookup_user_in_rootfs(rootfs, name, &[])?),
         (Some(name), None) => Some(command::lookup_user(name, &[])?),
         (None, _) => None,
     };
-    std::fs::create_dir_all(path).map_err(io("create directory", path))?;
-    std::fs::set_permissions(path, Permissions::from_mode(0o750))
-        .map_err(io("chmod 0750", path))?;
-    let chown = |p: &Path| -> Result<(), SandboxError> {
+    let dir = crate::beneath::create_dir_all(root, path, 0o750)?;
+    rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o750)).map_err(io("chmod 0750", path))?;
+    let chown = |fd: &OwnedFd, at: &Path| -> Result<(), SandboxError> {
         if let Some(o) = &owner {
-            std::os::unix::fs::chown(p, Some(o.uid.as_raw()), Some(o.gid.as_raw()))
-                .map_err(io("chown", p))?;
+            rustix::fs::fchown(
+                fd,
+                Some(rustix::fs::Uid::from_raw(o.uid.as_raw())),
+                Some(rustix::fs::Gid::from_raw(o.gid.as_raw())),
+            )
+            .map_err(io("chown", at))?;
         }
         Ok(())
     };
-    if let Err(e) = chown(path) {
-        let _ = std::fs::remove_dir_all(path);
+    if let Err(e) = chown(&dir, path) {
+        drop(dir);
+        if root != path {
+            let _ = crate::beneath::remove_dir_all(root, path);
+        }
         return Err(e);
     }
     for name in [STDOUT_FILE, STDERR_FILE] {
         let file = path.join(name);
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o640)
-            .open(&file)
-            .map_err(io("create", &file))?;
-        chown(&file)?;
+        let fd = open_log(dir.as_fd(), name, OFlags::CREATE, &file)?;
+        chown(&fd, &file)?;
     }
-    Ok(())
+    let stat = rustix::fs::fstat(&dir).map_err(io("stat", path))?;
+    Ok(Identity {
+        dev: stat.st_dev,
+        ino: stat.st_ino,
+    })
+}
+
+/// Opens the log `name` in the sandbox `dir` for appending (`extra`:
+/// `O_CREAT` to make it, mode 0640), never through a symbolic link, and
+/// only if it is a regular file with one link; `O_NONBLOCK` while opening,
+/// so a FIFO planted there cannot block the caller.
+pub fn open_log(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &str,
+    extra: OFlags,
+    path: &Path,
+) -> Result<OwnedFd, SandboxError> {
+    let flags = OFlags::WRONLY
+        | OFlags::APPEND
+        | OFlags::NOFOLLOW
+        | OFlags::NONBLOCK
+        | OFlags::CLOEXEC
+        | OFlags::NOCTTY
+        | extra;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o640))
+        .map_err(io("open", path))?;
+    let stat = rustix::fs::fstat(&fd).map_err(io("stat", path))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || stat.st_nlink != 1 {
+        return Err(SandboxError::NotRegular(path.to_path_buf()));
+    }
+    rustix::fs::fcntl_setfl(&fd, OFlags::WRONLY | OFlags::APPEND).map_err(io("fcntl", path))?;
+    Ok(fd)
 }

@@ -43,6 +43,7 @@ use super::namespaces;
 use super::paths::{PID_FILE, STATUS_FILE, STDERR_FILE, STDOUT_FILE};
 use super::process;
 use super::rootfs;
+use super::sandbox;
 use super::seccomp;
 use super::vfork;
 use crate::proto::mesos::slave::ContainerLaunchInfo;
@@ -80,6 +81,13 @@ pub enum HelperError {
         #[source]
         source: nix::Error,
     },
+    /// A sandbox log could not be opened safely.
+    #[error(transparent)]
+    Sandbox(#[from] sandbox::SandboxError),
+    /// The sandbox path now leads to another directory than the one the
+    /// host prepared (a component was swapped for a link).
+    #[error("sandbox {0} is not the directory the host prepared; refusing it")]
+    SandboxReplaced(String),
     /// Another syscall failed.
     #[error("{0}: {1}")]
     Syscall(&'static str, #[source] nix::Error),
@@ -179,11 +187,13 @@ fn run_helper() -> Result<(), HelperError> {
         Mode::empty(),
     )
     .map_err(at_path("open", "/proc"))?;
-    let stdout = open_log(&control.sandbox.join(STDOUT_FILE))?;
+    let sandbox = open_sandbox(&control)?;
+    let stdout = open_log(&sandbox, &control, STDOUT_FILE)?;
     // The host spawns the helper before the sandbox exists (so that the
     // helper starts while the host prepares it); stderr is the sandbox's
     // from here on.
-    let stderr = open_log(&control.sandbox.join(STDERR_FILE))?;
+    let stderr = open_log(&sandbox, &control, STDERR_FILE)?;
+    drop(sandbox);
     nix::unistd::dup2_stderr(&stderr).map_err(|e| HelperError::Syscall("dup2(stderr)", e))?;
     drop(stderr);
     setsid().map_err(|e| HelperError::Syscall("setsid", e))?;
@@ -281,14 +291,40 @@ fn join_cgroups(cgroups: &mut Vec<(PathBuf, OwnedFd)>) -> Result<(), HelperError
     Ok(())
 }
 
-/// Opens a sandbox log file for appending (created if missing).
-fn open_log(path: &Path) -> Result<OwnedFd, HelperError> {
-    open(
-        path,
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_APPEND | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(0o640),
+/// Opens the sandbox the host prepared, by path (the helper runs as root
+/// in the host's mount namespace, where the host made it), and refuses any
+/// other directory: a tenant owning a directory on the path may have
+/// swapped a component for a link since the host checked it.
+fn open_sandbox(control: &Control) -> Result<OwnedFd, HelperError> {
+    let dir = open(
+        &control.sandbox,
+        OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
     )
-    .map_err(at_path("open", path))
+    .map_err(at_path("open", &control.sandbox))?;
+    if let Some((dev, ino)) = control.sandbox_identity {
+        let stat = rustix::fs::fstat(&dir).map_err(|e| {
+            at_path("stat", &control.sandbox)(nix::Error::from_raw(e.raw_os_error()))
+        })?;
+        if (stat.st_dev, stat.st_ino) != (dev, ino) {
+            return Err(HelperError::SandboxReplaced(
+                control.sandbox.display().to_string(),
+            ));
+        }
+    }
+    Ok(dir)
+}
+
+/// Opens the sandbox log `name` (made by the host) for appending, below
+/// the sandbox's descriptor and never through a link ([`sandbox::open_log`]).
+fn open_log(sandbox: &OwnedFd, control: &Control, name: &str) -> Result<OwnedFd, HelperError> {
+    let path = control.sandbox.join(name);
+    Ok(sandbox::open_log(
+        sandbox.as_fd(),
+        name,
+        rustix::fs::OFlags::empty(),
+        &path,
+    )?)
 }
 
 /// Reports `e` to the host (stdout) and the sandbox (stderr); returns the
@@ -424,11 +460,19 @@ fn supervise(mut l: Launch<'_>) -> i32 {
     };
     // SAFETY: single-threaded supervisor, suspended until the command execs;
     // the command ends in `execve` or `_exit`.
-    let child =
-        match unsafe { vfork::spawn(false, || exec_command(&prepared, &previous, l.filters)) } {
-            Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
-            Ok(child) => child,
-        };
+    // The default working directory is the sandbox, entered by path as
+    // root: the command checks it entered the directory the host prepared.
+    let expect_cwd = (l.info.rootfs.is_none() && prepared.workdir == l.control.sandbox)
+        .then_some(l.control.sandbox_identity)
+        .flatten();
+    let child = match unsafe {
+        vfork::spawn(false, || {
+            exec_command(&prepared, &previous, l.filters, expect_cwd)
+        })
+    } {
+        Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
+        Ok(child) => child,
+    };
     let status = forward_and_reap(child);
     match write_status(&status_file, status) {
         Ok(()) => 0,
@@ -478,7 +522,12 @@ fn setup_inside(
     // rootfs for a container that has one), as Mesos' launch helper.
     let sandbox = match &info.rootfs {
         Some(rootfs) => {
-            rootfs::enter(Path::new(rootfs), &control.sandbox).map_err(|e| e.to_string())?;
+            rootfs::enter(
+                Path::new(rootfs),
+                &control.sandbox,
+                control.sandbox_identity,
+            )
+            .map_err(|e| e.to_string())?;
             PathBuf::from(rootfs::SANDBOX_IN_ROOTFS)
         }
         None => control.sandbox.clone(),
@@ -497,7 +546,13 @@ fn setup_inside(
 }
 
 /// In the command process: apply limits and identity, then `execve`.
-fn exec_command(p: &Prepared, mask: &SigSet, filters: &[seccompiler::BpfProgram]) -> ! {
+/// `expect_cwd`: the device and inode the working directory must have.
+fn exec_command(
+    p: &Prepared,
+    mask: &SigSet,
+    filters: &[seccompiler::BpfProgram],
+    expect_cwd: Option<(u64, u64)>,
+) -> ! {
     let result = (|| -> Result<std::convert::Infallible, String> {
         reset_signal_dispositions();
         for (res, soft, hard) in &p.rlimits {
@@ -506,6 +561,16 @@ fn exec_command(p: &Prepared, mask: &SigSet, filters: &[seccompiler::BpfProgram]
         }
         nix::unistd::chdir(&p.workdir)
             .map_err(|e| format!("chdir {}: {e}", p.workdir.display()))?;
+        if let Some(expect) = expect_cwd {
+            let cwd = nix::sys::stat::stat(".").map_err(|e| format!("stat .: {e}"))?;
+            #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+            if (cwd.st_dev as u64, cwd.st_ino as u64) != expect {
+                return Err(format!(
+                    "{} is not the sandbox the host prepared; refusing it",
+                    p.workdir.display()
+                ));
+            }
+        }
         if let Some(c) = &p.capabilities {
             for cap in caps::all().difference(&c.bounding) {
                 caps::drop(None, caps::CapSet::Bounding, *cap)

@@ -426,7 +426,7 @@ impl Agent {
         let dir = self.layout.standalone_meta(id);
         nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)
             .map_err(anyhow::Error::from)
-            .and_then(|()| {
+            .and_then(|_| {
                 Ok(nestguard::checkpoint::write_message(
                     &dir.join("config"),
                     config,
@@ -444,12 +444,14 @@ impl Agent {
     /// its path was validated, and [`nestguard::beneath`] refuses `..` and
     /// symbolic links below the work directory whatever slipped through.
     fn create_sandbox(&self, sandbox: &Path) -> Result<(), ApiError> {
-        nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o750).map_err(|e| {
-            ApiError::Internal(format!(
-                "Failed to create sandbox '{}': {e}",
-                sandbox.display()
-            ))
-        })
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o750)
+            .map(drop)
+            .map_err(|e| {
+                ApiError::Internal(format!(
+                    "Failed to create sandbox '{}': {e}",
+                    sandbox.display()
+                ))
+            })
     }
 
     /// Mesos' launch sequence: isolators prepare, the launcher forks, the
@@ -717,7 +719,12 @@ impl Agent {
         }
         let record = lock(&self.state).containers.remove(&key);
         if let Some(r) = record {
-            let _ = std::fs::remove_dir_all(&r.sandbox);
+            // The sandbox's parents (a nested one's are its ancestors'
+            // sandboxes) belong to tenants: removed below the work
+            // directory, never through a symbolic link.
+            if let Err(e) = nestguard::beneath::remove_dir_all(&self.layout.work_dir, &r.sandbox) {
+                tracing::warn!(container = %key, error = %e, "sandbox not removed");
+            }
         }
         if id.parent.is_none() {
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
