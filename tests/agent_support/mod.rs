@@ -295,6 +295,7 @@ pub fn nested(parent: &str, child: &str) -> serde_json::Value {
 /// hierarchy, deepest first. Only ever called with a test's own root name.
 fn remove_cgroup_tree(root: &str) {
     assert!(root.starts_with("nestguard-e2e-"));
+    remove_root_lock(root);
     let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
         return;
     };
@@ -311,8 +312,42 @@ fn remove_cgroup_tree(root: &str) {
             }
             i += 1;
         }
+        // A container the agent left running (it does not stop containers
+        // when it stops, as Mesos; a pod the fixture may not DELETE) dies
+        // here, so its cgroups can go.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let mut alive = false;
+            for dir in &dirs {
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                    alive = true;
+                    // SAFETY: signalling a process in the test's own cgroup.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            if !alive || std::time::Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         for dir in dirs.iter().rev() {
             let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Removes the lock file an agent that was killed (not stopped) left for
+/// the test's cgroup root (`/run/nestguard/cgroups-roots/<escaped>.lock`).
+pub fn remove_root_lock(root: &str) {
+    assert!(root.starts_with("nestguard-e2e-"));
+    let suffix = format!("%2F{root}.lock");
+    let Ok(entries) = std::fs::read_dir("/run/nestguard/cgroups-roots") else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().ends_with(&suffix) {
+            let _ = std::fs::remove_file(e.path());
         }
     }
 }
