@@ -24,7 +24,8 @@ use std::collections::BTreeMap;
 
 use seccompiler::sock_filter;
 
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+/// BPF_LD | BPF_W | BPF_ABS.
+const LD_W_ABS: u16 = 0x20;
 const ALU_AND_K: u16 = 0x04 | 0x50;
 const JA: u16 = 0x05;
 const JEQ_K: u16 = 0x05 | 0x10;
@@ -81,15 +82,8 @@ fn stmt(code: u16, k: u32) -> sock_filter {
     }
 }
 
-fn jump(code: u16, k: u32, jt: usize, jf: usize) -> sock_filter {
-    // Callers only make short local jumps (see the module comment).
-    let short = |o: usize| u8::try_from(o).expect("local jump fits in 8 bits");
-    sock_filter {
-        code,
-        jt: short(jt),
-        jf: short(jf),
-        k,
-    }
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code, jt, jf, k }
 }
 
 /// The checks of one condition. Falls through past its end when the
@@ -106,7 +100,7 @@ fn condition(c: &Cond) -> Vec<sock_filter> {
     };
     let (vhi, vlo) = ((value >> 32) as u32, value as u32);
     // `len` instructions; FAIL = len - 1 (the JA), PASS = len.
-    let at = |i: usize, t: usize| t - i - 1;
+    let at = |i: u8, t: u8| t - i - 1;
     let mut p = match c.op {
         CmpOp::Eq => vec![
             stmt(LD_W_ABS, hi),
@@ -187,10 +181,10 @@ fn tree(intervals: &[(u32, Target)], base: usize, fix: &mut Fixups) -> Vec<sock_
     // too long for an 8-bit offset.
     let mut local = Fixups::new();
     let left = tree(&intervals[..mid], base + 1, &mut local);
-    if left.len() <= 255 {
+    if let Ok(skip) = u8::try_from(left.len()) {
         let right = tree(&intervals[mid..], base + 1 + left.len(), fix);
         fix.extend(local);
-        let mut p = vec![jump(JGE_K, split, left.len(), 0)];
+        let mut p = vec![jump(JGE_K, split, skip, 0)];
         p.extend(left);
         p.extend(right);
         return p;
