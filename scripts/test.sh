@@ -21,6 +21,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 echo "== cargo test"
-cargo test --all-features --no-fail-fast -- --test-threads="${NESTGUARD_TEST_THREADS:-2}"
+cargo test --workspace --all-features --no-fail-fast -- --test-threads="${NESTGUARD_TEST_THREADS:-2}"
 echo "== cargo bench --no-run"
 cargo bench --no-run --quiet

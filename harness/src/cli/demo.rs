@@ -16,7 +16,7 @@ use anyhow::{Context, bail};
 use super::client::{AgentClient, Credential};
 use super::pod::{self, TaskEvent};
 
-const DEMO_ACLS: &str = include_str!("../../acls/demo.json");
+const DEMO_ACLS: &str = include_str!("../../../acls/demo.json");
 
 /// The agent child process; killed and reaped on drop, whatever happens.
 struct AgentProcess {

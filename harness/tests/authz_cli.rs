@@ -14,7 +14,7 @@ fn nestguard(args: &[&str]) -> Output {
 }
 
 fn example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("acls/nested-containers.json")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../acls/nested-containers.json")
 }
 
 fn text(b: &[u8]) -> String {
