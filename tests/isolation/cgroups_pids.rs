@@ -1,6 +1,6 @@
 //! A pids limit holds: forks beyond it fail. Root only.
 
-mod cgroups_support;
+use crate::cgroups_support;
 
 use std::io::Read;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Launch, wait, kill, nesting and destroy with real processes (root).
 
-mod launcher_support;
+use crate::launcher_support;
 
 use std::time::Duration;
 

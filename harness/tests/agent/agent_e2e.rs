@@ -4,7 +4,7 @@
 //! inside a sub-container), pods with restart policies, and an agent SIGKILL
 //! followed by recovery. Needs root (the Linux launcher).
 
-mod agent_support;
+use crate::agent_support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! a container, including one that escapes the session, is in its cgroup and
 //! dies with it; destroy leaves no cgroup behind.
 
-mod launcher_support;
+use crate::launcher_support;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! live on; a CPU quota throttles; a pids limit holds; after a crash,
 //! recover + cleanup leave no cgroup behind.
 
-mod isolator_support;
+use crate::isolator_support;
 
 use std::time::{Duration, Instant};
 

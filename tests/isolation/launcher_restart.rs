@@ -2,7 +2,7 @@
 //! including containers that exited while no launcher was watching; orphans;
 //! pid reuse (root).
 
-mod launcher_support;
+use crate::launcher_support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! processes, usage from the core `cpu.stat`, scan/recover of the v2
 //! layout, and clear errors for limits the mount cannot enforce. Root only.
 
-mod cgroups_support;
+use crate::cgroups_support;
 
 use std::path::Path;
 use std::time::Duration;

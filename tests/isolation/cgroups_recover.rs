@@ -1,7 +1,7 @@
 //! After a crash, recover() keeps the cgroups of known containers and kills
 //! and removes everything else under our root. Root only.
 
-mod cgroups_support;
+use crate::cgroups_support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! (and, for the root test, its own cgroup root); [`Door`] stops it and
 //! removes everything on drop, also when the test failed.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -5,7 +5,7 @@
 //! an allow-list is refused at module load on such a kernel, with the way
 //! out in the error, and `hardening_capabilities=*` loads.
 
-mod isolator_support;
+use crate::isolator_support;
 
 use std::time::Duration;
 

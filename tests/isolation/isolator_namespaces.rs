@@ -4,7 +4,7 @@
 //! sets no_new_privs, reduces the bounding set and masks `/proc/kcore`; a
 //! nested container receives its executor's token through prepare().
 
-mod isolator_support;
+use crate::isolator_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

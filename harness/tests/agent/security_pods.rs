@@ -5,7 +5,7 @@
 //! running nothing (each refused command would create a marker file).
 //! Needs root (the Linux launcher); with CI=true skipping is a failure.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! cut off by a crash that end as failed launches, and no empty cgroups
 //! left behind. Needs root (the Linux launcher, cgroups).
 
-mod agent_support;
+use crate::agent_support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

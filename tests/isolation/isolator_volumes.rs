@@ -3,7 +3,7 @@
 //! writes; escapes (`..`, symlinks) and Mesos' invalid volumes are refused
 //! at prepare with clear errors, and nothing is created outside a sandbox.
 
-mod isolator_support;
+use crate::isolator_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! work directory. Issue 11, hole 2, and the ID part of the standing suite.
 //! Needs root (the Linux launcher).
 
-mod agent_support;
+use crate::agent_support;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -13,7 +13,7 @@
 //!   while the container launches never mounts anything outside the
 //!   sandbox.
 
-mod isolator_support;
+use crate::isolator_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! numbers of this architecture, and print the errno (0 on success), so
 //! each probe tells a filter's EPERM from the kernel's own answer.
 
-mod isolator_support;
+use crate::isolator_support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! A CFS quota visibly throttles a busy loop. Root only.
 
-mod cgroups_support;
+use crate::cgroups_support;
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! The launcher's C ABI driven as C would (root, real processes).
 
-mod launcher_support;
+use crate::launcher_support;
 
 use launcher_support::*;
 use nestguard::abi::bytes::nestguard_bytes;

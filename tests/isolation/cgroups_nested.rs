@@ -1,7 +1,7 @@
 //! Nested cgroups on the real hierarchy: layout, limits read back, sharing,
 //! and destroy leaves nothing. Root only.
 
-mod cgroups_support;
+use crate::cgroups_support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! destroy is idempotent; on v1 through the freezer, on v2 through
 //! `cgroup.kill`. Root only.
 
-mod cgroups_support;
+use crate::cgroups_support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! OOM-killed and reported as REASON_CONTAINER_LIMITATION_MEMORY, while its
 //! sibling lives on. Root only.
 
-mod cgroups_support;
+use crate::cgroups_support;
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;

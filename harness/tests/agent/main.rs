@@ -1,0 +1,13 @@
+//! The simulated agent end to end: pods, nested containers, recovery, and
+//! the security checks of its HTTP API, identities and inputs. One test
+//! binary.
+
+#[path = "../agent_support/mod.rs"]
+mod agent_support;
+
+mod agent_e2e;
+mod security_http;
+mod security_ids;
+mod security_inputs;
+mod security_pods;
+mod security_recovery;

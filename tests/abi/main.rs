@@ -1,0 +1,14 @@
+//! The C ABI and the wire: the C consumer and the exported symbols, the
+//! generated header, protobuf wire compatibility, the Mesos module shim, and
+//! the credentials, isolator and launcher entry points. One test binary.
+
+#[path = "../launcher_support/mod.rs"]
+mod launcher_support;
+
+mod c_abi;
+mod credentials_abi;
+mod header;
+mod isolator_abi;
+mod launcher_abi;
+mod mesos_shim;
+mod wire;
