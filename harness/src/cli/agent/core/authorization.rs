@@ -7,6 +7,7 @@ use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 use nestguard::proto::mesos::{CommandInfo, ContainerId};
 
 use super::registry::{Agent, ApiError, lock};
+use crate::cli::agent::abi::Authorizer;
 use crate::cli::agent::decision::{deciding_acl, log_decision, object_text, subject_text};
 
 impl Agent {
@@ -43,25 +44,38 @@ impl Agent {
         self.authorize_object(subject, action, object)
     }
 
+    /// The authorizer's decision on a request, with the authorizer and the
+    /// request (for an explanation and the log); None without an
+    /// authorizer, which allows everything. An authorizer error is logged
+    /// and treated as a denial, as Mesos does.
+    fn decide(
+        &self,
+        subject: Option<&Subject>,
+        action: Action,
+        object: Object,
+    ) -> Option<(&Authorizer, Request, bool)> {
+        let authorizer = self.modules.authorizer.as_ref()?;
+        let request = Request {
+            subject: subject.cloned(),
+            action: Some(action as i32),
+            object: Some(object),
+        };
+        let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "authorizer failed; denying");
+            false
+        });
+        Some((authorizer, request, allowed))
+    }
+
     pub(super) fn authorize_object(
         &self,
         subject: Option<&Subject>,
         action: Action,
         object: Object,
     ) -> Result<(), ApiError> {
-        let Some(authorizer) = &self.modules.authorizer else {
+        let Some((authorizer, request, allowed)) = self.decide(subject, action, object) else {
             return Ok(());
         };
-        let request = Request {
-            subject: subject.cloned(),
-            action: Some(action as i32),
-            object: Some(object),
-        };
-        // An authorizer error is logged and treated as a denial, as Mesos does.
-        let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "authorizer failed; denying");
-            false
-        });
         let acl = if allowed {
             String::new()
         } else {
@@ -83,18 +97,9 @@ impl Agent {
         action: Action,
         object: Object,
     ) -> bool {
-        let Some(authorizer) = &self.modules.authorizer else {
+        let Some((_, request, allowed)) = self.decide(subject, action, object) else {
             return true;
         };
-        let request = Request {
-            subject: subject.cloned(),
-            action: Some(action as i32),
-            object: Some(object),
-        };
-        let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "authorizer failed; denying");
-            false
-        });
         tracing::debug!(
             target: "nestguard::decision",
             principal = %subject_text(request.subject.as_ref()),

@@ -12,9 +12,8 @@ use nestguard::proto::mesos::slave::{
     ContainerConfig, ContainerLaunchInfo, ContainerLimitation, ContainerTermination,
 };
 use nestguard::proto::mesos::{self, CommandInfo, ContainerId, ContainerInfo, Environment};
-use tokio::sync::watch;
 
-use super::recovery::recovery_failed;
+use super::recovery::{exited, recovery_failed};
 use super::registry::{Agent, ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
 use crate::cli::agent::abi::{Watch, codes};
 use crate::cli::agent::paths::nested_sandbox;
@@ -232,6 +231,12 @@ impl Agent {
                 let _ = isolator.cleanup(&id);
             }
         };
+        // Mesos destroys a container whose launch failed.
+        let failed = |agent: &Agent, step: &str, message: &str| {
+            let _ = agent.modules.launcher.destroy(&id);
+            cleanup(agent);
+            ApiError::BadRequest(format!("Failed to {step} container {key}: {message}"))
+        };
         let pid =
             match self
                 .modules
@@ -247,15 +252,7 @@ impl Agent {
                         "Parent container {parent} does not exist"
                     )));
                 }
-                Err(e) => {
-                    // Mesos destroys a container whose launch failed.
-                    let _ = self.modules.launcher.destroy(&id);
-                    cleanup(self);
-                    return Err(ApiError::BadRequest(format!(
-                        "Failed to launch container {key}: {}",
-                        e.message
-                    )));
-                }
+                Err(e) => return Err(failed(self, "launch", &e.message)),
             };
         let mut watch = None;
         if let Some(isolator) = &self.modules.isolator {
@@ -264,25 +261,11 @@ impl Agent {
                 .and_then(|()| isolator.watch(&id));
             match isolated {
                 Ok(w) => watch = Some(w),
-                Err(e) => {
-                    let _ = self.modules.launcher.destroy(&id);
-                    cleanup(self);
-                    return Err(ApiError::BadRequest(format!(
-                        "Failed to isolate container {key}: {}",
-                        e.message
-                    )));
-                }
+                Err(e) => return Err(failed(self, "isolate", &e.message)),
             }
         }
         tracing::info!(container_id = %key, pid, "launched container");
-        let (tx, _) = watch::channel(None);
-        let record = ContainerRecord {
-            id: id.clone(),
-            sandbox,
-            user: config.user.clone(),
-            recovery_error: None,
-            termination: tx,
-        };
+        let record = ContainerRecord::running(id.clone(), sandbox, config.user.clone(), None);
         lock(&self.state).containers.insert(key, record);
         self.reap(id, watch);
         Ok(())
@@ -348,10 +331,7 @@ impl Agent {
             tracing::warn!(container_id = %key, error = %e, "isolator cleanup failed");
         }
         let status = destroyed.ok().flatten().unwrap_or(status);
-        let recovery_error = lock(&self.state)
-            .containers
-            .get(&key)
-            .and_then(|c| c.recovery_error.clone());
+        let recovery_error = self.recovery_error(&key);
         let termination = match limitation {
             Some(l) => ContainerTermination {
                 status: Some(status),
@@ -360,13 +340,7 @@ impl Agent {
                 message: l.message,
                 limited_resources: l.resources,
             },
-            None => match recovery_error {
-                Some(message) => recovery_failed(Some(status), message),
-                None => ContainerTermination {
-                    status: Some(status),
-                    ..Default::default()
-                },
-            },
+            None => exited(status, recovery_error),
         };
         tracing::info!(container_id = %key, status, reason = ?termination.reason, "container terminated");
         if let Some(c) = lock(&self.state).containers.get(&key) {
@@ -386,10 +360,7 @@ impl Agent {
         let Some(mut rx) = rx else {
             // Unknown to the agent: a checkpointed termination still answers.
             return match self.modules.launcher.wait(id, 0) {
-                Ok(Some(status)) => Ok(ContainerTermination {
-                    status: Some(status),
-                    ..Default::default()
-                }),
+                Ok(Some(status)) => Ok(exited(status, None)),
                 // Its termination checkpoint exists but cannot be read: the
                 // container ended, how is lost. Say so rather than 404.
                 Err(e) if e.code == codes::CHECKPOINT => {

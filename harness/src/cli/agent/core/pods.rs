@@ -11,7 +11,7 @@ use nestguard::proto::mesos::{self, CommandInfo, ContainerId, Environment};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::containers::{LaunchMarker, env_var, merge_env};
-use super::recovery::recovery_failed;
+use super::recovery::exited;
 use super::registry::{Agent, ApiError, ExecutorRecord, lock};
 use crate::cli::agent::abi::codes;
 use crate::cli::agent::pod_admission;
@@ -136,33 +136,19 @@ impl Agent {
             value: root.to_owned(),
             parent: None,
         };
-        let recovery_error = lock(&self.state)
-            .containers
-            .get(root)
-            .and_then(|c| c.recovery_error.clone());
+        let recovery_error = self.recovery_error(root);
         if self.executor(root).is_none() && recovery_error.is_none() {
             return Err(ApiError::NotFound(format!(
                 "Container {root} cannot be found"
             )));
         }
         let status = self.modules.launcher.destroy(&id)?.unwrap_or(9);
-        let termination = match recovery_error {
-            Some(message) => recovery_failed(Some(status), message),
-            None => ContainerTermination {
-                status: Some(status),
-                ..Default::default()
-            },
-        };
+        let termination = exited(status, recovery_error);
         let mut state = lock(&self.state);
         for c in state.containers.values() {
             if container_id::root(&c.id).value == root && c.termination.borrow().is_none() {
-                c.termination.send_replace(Some(match &c.recovery_error {
-                    Some(message) => recovery_failed(Some(9), message.clone()),
-                    None => ContainerTermination {
-                        status: Some(9),
-                        ..Default::default()
-                    },
-                }));
+                c.termination
+                    .send_replace(Some(exited(9, c.recovery_error.clone())));
             }
         }
         state.executors.remove(root);

@@ -11,7 +11,6 @@ use anyhow::Context;
 use nestguard::container_id::{self, to_dotted};
 use nestguard::proto::mesos::slave::{ContainerConfig, ContainerTermination};
 use nestguard::proto::mesos::{self, ContainerId};
-use tokio::sync::watch;
 
 use super::registry::{Agent, ContainerRecord, ExecutorRecord, lock};
 use crate::cli::agent::paths::nested_sandbox;
@@ -29,6 +28,18 @@ pub(super) fn recovery_failed(status: Option<i32>, message: String) -> Container
         reason: Some(RECOVERY_FAILED as i32),
         message: Some(message),
         ..Default::default()
+    }
+}
+
+/// The termination of a container that exited with `status`; one whose
+/// checkpoints could not be recovered says so.
+pub(super) fn exited(status: i32, recovery_error: Option<String>) -> ContainerTermination {
+    match recovery_error {
+        Some(message) => recovery_failed(Some(status), message),
+        None => ContainerTermination {
+            status: Some(status),
+            ..Default::default()
+        },
     }
 }
 
@@ -125,12 +136,14 @@ impl Agent {
         let reply = self.modules.launcher.recover(&known)?;
         // A standalone container the launcher no longer has (it ended and
         // was destroyed before the restart) has nothing left to recover.
-        for id in standalone.keys() {
-            let managed = reply
+        let managed = |root: &str| {
+            reply
                 .checkpointed_container_states
                 .iter()
-                .any(|s| s.container_id.parent.is_none() && &s.container_id.value == id);
-            if !managed {
+                .any(|s| s.container_id.parent.is_none() && s.container_id.value == root)
+        };
+        for id in standalone.keys() {
+            if !managed(id) {
                 let _ = std::fs::remove_dir_all(self.layout.standalone_meta(&ContainerId {
                     value: id.clone(),
                     parent: None,
@@ -138,11 +151,7 @@ impl Agent {
             }
         }
         for (root, message) in &damaged {
-            let managed = reply
-                .checkpointed_container_states
-                .iter()
-                .any(|s| s.container_id.parent.is_none() && &s.container_id.value == root);
-            if !managed {
+            if !managed(root) {
                 tracing::warn!(container_id = %root, error = %message, "unreadable checkpoint of a container that no longer runs: left for inspection");
             }
         }
@@ -188,17 +197,10 @@ impl Agent {
             } else if id.parent.is_some() {
                 sandbox = PathBuf::from(&state.directory);
             }
-            let (tx, _) = watch::channel(None);
             let user = if id.parent.is_none() { root_user } else { None };
             lock(&self.state).containers.insert(
                 key.clone(),
-                ContainerRecord {
-                    id: id.clone(),
-                    sandbox,
-                    user,
-                    recovery_error,
-                    termination: tx,
-                },
+                ContainerRecord::running(id.clone(), sandbox, user, recovery_error),
             );
             if cut_keys.contains(key.as_str()) {
                 self.fail_cut_off_launch(&id);
@@ -234,16 +236,9 @@ impl Agent {
                     .unwrap_or_default(),
                 None => PathBuf::new(),
             };
-            let (tx, _) = watch::channel(None);
             lock(&self.state).containers.insert(
                 key.clone(),
-                ContainerRecord {
-                    id: id.clone(),
-                    sandbox,
-                    user: None,
-                    recovery_error: None,
-                    termination: tx,
-                },
+                ContainerRecord::running(id.clone(), sandbox, None, None),
             );
             self.fail_cut_off_launch(&id);
         }

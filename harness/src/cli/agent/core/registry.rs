@@ -66,6 +66,25 @@ pub(super) struct ContainerRecord {
     pub(super) termination: watch::Sender<Option<ContainerTermination>>,
 }
 
+impl ContainerRecord {
+    /// The record of a container that has not terminated.
+    pub(super) fn running(
+        id: ContainerId,
+        sandbox: PathBuf,
+        user: Option<String>,
+        recovery_error: Option<String>,
+    ) -> ContainerRecord {
+        let (termination, _) = watch::channel(None);
+        ContainerRecord {
+            id,
+            sandbox,
+            user,
+            recovery_error,
+            termination,
+        }
+    }
+}
+
 /// The modules the agent was configured with.
 pub struct Modules {
     /// `--authorizer` (None: everything allowed, as Mesos' local authorizer without ACLs).
@@ -134,6 +153,14 @@ impl Agent {
             .containers
             .get(key)
             .map(|c| c.termination.borrow().is_some())
+    }
+
+    /// Why the checkpoints of a known container could not be recovered.
+    pub(super) fn recovery_error(&self, key: &str) -> Option<String> {
+        lock(&self.state)
+            .containers
+            .get(key)
+            .and_then(|c| c.recovery_error.clone())
     }
 
     /// The executor record of a pod's root container.
