@@ -60,6 +60,15 @@ pub enum TokenCommand {
     },
 }
 
+/// How every command here reads a secret file: one readable or writable
+/// by group or others is refused unless `--allow-open-permissions`.
+fn load_options(allow_open_permissions: bool) -> LoadOptions {
+    LoadOptions {
+        allow_open_permissions,
+        ..LoadOptions::default()
+    }
+}
+
 /// Runs `nestguard credentials ...`.
 pub fn run_credentials(cmd: CredentialsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -68,10 +77,7 @@ pub fn run_credentials(cmd: CredentialsCommand) -> anyhow::Result<ExitCode> {
             single,
             allow_open_permissions,
         } => {
-            let options = LoadOptions {
-                allow_open_permissions,
-                ..LoadOptions::default()
-            };
+            let options = load_options(allow_open_permissions);
             let principals: Vec<String> = if single {
                 vec![file::load_credential(&path, &options)?.principal]
             } else {
@@ -101,13 +107,7 @@ pub fn run_token(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
             cid,
             allow_open_permissions,
         } => {
-            let key = jwt::load_key(
-                &key,
-                &LoadOptions {
-                    allow_open_permissions,
-                    ..LoadOptions::default()
-                },
-            )?;
+            let key = jwt::load_key(&key, &load_options(allow_open_permissions))?;
             let claims = BTreeMap::from([
                 ("cid".to_owned(), cid),
                 ("eid".to_owned(), eid),
@@ -121,13 +121,7 @@ pub fn run_token(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
             token,
             allow_open_permissions,
         } => {
-            let key = jwt::load_key(
-                &key,
-                &LoadOptions {
-                    allow_open_permissions,
-                    ..LoadOptions::default()
-                },
-            )?;
+            let key = jwt::load_key(&key, &load_options(allow_open_permissions))?;
             match jwt::verify(token.trim(), &key, jwt::now_secs()) {
                 Ok(claims) => {
                     println!("{}", serde_json::to_string(&claims)?);

@@ -3,6 +3,11 @@
 //! Hosts (the simulated agent, the smoke run) go through the C ABI only, so
 //! that what they exercise is exactly what a Mesos agent loads.
 
+// Loading a shared library and calling its C functions cannot be done in
+// safe Rust; this module and `agent/abi.rs` are the harness's only unsafe
+// code, each call with its SAFETY comment.
+#![allow(unsafe_code)]
+
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
@@ -124,5 +129,48 @@ impl NestguardLibrary {
         // SAFETY: freed exactly once.
         unsafe { free(bytes) };
         Ok(copy)
+    }
+
+    /// `nestguard_container_id_parse`: the ContainerID (protobuf bytes) a
+    /// dotted ID names, or the call's result code.
+    pub fn container_id_parse(&self, text: &str) -> anyhow::Result<Result<Vec<u8>, u32>> {
+        type Parse = unsafe extern "C" fn(*const u8, usize, *mut *mut c_void) -> u32;
+        // SAFETY: signature from the header.
+        let parse = unsafe { self.symbol::<Parse>("nestguard_container_id_parse")? };
+        let mut out: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid text slice and out pointer.
+        let rc = unsafe { parse(text.as_ptr(), text.len(), &mut out) };
+        if rc != 0 {
+            return Ok(Err(rc));
+        }
+        Ok(Ok(self.take_bytes(out)?))
+    }
+
+    /// `nestguard_container_id_render`: the dotted text of a ContainerID
+    /// (protobuf bytes), or the call's result code.
+    pub fn container_id_render(&self, id: &[u8]) -> anyhow::Result<Result<String, u32>> {
+        type Render = unsafe extern "C" fn(*const u8, usize, *mut u8, usize, *mut usize) -> u32;
+        // SAFETY: signature from the header.
+        let render = unsafe { self.symbol::<Render>("nestguard_container_id_render")? };
+        let mut buf = [0u8; 256];
+        let mut n = 0usize;
+        // SAFETY: valid input slice, buffer and out pointer.
+        let rc = unsafe { render(id.as_ptr(), id.len(), buf.as_mut_ptr(), buf.len(), &mut n) };
+        if rc != 0 {
+            return Ok(Err(rc));
+        }
+        // `n` counts the terminating NUL.
+        let text = buf.get(..n.saturating_sub(1)).unwrap_or_default();
+        Ok(Ok(String::from_utf8_lossy(text).into_owned()))
+    }
+
+    /// `nestguard_abi_selftest_panic`: the result code of a call that
+    /// panics inside the library (its panic boundary must catch it).
+    pub fn abi_selftest_panic(&self) -> anyhow::Result<u32> {
+        type SelftestPanic = unsafe extern "C" fn() -> u32;
+        // SAFETY: signature from the header.
+        let selftest = unsafe { self.symbol::<SelftestPanic>("nestguard_abi_selftest_panic")? };
+        // SAFETY: no arguments, no preconditions.
+        Ok(unsafe { selftest() })
     }
 }

@@ -1,6 +1,5 @@
 //! `nestguard smoke`: load libnestguard.so and exercise its C ABI.
 
-use std::ffi::c_void;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,10 +8,6 @@ use prost::Message;
 
 use super::library::{NestguardLibrary, default_path};
 use nestguard::proto::mesos::ContainerId;
-
-type Parse = unsafe extern "C" fn(*const u8, usize, *mut *mut c_void) -> u32;
-type Render = unsafe extern "C" fn(*const u8, usize, *mut u8, usize, *mut usize) -> u32;
-type SelftestPanic = unsafe extern "C" fn() -> u32;
 
 /// Loads the library, round-trips a nested ContainerID through it, shows a
 /// validation error and a caught panic.
@@ -31,26 +26,14 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         v & 0xff
     );
 
-    // SAFETY: signatures from include/nestguard.h.
-    let (parse, render, selftest) = unsafe {
-        (
-            lib.symbol::<Parse>("nestguard_container_id_parse")?,
-            lib.symbol::<Render>("nestguard_container_id_render")?,
-            lib.symbol::<SelftestPanic>("nestguard_abi_selftest_panic")?,
-        )
-    };
-
     let text = "executor.task.sidecar";
-    let mut out: *mut c_void = std::ptr::null_mut();
-    // SAFETY: valid text slice and out pointer.
-    let rc = unsafe { parse(text.as_ptr(), text.len(), &mut out) };
-    if rc != 0 {
-        bail!(
+    let bytes = match lib.container_id_parse(text)? {
+        Ok(bytes) => bytes,
+        Err(rc) => bail!(
             "nestguard_container_id_parse({text}) failed ({rc}): {}",
             lib.last_error()
-        );
-    }
-    let bytes = lib.take_bytes(out)?;
+        ),
+    };
     let id = ContainerId::decode(bytes.as_slice()).context("decoding the returned ContainerID")?;
     println!(
         "parsed  {text:?} -> ContainerID {{ value: {:?}, parent: {:?} }} ({} bytes)",
@@ -59,25 +42,13 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         bytes.len()
     );
 
-    let mut buf = [0u8; 256];
-    let mut n = 0usize;
-    // SAFETY: valid input slice, buffer and out pointer.
-    let rc = unsafe {
-        render(
-            bytes.as_ptr(),
-            bytes.len(),
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut n,
-        )
-    };
-    if rc != 0 {
-        bail!(
+    let rendered = match lib.container_id_render(&bytes)? {
+        Ok(rendered) => rendered,
+        Err(rc) => bail!(
             "nestguard_container_id_render failed ({rc}): {}",
             lib.last_error()
-        );
-    }
-    let rendered = String::from_utf8_lossy(&buf[..n.saturating_sub(1)]).into_owned();
+        ),
+    };
     println!("render  -> {rendered:?}");
     if rendered != text {
         bail!("round trip changed the id: {rendered:?}");
@@ -88,15 +59,13 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         parent: None,
     }
     .encode_to_vec();
-    // SAFETY: as above.
-    let rc = unsafe { render(bad.as_ptr(), bad.len(), buf.as_mut_ptr(), buf.len(), &mut n) };
+    let rc = lib.container_id_render(&bad)?.err().unwrap_or(0);
     println!("invalid -> result {rc}: {}", lib.last_error());
     if rc != 101 {
         bail!("an invalid ContainerID was not rejected");
     }
 
-    // SAFETY: no arguments.
-    let rc = unsafe { selftest() };
+    let rc = lib.abi_selftest_panic()?;
     println!("panic   -> result {rc}: {}", lib.last_error());
     if rc != 2 {
         bail!("the panic boundary did not report a panic");

@@ -2,6 +2,11 @@
 //! `libnestguard.so`, called through function pointers looked up with
 //! libloading. Each wrapper owns one handle and frees it on drop.
 
+// Calls into the loaded libnestguard.so through C function pointers cannot
+// be safe Rust; with `cli/library.rs` this is the harness's only unsafe
+// code, each call with its SAFETY comment.
+#![allow(unsafe_code)]
+
 use std::ffi::{c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;

@@ -1,0 +1,540 @@
+//! The container calls: launch (Mesos' launch sequence through the
+//! isolator and the launcher), reaping, wait, kill, remove and listing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use nestguard::container_id::{self, to_dotted};
+use nestguard::proto::mesos::authorization::{Action, Object, Subject};
+use nestguard::proto::mesos::environment::Variable;
+use nestguard::proto::mesos::slave::{
+    ContainerConfig, ContainerLaunchInfo, ContainerLimitation, ContainerTermination,
+};
+use nestguard::proto::mesos::{self, CommandInfo, ContainerId, ContainerInfo, Environment};
+
+use super::recovery::{exited, recovery_failed};
+use super::registry::{Agent, ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
+use crate::cli::agent::abi::{Watch, codes};
+use crate::cli::agent::paths::nested_sandbox;
+
+/// Removes a launch marker when the launch is over, whatever its outcome;
+/// only a crash of the agent leaves it (see [`Layout::launch_marker`]).
+pub(super) struct LaunchMarker(PathBuf);
+
+impl LaunchMarker {
+    pub(super) fn create(path: PathBuf) -> Result<LaunchMarker, ApiError> {
+        std::fs::write(&path, b"").map_err(|e| {
+            ApiError::Internal(format!(
+                "Failed to checkpoint the launch in '{}': {e}",
+                path.display()
+            ))
+        })?;
+        Ok(LaunchMarker(path))
+    }
+}
+
+impl Drop for LaunchMarker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub(super) fn env_var(name: &str, value: impl Into<String>) -> Variable {
+    Variable {
+        name: name.to_owned(),
+        value: Some(value.into()),
+        r#type: None,
+        secret: None,
+    }
+}
+
+/// Later entries override earlier ones, as the launch helper does.
+pub(super) fn merge_env(layers: &[&Environment]) -> Environment {
+    let mut merged: Vec<Variable> = Vec::new();
+    for layer in layers {
+        for v in &layer.variables {
+            if v.r#type() == mesos::environment::variable::Type::Secret {
+                continue; // resolved by a secret resolver in Mesos; not by us
+            }
+            merged.retain(|m| m.name != v.name);
+            merged.push(Variable {
+                r#type: None,
+                ..v.clone()
+            });
+        }
+    }
+    Environment { variables: merged }
+}
+
+impl Agent {
+    /// LAUNCH_NESTED_CONTAINER / LAUNCH_CONTAINER (already authorized).
+    pub fn launch(
+        self: &Arc<Self>,
+        id: &ContainerId,
+        command: Option<CommandInfo>,
+        container: Option<ContainerInfo>,
+        resources: Vec<mesos::Resource>,
+        limits: BTreeMap<String, mesos::value::Scalar>,
+    ) -> Result<Launched, ApiError> {
+        let key = to_dotted(id);
+        if self.terminated(&key).is_some() {
+            return Ok(Launched::Already);
+        }
+        if let Some(c) = &container
+            && c.r#type() != mesos::container_info::Type::Mesos
+        {
+            return Err(ApiError::BadRequest(
+                "The provided ContainerInfo is not supported".into(),
+            ));
+        }
+        let command = command.unwrap_or_default();
+        let (sandbox, user, base_env, executor) = match &id.parent {
+            Some(parent) => {
+                let parent_key = to_dotted(parent);
+                let state = lock(&self.state);
+                let Some(p) = state
+                    .containers
+                    .get(&parent_key)
+                    .filter(|p| p.termination.borrow().is_none())
+                else {
+                    return Err(ApiError::BadRequest(format!(
+                        "Parent container {parent_key} does not exist"
+                    )));
+                };
+                let user = command.user.clone().or_else(|| p.user.clone());
+                let sandbox = nested_sandbox(&p.sandbox, id);
+                let root = container_id::root(id).value.clone();
+                let exec = state.executors.get(&root).cloned();
+                drop(state);
+                let mut env = Environment::default();
+                if let (Some(injector), Some(exec)) = (&self.modules.injector, &exec) {
+                    env = injector.nested(&exec.executor, &exec.framework, &exec.container_id)?;
+                }
+                (sandbox, user, env, exec.map(|e| e.executor))
+            }
+            None => (
+                self.layout.standalone_sandbox(id),
+                command.user.clone(),
+                Environment::default(),
+                None,
+            ),
+        };
+        self.create_sandbox(&sandbox)?;
+        let sandbox_env = Environment {
+            variables: vec![env_var("MESOS_SANDBOX", sandbox.to_string_lossy())],
+        };
+        let config = ContainerConfig {
+            directory: sandbox.to_string_lossy().into_owned(),
+            user: user.clone(),
+            executor_info: executor,
+            command_info: command,
+            container_info: container,
+            resources,
+            limits,
+            container_class: Some(mesos::slave::ContainerClass::Default as i32),
+            ..Default::default()
+        };
+        if id.parent.is_none() {
+            self.checkpoint_standalone(id, &config)?;
+        }
+        let marker = LaunchMarker::create(self.layout.launch_marker(&key));
+        let started = marker.and_then(|_marker| {
+            self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]))
+        });
+        if started.is_err() && id.parent.is_none() {
+            let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
+        }
+        started?;
+        Ok(Launched::Now)
+    }
+
+    /// Remembers a standalone container across agent restarts.
+    fn checkpoint_standalone(
+        &self,
+        id: &ContainerId,
+        config: &ContainerConfig,
+    ) -> Result<(), ApiError> {
+        let dir = self.layout.standalone_meta(id);
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)
+            .map_err(anyhow::Error::from)
+            .and_then(|_| {
+                Ok(nestguard::checkpoint::write_message(
+                    &dir.join("config"),
+                    config,
+                )?)
+            })
+            .map_err(|e| {
+                ApiError::Internal(format!(
+                    "Failed to checkpoint container {}: {e}",
+                    to_dotted(id)
+                ))
+            })
+    }
+
+    /// Creates a sandbox, which must lie below `--work_dir`: every ID in
+    /// its path was validated, and [`nestguard::beneath`] refuses `..` and
+    /// symbolic links below the work directory whatever slipped through.
+    pub(super) fn create_sandbox(&self, sandbox: &Path) -> Result<(), ApiError> {
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o750)
+            .map(drop)
+            .map_err(|e| {
+                ApiError::Internal(format!(
+                    "Failed to create sandbox '{}': {e}",
+                    sandbox.display()
+                ))
+            })
+    }
+
+    /// Mesos' launch sequence: isolators prepare, the launcher forks, the
+    /// isolators isolate the new pid and start watching; then the container
+    /// is reaped. `agent_env` is the agent's part of the environment (lowest
+    /// priority, under the isolators' and then the command's).
+    pub(super) fn start(
+        self: &Arc<Self>,
+        id: ContainerId,
+        config: ContainerConfig,
+        agent_env: Environment,
+    ) -> Result<(), ApiError> {
+        let key = to_dotted(&id);
+        let sandbox = PathBuf::from(&config.directory);
+        let prepared = match &self.modules.isolator {
+            Some(isolator) => match isolator.prepare(&id, &config) {
+                Ok(info) => info.unwrap_or_default(),
+                Err(e) => {
+                    let _ = isolator.cleanup(&id);
+                    return Err(ApiError::BadRequest(format!(
+                        "Failed to prepare isolation for container {key}: {}",
+                        e.message
+                    )));
+                }
+            },
+            None => ContainerLaunchInfo::default(),
+        };
+        let command = config.command_info.clone();
+        let command_env = command.environment.clone().unwrap_or_default();
+        let isolator_env = prepared.environment.clone().unwrap_or_default();
+        let info = ContainerLaunchInfo {
+            environment: Some(merge_env(&[&agent_env, &isolator_env, &command_env])),
+            command: Some(CommandInfo {
+                environment: None,
+                user: None,
+                uris: Vec::new(),
+                ..command
+            }),
+            working_directory: Some(config.directory.clone()),
+            user: config.user.clone(),
+            ..prepared
+        };
+        let cleanup = |agent: &Agent| {
+            if let Some(isolator) = &agent.modules.isolator {
+                let _ = isolator.cleanup(&id);
+            }
+        };
+        // Mesos destroys a container whose launch failed.
+        let failed = |agent: &Agent, step: &str, message: &str| {
+            let _ = agent.modules.launcher.destroy(&id);
+            cleanup(agent);
+            ApiError::BadRequest(format!("Failed to {step} container {key}: {message}"))
+        };
+        let pid =
+            match self
+                .modules
+                .launcher
+                .launch(&id, &info, config.container_info.as_ref(), &sandbox)
+            {
+                Ok(pid) => pid,
+                Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => return Ok(()),
+                Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
+                    cleanup(self);
+                    let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
+                    return Err(ApiError::BadRequest(format!(
+                        "Parent container {parent} does not exist"
+                    )));
+                }
+                Err(e) => return Err(failed(self, "launch", &e.message)),
+            };
+        let mut watch = None;
+        if let Some(isolator) = &self.modules.isolator {
+            let isolated = isolator
+                .isolate(&id, u32::try_from(pid).unwrap_or(0))
+                .and_then(|()| isolator.watch(&id));
+            match isolated {
+                Ok(w) => watch = Some(w),
+                Err(e) => return Err(failed(self, "isolate", &e.message)),
+            }
+        }
+        tracing::info!(container_id = %key, pid, "launched container");
+        let record = ContainerRecord::running(id.clone(), sandbox, config.user.clone(), None);
+        lock(&self.state).containers.insert(key, record);
+        self.reap(id, watch);
+        Ok(())
+    }
+
+    /// Waits for the container's exit on a blocking thread while watching
+    /// for limitations (an OOM kill ends the container with Mesos' reason),
+    /// then destroys it (its nested containers too) and publishes the
+    /// termination.
+    pub(super) fn reap(self: &Arc<Self>, id: ContainerId, mut watch: Option<Watch>) {
+        let agent = Arc::clone(self);
+        std::thread::spawn(move || {
+            let key = to_dotted(&id);
+            let mut limitation: Option<ContainerLimitation> = None;
+            let status = loop {
+                match agent
+                    .modules
+                    .launcher
+                    .wait(&id, if watch.is_some() { 250 } else { -1 })
+                {
+                    Ok(Some(status)) => break status,
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(container_id = %key, error = %e, "wait failed; treating as killed");
+                        break 9;
+                    }
+                }
+                if let Some(Ok(Some(l))) = watch.as_mut().map(|w| w.poll(0)) {
+                    tracing::info!(container_id = %key, message = l.message.as_deref().unwrap_or(""), "container limitation");
+                    limitation = Some(l);
+                    let _ = agent.modules.launcher.destroy(&id);
+                }
+            };
+            // A limitation that killed the container may be reported just after its exit.
+            if limitation.is_none()
+                && let Some(Ok(Some(l))) = watch.as_mut().map(|w| w.poll(100))
+            {
+                limitation = Some(l);
+            }
+            drop(watch);
+            agent.finish(&id, status, limitation);
+        });
+    }
+
+    fn finish(&self, id: &ContainerId, status: i32, limitation: Option<ContainerLimitation>) {
+        let key = to_dotted(id);
+        // Children first: destroy every known descendant still running.
+        let children: Vec<ContainerId> = lock(&self.state)
+            .containers
+            .values()
+            .filter(|c| c.id.parent.as_deref().is_some_and(|p| to_dotted(p) == key))
+            .map(|c| c.id.clone())
+            .collect();
+        for child in children {
+            if self.terminated(&to_dotted(&child)) == Some(false) {
+                let _ = self.modules.launcher.destroy(&child);
+            }
+        }
+        let destroyed = self.modules.launcher.destroy(id);
+        if let Some(isolator) = &self.modules.isolator
+            && let Err(e) = isolator.cleanup(id)
+        {
+            tracing::warn!(container_id = %key, error = %e, "isolator cleanup failed");
+        }
+        let status = destroyed.ok().flatten().unwrap_or(status);
+        let recovery_error = self.recovery_error(&key);
+        let termination = match limitation {
+            Some(l) => ContainerTermination {
+                status: Some(status),
+                state: Some(mesos::TaskState::TaskFailed as i32),
+                reason: l.reason,
+                message: l.message,
+                limited_resources: l.resources,
+            },
+            None => exited(status, recovery_error),
+        };
+        tracing::info!(container_id = %key, status, reason = ?termination.reason, "container terminated");
+        if let Some(c) = lock(&self.state).containers.get(&key) {
+            c.termination.send_replace(Some(termination));
+        }
+    }
+
+    // ----- wait / kill / remove -------------------------------------------
+
+    /// WAIT_(NESTED_)CONTAINER: the termination, once there is one.
+    pub async fn wait(&self, id: &ContainerId) -> Result<ContainerTermination, ApiError> {
+        let key = to_dotted(id);
+        let rx = lock(&self.state)
+            .containers
+            .get(&key)
+            .map(|c| c.termination.subscribe());
+        let Some(mut rx) = rx else {
+            // Unknown to the agent: a checkpointed termination still answers.
+            return match self.modules.launcher.wait(id, 0) {
+                Ok(Some(status)) => Ok(exited(status, None)),
+                // Its termination checkpoint exists but cannot be read: the
+                // container ended, how is lost. Say so rather than 404.
+                Err(e) if e.code == codes::CHECKPOINT => {
+                    tracing::error!(container_id = %key, error = %e.message, "the termination checkpoint of a container is unreadable");
+                    Ok(recovery_failed(
+                        None,
+                        format!(
+                            "Failed to recover the termination of container {key}: {}",
+                            e.message
+                        ),
+                    ))
+                }
+                _ => Err(ApiError::NotFound(format!(
+                    "Container {key} cannot be found"
+                ))),
+            };
+        };
+        loop {
+            if let Some(t) = rx.borrow_and_update().clone() {
+                return Ok(t);
+            }
+            if rx.changed().await.is_err() {
+                return Err(ApiError::NotFound(format!(
+                    "Container {key} cannot be found"
+                )));
+            }
+        }
+    }
+
+    /// KILL_(NESTED_)CONTAINER.
+    pub fn kill(&self, id: &ContainerId, signal: i32) -> Result<(), ApiError> {
+        let key = to_dotted(id);
+        let gone = || {
+            ApiError::NotFound(format!(
+                "Container '{key}' cannot be found (or is already killed)"
+            ))
+        };
+        if self.terminated(&key) != Some(false) {
+            return Err(gone());
+        }
+        match self.modules.launcher.kill(id, signal) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(gone()),
+            Err(e) if e.code == codes::LAUNCHER_UNKNOWN_CONTAINER => Err(gone()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// REMOVE_(NESTED_)CONTAINER: forget a terminated container and its sandbox.
+    pub fn remove(&self, id: &ContainerId) -> Result<(), ApiError> {
+        let key = to_dotted(id);
+        match self.terminated(&key) {
+            Some(false) => {
+                return Err(ApiError::Internal(
+                    "Nested container has not terminated yet".into(),
+                ));
+            }
+            None => return Ok(()),
+            Some(true) => {}
+        }
+        let record = lock(&self.state).containers.remove(&key);
+        if let Some(r) = record {
+            // The sandbox's parents (a nested one's are its ancestors'
+            // sandboxes) belong to tenants: removed below the work
+            // directory, never through a symbolic link.
+            if let Err(e) = nestguard::beneath::remove_dir_all(&self.layout.work_dir, &r.sandbox) {
+                tracing::warn!(container = %key, error = %e, "sandbox not removed");
+            }
+        }
+        if id.parent.is_none() {
+            let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
+        }
+        Ok(())
+    }
+
+    /// GET_CONTAINERS as Mesos' `Http::__containers` filters it: each live
+    /// executor container the subject may VIEW_CONTAINER (object: executor
+    /// and framework info) is listed with its framework and executor; every
+    /// other container is listed by ID only, nested ones with `show_nested`,
+    /// standalone ones with `show_standalone`, under a root the subject may
+    /// see (an authorized executor, or VIEW_STANDALONE_CONTAINER on the
+    /// standalone root's ID).
+    pub fn list(
+        &self,
+        subject: Option<&Subject>,
+        show_nested: bool,
+        show_standalone: bool,
+    ) -> Vec<mesos::v1::agent::response::get_containers::Container> {
+        use mesos::v1::agent::response::get_containers::Container;
+        let (executors, containers) = {
+            let state = lock(&self.state);
+            let live = |id: &ContainerId| {
+                state
+                    .containers
+                    .get(&to_dotted(id))
+                    .is_some_and(|c| c.termination.borrow().is_none())
+            };
+            let executors: Vec<ExecutorRecord> = state
+                .executors
+                .values()
+                .filter(|e| live(&e.container_id))
+                .cloned()
+                .collect();
+            let containers: Vec<ContainerId> = state
+                .containers
+                .values()
+                .filter(|c| c.termination.borrow().is_none())
+                .map(|c| c.id.clone())
+                .collect();
+            (executors, containers)
+        };
+        let executor_roots: std::collections::HashSet<String> = executors
+            .iter()
+            .map(|e| e.container_id.value.clone())
+            .collect();
+        let mut out = Vec::new();
+        let mut authorized_roots = std::collections::HashSet::new();
+        for e in &executors {
+            let object = Object {
+                executor_info: Some(e.executor.clone()),
+                framework_info: Some(e.framework.clone()),
+                ..Default::default()
+            };
+            if !self.allowed_to_view(subject, Action::ViewContainer, object) {
+                continue;
+            }
+            authorized_roots.insert(e.container_id.value.clone());
+            out.push(Container {
+                framework_id: e
+                    .executor
+                    .framework_id
+                    .as_ref()
+                    .or(e.framework.id.as_ref())
+                    .and_then(|f| nestguard::proto::convert(f).ok()),
+                executor_id: nestguard::proto::convert(&e.executor.executor_id).ok(),
+                executor_name: e.executor.name.clone(),
+                container_id: nestguard::proto::convert(&e.container_id).unwrap_or_default(),
+                ..Default::default()
+            });
+        }
+        let mut standalone_allowed: HashMap<String, bool> = HashMap::new();
+        for id in containers {
+            let nested = id.parent.is_some();
+            let root = container_id::root(&id).clone();
+            if !nested && executor_roots.contains(&id.value) {
+                continue; // an executor container, listed above
+            }
+            let root_standalone = !executor_roots.contains(&root.value);
+            if nested && !show_nested {
+                continue;
+            }
+            if !nested && root_standalone && !show_standalone {
+                continue;
+            }
+            let visible = if root_standalone {
+                *standalone_allowed
+                    .entry(root.value.clone())
+                    .or_insert_with(|| {
+                        let object = Object {
+                            container_id: Some(root.clone()),
+                            ..Default::default()
+                        };
+                        self.allowed_to_view(subject, Action::ViewStandaloneContainer, object)
+                    })
+            } else {
+                authorized_roots.contains(&root.value)
+            };
+            if visible {
+                out.push(Container {
+                    container_id: nestguard::proto::convert(&id).unwrap_or_default(),
+                    ..Default::default()
+                });
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,321 @@
+//! Recovery after an agent restart: executors and standalone containers
+//! from the agent's checkpoints, containers from the launcher's; orphans
+//! destroyed, damaged checkpoints kept for an explicit KILL, launches a
+//! crash cut off ended as failed launches.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use nestguard::container_id::{self, to_dotted};
+use nestguard::proto::mesos::slave::{ContainerConfig, ContainerTermination};
+use nestguard::proto::mesos::{self, ContainerId};
+
+use super::registry::{Agent, ContainerRecord, ExecutorRecord, lock};
+use crate::cli::agent::paths::nested_sandbox;
+
+/// The reason a container whose checkpoints could not be read reports when
+/// it ends. Mesos has no `REASON_CONTAINER_RECOVERY_FAILED`; its agent
+/// reports executors it cannot recover after a restart with
+/// `REASON_SLAVE_RESTARTED`, and the message says which file failed.
+const RECOVERY_FAILED: mesos::task_status::Reason = mesos::task_status::Reason::SlaveRestarted;
+
+/// A termination for a container whose checkpoints could not be recovered.
+pub(super) fn recovery_failed(status: Option<i32>, message: String) -> ContainerTermination {
+    ContainerTermination {
+        status,
+        reason: Some(RECOVERY_FAILED as i32),
+        message: Some(message),
+        ..Default::default()
+    }
+}
+
+/// The termination of a container that exited with `status`; one whose
+/// checkpoints could not be recovered says so.
+pub(super) fn exited(status: i32, recovery_error: Option<String>) -> ContainerTermination {
+    match recovery_error {
+        Some(message) => recovery_failed(Some(status), message),
+        None => ContainerTermination {
+            status: Some(status),
+            ..Default::default()
+        },
+    }
+}
+
+impl Agent {
+    /// Rebuilds state after a restart: executors from the agent's
+    /// checkpoints, containers from the launcher's; orphans are destroyed.
+    ///
+    /// A checkpoint of the agent's own that cannot be read destroys nothing:
+    /// its container stays known (so it is no orphan), keeps running, is
+    /// listed, and ends — by itself or by an explicit KILL — with
+    /// [`RECOVERY_FAILED`] and a message naming the file and the error.
+    /// A launch cut off by a crash (its marker is still there) ends as a
+    /// failed launch, as Mesos ends one: destroyed, with
+    /// `REASON_CONTAINER_LAUNCH_FAILED`.
+    pub fn recover(self: &Arc<Self>) -> anyhow::Result<()> {
+        use std::os::unix::ffi::OsStringExt;
+        /// The largest `sandbox` checkpoint read: it holds one path.
+        const SANDBOX_CHECKPOINT_MAX: u64 = 64 * 1024;
+        let mut known = Vec::new();
+        // Root container → why its checkpoint could not be read.
+        let mut damaged: HashMap<String, String> = HashMap::new();
+        for (root, dir) in checkpoint_dirs(&self.layout.executors_meta()) {
+            let read = || -> anyhow::Result<ExecutorRecord> {
+                let sandbox = dir.join("sandbox");
+                Ok(ExecutorRecord {
+                    framework: nestguard::checkpoint::read_message(&dir.join("framework.info"))?,
+                    executor: nestguard::checkpoint::read_message(&dir.join("executor.info"))?,
+                    container_id: ContainerId {
+                        value: root.clone(),
+                        parent: None,
+                    },
+                    // A path: bounded (a link to /dev/zero or a FIFO fails
+                    // at once, naming the file).
+                    sandbox: PathBuf::from(std::ffi::OsString::from_vec(
+                        nestguard::checkpoint::read_bounded(&sandbox, SANDBOX_CHECKPOINT_MAX)?,
+                    )),
+                })
+            };
+            known.push(ContainerId {
+                value: root.clone(),
+                parent: None,
+            });
+            match read() {
+                Ok(record) => {
+                    lock(&self.state).executors.insert(root, record);
+                }
+                Err(e) => {
+                    tracing::error!(container_id = %root, path = %dir.display(), error = %e, "unreadable executor checkpoint: the container is kept as it is until it is killed explicitly");
+                    damaged.insert(
+                        root.clone(),
+                        format!("Failed to recover executor container {root}: {e}"),
+                    );
+                }
+            }
+        }
+        // Standalone containers: their config says where their sandbox is
+        // and which user they run as.
+        let mut standalone: HashMap<String, ContainerConfig> = HashMap::new();
+        for (root, dir) in checkpoint_dirs(&self.layout.standalones_meta()) {
+            let path = dir.join("config");
+            known.push(ContainerId {
+                value: root.clone(),
+                parent: None,
+            });
+            match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
+                Ok(config) => {
+                    standalone.insert(root, config);
+                }
+                Err(e) => {
+                    tracing::error!(container_id = %root, path = %path.display(), error = %e, "unreadable standalone container checkpoint: the container is kept as it is until it is killed explicitly");
+                    damaged.insert(
+                        root.clone(),
+                        format!("Failed to recover standalone container {root}: {e}"),
+                    );
+                }
+            }
+        }
+        // Launches a crash cut off.
+        let markers = self.layout.launch_markers();
+        std::fs::create_dir_all(&markers)
+            .with_context(|| format!("creating {}", markers.display()))?;
+        let mut cut_off: Vec<(String, PathBuf)> = Vec::new();
+        for entry in
+            std::fs::read_dir(&markers).with_context(|| format!("reading {}", markers.display()))?
+        {
+            let entry = entry.with_context(|| format!("reading {}", markers.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if container_id::parse_dotted(&name).is_ok() {
+                cut_off.push((name, entry.path()));
+            } else {
+                tracing::warn!(path = %entry.path().display(), "ignoring a launch marker that names no container");
+            }
+        }
+        let reply = self.modules.launcher.recover(&known)?;
+        // A standalone container the launcher no longer has (it ended and
+        // was destroyed before the restart) has nothing left to recover.
+        let managed = |root: &str| {
+            reply
+                .checkpointed_container_states
+                .iter()
+                .any(|s| s.container_id.parent.is_none() && s.container_id.value == root)
+        };
+        for id in standalone.keys() {
+            if !managed(id) {
+                let _ = std::fs::remove_dir_all(self.layout.standalone_meta(&ContainerId {
+                    value: id.clone(),
+                    parent: None,
+                }));
+            }
+        }
+        for (root, message) in &damaged {
+            if !managed(root) {
+                tracing::warn!(container_id = %root, error = %message, "unreadable checkpoint of a container that no longer runs: left for inspection");
+            }
+        }
+        if let Some(isolator) = &self.modules.isolator {
+            isolator.recover(&reply)?;
+        }
+        for orphan in &reply.orphan_container_ids {
+            tracing::info!(container_id = %to_dotted(orphan), "destroying orphan container");
+            let _ = self.modules.launcher.destroy(orphan);
+            if let Some(isolator) = &self.modules.isolator {
+                let _ = isolator.cleanup(orphan);
+            }
+        }
+        let cut_keys: HashSet<&str> = cut_off.iter().map(|(k, _)| k.as_str()).collect();
+        // Every known container and its checkpointed descendants come back
+        // under management: running ones are reaped, exited ones answer WAIT.
+        for state in &reply.checkpointed_container_states {
+            let id = state.container_id.clone();
+            let key = to_dotted(&id);
+            let root = container_id::root(&id).value.clone();
+            let recovery_error = damaged.get(&root).filter(|_| id.parent.is_none()).cloned();
+            let (mut sandbox, root_user) = match (self.executor(&root), standalone.get(&root)) {
+                (Some(exec), _) => (
+                    exec.sandbox.clone(),
+                    exec.executor
+                        .command
+                        .as_ref()
+                        .and_then(|c| c.user.clone())
+                        .or_else(|| Some(exec.framework.user.clone()))
+                        .filter(|u| !u.is_empty()),
+                ),
+                (None, Some(config)) => (PathBuf::from(&config.directory), config.user.clone()),
+                // Where the launcher says it is.
+                (None, None) if damaged.contains_key(&root) => {
+                    (PathBuf::from(&state.directory), None)
+                }
+                (None, None) => continue,
+            };
+            if !damaged.contains_key(&root) {
+                for level in container_id::chain(&id).iter().skip(1) {
+                    sandbox = sandbox.join("containers").join(level);
+                }
+            } else if id.parent.is_some() {
+                sandbox = PathBuf::from(&state.directory);
+            }
+            let user = if id.parent.is_none() { root_user } else { None };
+            lock(&self.state).containers.insert(
+                key.clone(),
+                ContainerRecord::running(id.clone(), sandbox, user, recovery_error),
+            );
+            if cut_keys.contains(key.as_str()) {
+                self.fail_cut_off_launch(&id);
+                continue;
+            }
+            if self.terminated(&key) == Some(true) {
+                continue; // under a cut-off launch destroyed just above
+            }
+            let watch = self
+                .modules
+                .isolator
+                .as_ref()
+                .and_then(|i| i.watch(&id).ok());
+            self.reap(id, watch);
+        }
+        // Cut off before the launcher had anything: no process ever ran.
+        for (key, _) in &cut_off {
+            let Ok(id) = container_id::parse_dotted(key) else {
+                continue;
+            };
+            let root = container_id::root(&id).value.clone();
+            let root_known = self.executor(&root).is_some()
+                || standalone.contains_key(&root)
+                || damaged.contains_key(&root);
+            if lock(&self.state).containers.contains_key(key) || !root_known {
+                continue;
+            }
+            let sandbox = match &id.parent {
+                Some(parent) => lock(&self.state)
+                    .containers
+                    .get(&to_dotted(parent))
+                    .map(|p| nested_sandbox(&p.sandbox, &id))
+                    .unwrap_or_default(),
+                None => PathBuf::new(),
+            };
+            lock(&self.state).containers.insert(
+                key.clone(),
+                ContainerRecord::running(id.clone(), sandbox, None, None),
+            );
+            self.fail_cut_off_launch(&id);
+        }
+        for (_, marker) in &cut_off {
+            let _ = std::fs::remove_file(marker);
+        }
+        tracing::info!(
+            known = known.len(),
+            damaged = damaged.len(),
+            cut_off = cut_off.len(),
+            orphans = reply.orphan_container_ids.len(),
+            "recovered"
+        );
+        Ok(())
+    }
+
+    /// Ends a container whose launch a crash of the agent cut off, as Mesos
+    /// ends a failed launch: destroyed (with everything nested in it, and
+    /// its pod's or standalone checkpoints), terminated with
+    /// `REASON_CONTAINER_LAUNCH_FAILED` and a message saying what happened.
+    fn fail_cut_off_launch(&self, id: &ContainerId) {
+        let key = to_dotted(id);
+        let status = match self.modules.launcher.destroy(id) {
+            Ok(status) => status,
+            Err(e) => {
+                tracing::warn!(container_id = %key, error = %e, "destroying a container whose launch was cut off");
+                None
+            }
+        };
+        if let Some(isolator) = &self.modules.isolator {
+            let _ = isolator.cleanup(id);
+        }
+        if id.parent.is_none() {
+            lock(&self.state).executors.remove(&id.value);
+            let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
+            let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
+        }
+        let message = format!(
+            "Container {key} failed to launch: the agent stopped before the launch completed; \
+             the container was destroyed when the agent recovered"
+        );
+        tracing::warn!(container_id = %key, status = ?status, "{message}");
+        let termination = ContainerTermination {
+            status,
+            state: Some(mesos::TaskState::TaskFailed as i32),
+            reason: Some(mesos::task_status::Reason::ContainerLaunchFailed as i32),
+            message: Some(message),
+            ..Default::default()
+        };
+        let state = lock(&self.state);
+        for (k, c) in state.containers.iter() {
+            if (k == &key || k.starts_with(&format!("{key}."))) && c.termination.borrow().is_none()
+            {
+                c.termination.send_replace(Some(termination.clone()));
+            }
+        }
+    }
+}
+
+/// The checkpoint directories under `dir` named by a valid top-level
+/// container ID, as (id, path); anything else is logged and skipped.
+fn checkpoint_dirs(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let id = ContainerId {
+            value: name.clone(),
+            parent: None,
+        };
+        if container_id::validate(&id).is_ok() {
+            out.push((name, entry.path()));
+        } else {
+            tracing::warn!(path = %entry.path().display(), "ignoring a checkpoint directory that names no container");
+        }
+    }
+    out
+}
