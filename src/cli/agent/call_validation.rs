@@ -16,10 +16,14 @@ fn err(message: impl Into<String>) -> Result {
     Err(ValidationError(message.into()))
 }
 
-fn to_unversioned<A: prost::Message, B: prost::Message + Default>(message: &A) -> B {
-    // The v1 and unversioned packages are wire-identical, so this cannot fail;
-    // a default value would only hide a bug in our own protos.
-    nestguard::proto::convert(message).unwrap_or_default()
+/// The unversioned twin of a `mesos.v1` message (or back).
+///
+/// Panics only on a bug in our own protos: the v1 and unversioned packages
+/// are wire-identical and the message was itself decoded by prost (same
+/// recursion limit), so re-decoding cannot fail; a default value instead
+/// would validate, authorize or launch something else than asked.
+pub(super) fn to_unversioned<A: prost::Message, B: prost::Message + Default>(message: &A) -> B {
+    nestguard::proto::convert(message).expect("v1 and unversioned messages are wire-identical")
 }
 
 fn container_id_field(field: &str, id: &v1::ContainerId) -> Result<mesos::ContainerId> {
