@@ -5,6 +5,7 @@
 //! the message-level rules it applies (command, container, container ID)
 //! stay in the library's [`nestguard::validation`].
 
+use crate::cli::wire::twin;
 use nestguard::proto::mesos::{self, v1};
 use nestguard::validation::{
     ValidationError, validate_command_info, validate_container_id, validate_container_info,
@@ -16,18 +17,8 @@ fn err(message: impl Into<String>) -> Result {
     Err(ValidationError(message.into()))
 }
 
-/// The unversioned twin of a `mesos.v1` message (or back).
-///
-/// Panics only on a bug in our own protos: the v1 and unversioned packages
-/// are wire-identical and the message was itself decoded by prost (same
-/// recursion limit), so re-decoding cannot fail; a default value instead
-/// would validate, authorize or launch something else than asked.
-pub(super) fn to_unversioned<A: prost::Message, B: prost::Message + Default>(message: &A) -> B {
-    nestguard::proto::convert(message).expect("v1 and unversioned messages are wire-identical")
-}
-
 fn container_id_field(field: &str, id: &v1::ContainerId) -> Result<mesos::ContainerId> {
-    let id: mesos::ContainerId = to_unversioned(id);
+    let id: mesos::ContainerId = twin(id);
     validate_container_id(&id)
         .map_err(|e| ValidationError(format!("'{field}.container_id' is invalid: {e}")))?;
     Ok(id)
@@ -48,11 +39,11 @@ fn command_and_container(
     container: Option<&v1::ContainerInfo>,
 ) -> Result {
     if let Some(command) = command {
-        validate_command_info(&to_unversioned(command))
+        validate_command_info(&twin(command))
             .map_err(|e| ValidationError(format!("'{field}.command' is invalid: {e}")))?;
     }
     if let Some(container) = container {
-        validate_container_info(&to_unversioned(container))
+        validate_container_info(&twin(container))
             .map_err(|e| ValidationError(format!("'{field}.container' is invalid: {e}")))?;
     }
     Ok(())

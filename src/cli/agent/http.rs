@@ -18,9 +18,9 @@ use nestguard::proto::mesos::{self, ContainerId, v1};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::abi::{Authentication, HttpAuthenticator};
-use super::call_validation::to_unversioned;
 use super::core::{Agent, ApiError, Launched};
 use super::media::{APPLICATION_JSON, Format, decode_call};
+use crate::cli::wire::twin;
 
 /// Shared server state.
 pub struct Server {
@@ -316,7 +316,7 @@ fn closing(mut response: Response) -> Response {
 }
 
 fn unversioned(id: &v1::ContainerId) -> ContainerId {
-    to_unversioned(id)
+    twin(id)
 }
 
 fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
@@ -432,9 +432,9 @@ async fn dispatch(
                         ));
                     }
                 };
-            let command: Option<mesos::CommandInfo> = command.map(|c| to_unversioned(&c));
-            let container: Option<mesos::ContainerInfo> = container.map(|c| to_unversioned(&c));
-            let resources: Vec<mesos::Resource> = resources.iter().map(to_unversioned).collect();
+            let command: Option<mesos::CommandInfo> = command.map(|c| twin(&c));
+            let container: Option<mesos::ContainerInfo> = container.map(|c| twin(&c));
+            let resources: Vec<mesos::Resource> = resources.iter().map(twin).collect();
             let limits: std::collections::BTreeMap<String, mesos::value::Scalar> = limits
                 .iter()
                 .map(|(k, v)| (k.clone(), mesos::value::Scalar { value: v.value }))
