@@ -25,6 +25,7 @@ use super::abi::{AbiFailure, Authorizer, CredentialInjector, Isolator, Launcher,
 use super::decision::{deciding_acl, log_decision, object_text, subject_text};
 use super::paths::{Layout, nested_sandbox};
 use super::pod_admission;
+use crate::cli::wire::twin;
 
 /// An error that becomes an HTTP response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -790,10 +791,10 @@ impl Agent {
                     .framework_id
                     .as_ref()
                     .or(e.framework.id.as_ref())
-                    .and_then(|f| nestguard::proto::convert(f).ok()),
-                executor_id: nestguard::proto::convert(&e.executor.executor_id).ok(),
+                    .map(twin),
+                executor_id: Some(twin(&e.executor.executor_id)),
                 executor_name: e.executor.name.clone(),
-                container_id: nestguard::proto::convert(&e.container_id).unwrap_or_default(),
+                container_id: twin(&e.container_id),
                 ..Default::default()
             });
         }
@@ -826,7 +827,7 @@ impl Agent {
             };
             if visible {
                 out.push(Container {
-                    container_id: nestguard::proto::convert(&id).unwrap_or_default(),
+                    container_id: twin(&id),
                     ..Default::default()
                 });
             }
