@@ -11,6 +11,8 @@
 //! [`DEFAULT_MAX_FILE_SIZE`] unless a module's `max_file_size` parameter
 //! says otherwise.
 
+#![forbid(unsafe_code)]
+
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -242,9 +244,7 @@ mod tests {
             "'/dev/zero' is a character device, expected a regular file"
         );
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let started = std::time::Instant::now();
         let err = read_file(&fifo, 1024).unwrap_err();
         assert!(

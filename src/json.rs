@@ -7,6 +7,8 @@
 //! Mesos (unknown keys are ignored); stricter, located parsing for policy files
 //! lives with the policy loader.
 
+#![forbid(unsafe_code)]
+
 use prost_reflect::{DeserializeOptions, DynamicMessage, ReflectMessage, SerializeOptions};
 
 /// JSON that does not fit the message.

@@ -4,6 +4,8 @@
 //! The agent runs these before authorization, exactly as a Mesos agent does,
 //! so a client sees the same 400 message from nestguard as from Mesos.
 
+#![forbid(unsafe_code)]
+
 use crate::container_id::{self, ContainerIdError};
 use crate::proto::mesos::environment::variable::Type as VariableType;
 use crate::proto::mesos::secret::Type as SecretType;

@@ -155,8 +155,7 @@ impl AgentFlags {
 }
 
 fn nix_is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    nix::unistd::geteuid().is_root()
 }
 
 #[cfg(test)]
