@@ -525,10 +525,19 @@ impl Agent {
                     )));
                 }
             };
+        // A pid that is not positive would be a launcher bug; isolating pid
+        // 0 would move the agent itself into the container's cgroups.
+        let Some(pid) = u32::try_from(pid).ok().filter(|p| *p > 0) else {
+            let _ = self.modules.launcher.destroy(&id);
+            cleanup(self);
+            return Err(ApiError::Internal(format!(
+                "the launcher returned pid {pid} for container {key}"
+            )));
+        };
         let mut watch = None;
         if let Some(isolator) = &self.modules.isolator {
             let isolated = isolator
-                .isolate(&id, u32::try_from(pid).unwrap_or(0))
+                .isolate(&id, pid)
                 .and_then(|()| isolator.watch(&id));
             match isolated {
                 Ok(w) => watch = Some(w),
