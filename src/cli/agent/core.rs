@@ -614,8 +614,10 @@ impl Agent {
             .map(|c| c.id.clone())
             .collect();
         for child in children {
-            if self.terminated(&to_dotted(&child)) == Some(false) {
-                let _ = self.modules.launcher.destroy(&child);
+            if self.terminated(&to_dotted(&child)) == Some(false)
+                && let Err(e) = self.modules.launcher.destroy(&child)
+            {
+                tracing::warn!(container_id = %to_dotted(&child), error = %e, "destroying a child failed");
             }
         }
         let destroyed = self.modules.launcher.destroy(id);
@@ -624,7 +626,13 @@ impl Agent {
         {
             tracing::warn!(container_id = %key, error = %e, "isolator cleanup failed");
         }
-        let status = destroyed.ok().flatten().unwrap_or(status);
+        let status = match destroyed {
+            Ok(destroyed) => destroyed.unwrap_or(status),
+            Err(e) => {
+                tracing::warn!(container_id = %key, error = %e, "destroy failed");
+                status
+            }
+        };
         let recovery_error = lock(&self.state)
             .containers
             .get(&key)
@@ -1181,11 +1189,14 @@ impl Agent {
             if self.terminated(&key) == Some(true) {
                 continue; // under a cut-off launch destroyed just above
             }
-            let watch = self
-                .modules
-                .isolator
-                .as_ref()
-                .and_then(|i| i.watch(&id).ok());
+            let watch = self.modules.isolator.as_ref().and_then(|i| {
+                i.watch(&id)
+                    .inspect_err(|e| {
+                        tracing::warn!(container_id = %key, error = %e,
+                            "no limitation watch for the recovered container");
+                    })
+                    .ok()
+            });
             self.reap(id, watch);
         }
         // Cut off before the launcher had anything: no process ever ran.
