@@ -15,6 +15,8 @@
 //! `openat2` is wrapped by `rustix`; the component walk is hand-rolled
 //! because no well-kept crate offers creation under `RESOLVE_BENEATH`.
 
+#![forbid(unsafe_code)]
+
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};

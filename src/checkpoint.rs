@@ -7,6 +7,8 @@
 //! is renamed over the target; the directory is fsynced after the rename, so
 //! after a crash the file holds either the old or the new content, never a mix.
 
+#![forbid(unsafe_code)]
+
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};

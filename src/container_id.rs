@@ -5,6 +5,8 @@
 //! else (Mesos `src/slave/validation.cpp`), and operators grep logs for the
 //! dotted form, so both the rules and the error texts follow Mesos.
 
+#![forbid(unsafe_code)]
+
 use crate::proto::mesos::ContainerId;
 
 /// Longest `ContainerID.value` Mesos accepts (`MAX_CONTAINER_ID_LENGTH`).

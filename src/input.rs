@@ -11,6 +11,8 @@
 //! [`DEFAULT_MAX_FILE_SIZE`] unless a module's `max_file_size` parameter
 //! says otherwise.
 
+#![forbid(unsafe_code)]
+
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -179,9 +181,12 @@ pub fn parse_limit(value: &str) -> Result<u64> {
     }
 }
 
-/// A flag value under Mesos' rule for JSON-valued flags (`--acls`,
-/// `--modules`): `file://PATH` or a plain path names a file; text whose
-/// first non-blank character is `{` is the JSON itself.
+/// A flag value under Mesos' rule for JSON-valued flags and parameters
+/// (`--acls`, `--modules`, `executor_principals`): `file://PATH` or a plain
+/// path names a file; text whose first non-blank character is `{` is the
+/// JSON itself. This is the one reader of that rule; every flag and module
+/// parameter of that kind goes through [`FlagValue::parse`] (or
+/// [`flag_path`] where only a file is accepted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlagValue<'a> {
     /// The content itself.
@@ -190,19 +195,34 @@ pub enum FlagValue<'a> {
     File(PathBuf),
 }
 
+/// The file a flag value names when it names one: `file://PATH` or `PATH`.
+/// For entry points that take only a file (a value starting with `{` is
+/// then a path like any other).
+pub fn flag_path(value: &str) -> &Path {
+    Path::new(value.strip_prefix("file://").unwrap_or(value))
+}
+
 impl<'a> FlagValue<'a> {
     /// Classifies `value`.
     pub fn parse(value: &'a str) -> FlagValue<'a> {
-        if let Some(path) = value.strip_prefix("file://") {
-            FlagValue::File(PathBuf::from(path))
-        } else if value.trim_start().starts_with('{') {
+        if !value.starts_with("file://") && value.trim_start().starts_with('{') {
             FlagValue::Inline(value)
         } else {
-            FlagValue::File(PathBuf::from(value))
+            FlagValue::File(flag_path(value).to_path_buf())
         }
     }
 
-    /// The content: the inline text, or the file read with [`read_text`].
+    /// Names where the content comes from, for messages: the file's path,
+    /// or `inline` (e.g. the flag's name) for inline content.
+    pub fn origin(&self, inline: &str) -> String {
+        match self {
+            FlagValue::Inline(_) => inline.to_owned(),
+            FlagValue::File(path) => path.display().to_string(),
+        }
+    }
+
+    /// The content: the inline text, or the file read with [`read_text`]
+    /// (bounded by `limit`, a regular file only).
     pub fn content(&self, limit: u64) -> Result<std::borrow::Cow<'a, str>> {
         match self {
             FlagValue::Inline(text) => Ok(std::borrow::Cow::Borrowed(text)),
@@ -224,9 +244,7 @@ mod tests {
             "'/dev/zero' is a character device, expected a regular file"
         );
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let started = std::time::Instant::now();
         let err = read_file(&fifo, 1024).unwrap_err();
         assert!(
@@ -262,6 +280,14 @@ mod tests {
             FlagValue::File("/etc/x".into())
         );
         assert_eq!(FlagValue::parse("/etc/x"), FlagValue::File("/etc/x".into()));
+        assert_eq!(
+            FlagValue::parse("file://{x}"),
+            FlagValue::File("{x}".into())
+        );
+        assert_eq!(FlagValue::parse("{}").origin("--acls"), "--acls");
+        assert_eq!(FlagValue::parse("file:///etc/x").origin("--acls"), "/etc/x");
+        assert_eq!(flag_path("file:///etc/x"), Path::new("/etc/x"));
+        assert_eq!(flag_path("{x}"), Path::new("{x}"));
         assert!(parse_limit("0").is_err());
         assert!(parse_limit("x").is_err());
         assert_eq!(parse_limit("4096").unwrap(), 4096);

@@ -7,6 +7,8 @@
 //! Mesos (unknown keys are ignored); stricter, located parsing for policy files
 //! lives with the policy loader.
 
+#![forbid(unsafe_code)]
+
 use prost_reflect::{DeserializeOptions, DynamicMessage, ReflectMessage, SerializeOptions};
 
 /// JSON that does not fit the message.
@@ -60,13 +62,17 @@ pub fn from_json<M: ReflectMessage + Default>(text: &str) -> Result<M, JsonError
 }
 
 /// Renders a message as Mesos-style JSON.
+#[expect(
+    clippy::expect_used,
+    reason = "serializing a DynamicMessage into a serde_json::Value cannot fail: every \
+              protobuf value has a JSON form (map keys become strings, NaN and infinities \
+              strings); a `null` instead would put a wrong body on the wire"
+)]
 pub fn to_json_value<M: ReflectMessage>(message: &M) -> serde_json::Value {
-    let dynamic = message.transcode_to_dynamic();
-    // Serializing into a serde_json::Value cannot fail for a DynamicMessage:
-    // every protobuf value has a JSON form.
-    dynamic
+    message
+        .transcode_to_dynamic()
         .serialize_with_options(serde_json::value::Serializer, &serialize_options())
-        .unwrap_or(serde_json::Value::Null)
+        .expect("every protobuf message has a JSON form")
 }
 
 /// Renders a message as compact Mesos-style JSON text.

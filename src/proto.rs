@@ -6,6 +6,7 @@
 //! [`DESCRIPTOR_POOL`], which is what the Mesos-style JSON conversion
 //! ([`crate::json`]) is built on.
 
+#![forbid(unsafe_code)]
 #![allow(
     missing_docs,
     clippy::all,

@@ -180,10 +180,7 @@ pub extern "C" fn nestguard_authorizer_new_from_file_limited(
     ffi_panic_boundary! {
         try_not_null!(out, "out");
         let path = try_str!(path, path_len, "path");
-        let source = match path.strip_prefix("file://") {
-            Some(p) => Source::File(p.into()),
-            None => Source::File(path.into()),
-        };
+        let source = Source::File(crate::input::flag_path(path).to_path_buf());
         let limit = if max_file_size == 0 { DEFAULT_MAX_FILE_SIZE } else { max_file_size };
         create(source, strict, limit, out)
     }

@@ -89,7 +89,11 @@ impl CompiledList {
         };
         let mut metas = Vec::new();
         for (i, (origin, index, principals, object)) in entries.enumerate() {
-            let i = u32::try_from(i).unwrap_or(NO_MATCH - 1);
+            #[expect(
+                clippy::expect_used,
+                reason = "validate() refuses a list whose entries do not fit below NO_MATCH"
+            )]
+            let i = u32::try_from(i).expect("a validated list's entries are numbered in u32");
             metas.push(EntryMeta {
                 origin,
                 index,
@@ -184,7 +188,8 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Compiles a validated document.
+    /// Compiles a document that passed [`super::validate::validate`] (which
+    /// bounds the number of entries per list).
     pub fn compile(doc: Document, origin: String) -> Self {
         let lists = List::ALL
             .iter()
@@ -225,8 +230,12 @@ impl Policy {
     }
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "validate() refuses a list whose entries do not fit below NO_MATCH"
+)]
 fn idx(i: usize) -> u32 {
-    u32::try_from(i).unwrap_or(u32::MAX)
+    u32::try_from(i).expect("a validated list's entries are numbered in u32")
 }
 
 #[cfg(test)]

@@ -31,7 +31,12 @@ pub fn decide_role(
     object: Req<'_>,
 ) -> ListOutcome {
     for (i, e) in entries.iter().enumerate() {
-        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        #[expect(
+            clippy::expect_used,
+            reason = "the policy's document passed validate(), which refuses a list \
+                      whose entries do not fit below NO_MATCH"
+        )]
+        let index = u32::try_from(i).expect("a validated list's entries are numbered in u32");
         let meta = |allows| EntryMeta {
             origin: list,
             index,

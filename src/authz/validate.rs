@@ -5,6 +5,7 @@
 //! Mesos' order, so the same file yields the same first error as in Mesos;
 //! the error additionally names the entry's JSON path and position.
 
+use super::compile::NO_MATCH;
 use super::lists::{AUTHORIZABLE_ENDPOINTS, List, ObjectRule, VALIDATION_ORDER};
 use super::parse::{Document, EntityType, Location};
 
@@ -23,8 +24,37 @@ pub struct ValidateError {
     pub mesos: String,
 }
 
+/// Whether a list's entries can be numbered: the compiled policy numbers
+/// them (the list's own, then the `manage_nested_containers` entries it
+/// receives) in `u32`, with [`NO_MATCH`] meaning "none". No real file comes
+/// near; refusing here keeps a saturated number from ever pointing at the
+/// wrong entry.
+fn entries_fit(own: usize, received: usize) -> bool {
+    own.checked_add(received)
+        .is_some_and(|n| n < NO_MATCH as usize)
+}
+
 /// Checks the document against Mesos' rules; the first violation is returned.
+/// Also refuses a list too long to number (see [`entries_fit`]), which
+/// [`super::compile::Policy::compile`] relies on.
 pub fn validate(doc: &Document, origin: &str) -> Result<(), ValidateError> {
+    let manage = doc.list(List::ManageNestedContainers).len();
+    for &list in List::ALL {
+        let own = doc.list(list).len();
+        let received = if list.receives_manage() { manage } else { 0 };
+        if !entries_fit(own, received) {
+            return Err(ValidateError {
+                origin: origin.to_owned(),
+                location: Location::default(),
+                path: list.spec().json.to_owned(),
+                mesos: format!(
+                    "too many entries ({own}, and {received} from manage_nested_containers): \
+                     at most {} in all",
+                    NO_MATCH - 1
+                ),
+            });
+        }
+    }
     for &list in VALIDATION_ORDER {
         let spec = list.spec();
         for (i, entry) in doc.list(list).iter().enumerate() {
@@ -71,6 +101,15 @@ pub fn validate(doc: &Document, origin: &str) -> Result<(), ValidateError> {
 mod tests {
     use super::*;
     use crate::authz::parse::{ParseMode, parse};
+
+    #[test]
+    fn lists_too_long_to_number_are_refused() {
+        assert!(entries_fit(0, 0));
+        assert!(entries_fit(NO_MATCH as usize - 1, 0));
+        assert!(!entries_fit(NO_MATCH as usize - 1, 1));
+        assert!(!entries_fit(NO_MATCH as usize, 0));
+        assert!(!entries_fit(usize::MAX, 1));
+    }
 
     #[test]
     fn mesos_texts() {

@@ -15,7 +15,8 @@
 //! Principals are non-empty and never contain `:` (they could not log in).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+
+use crate::input::{FlagValue, InputError};
 
 /// Why a mapping did not load. Never contains a secret.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +27,7 @@ pub enum DelegationError {
     File {
         /// What is wrong with the file.
         #[source]
-        source: crate::input::InputError,
+        source: InputError,
     },
     /// Larger than 1 MiB.
     #[error("executor_principals: '{}' is larger than 1 MiB", path.display())]
@@ -68,22 +69,16 @@ impl ExecutorPrincipals {
 
     /// From the parameter value: inline JSON, a path, or a `file://` URL.
     pub fn from_parameter(value: &str) -> Result<Self, DelegationError> {
-        if value.trim_start().starts_with('{') {
-            return Self::parse(value, "<inline>");
-        }
-        let path = value.strip_prefix("file://").unwrap_or(value);
+        let value = FlagValue::parse(value);
         // Bounded and non-blocking like every operator-named file: a FIFO
         // or a device fails at once instead of hanging the module load.
-        let text =
-            crate::input::read_text(Path::new(path), MAX_FILE).map_err(|source| match source {
-                // The input text names `max_file_size`, which this fixed
-                // limit is not.
-                crate::input::InputError::TooLarge { path, .. } => {
-                    DelegationError::TooLarge { path }
-                }
-                source => DelegationError::File { source },
-            })?;
-        Self::parse(&text, path)
+        let text = value.content(MAX_FILE).map_err(|source| match source {
+            // The input text names `max_file_size`, which this fixed
+            // limit is not.
+            InputError::TooLarge { path, .. } => DelegationError::TooLarge { path },
+            source => DelegationError::File { source },
+        })?;
+        Self::parse(&text, &value.origin("<inline>"))
     }
 
     /// From JSON text; `origin` names it in errors.

@@ -103,11 +103,14 @@ pub fn load_key(path: &Path, options: &LoadOptions) -> Result<Secret, JwtError> 
     Ok(Secret::new(bytes.to_vec()))
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "HMAC takes keys of any length (longer ones are hashed, RFC 2104): \
+              `new_from_slice` cannot fail, and a made-up MAC must never be signed or compared"
+)]
 fn sign(key: &Secret, message: &[u8]) -> [u8; 32] {
-    let mut mac = match HmacSha256::new_from_slice(key.expose()) {
-        Ok(m) => m,
-        Err(_) => return [0; 32], // unreachable: HMAC takes keys of any length
-    };
+    let mut mac =
+        HmacSha256::new_from_slice(key.expose()).expect("HMAC-SHA256 accepts keys of any length");
     mac.update(message);
     mac.finalize().into_bytes().into()
 }
@@ -161,11 +164,13 @@ pub fn issue(claims: &BTreeMap<String, String>, key: &Secret) -> String {
     token
 }
 
-/// Seconds since the epoch now.
+/// Seconds since the epoch now, for [`verify`]. A clock set before the
+/// epoch reads as the far future, so that every token with an `exp` is
+/// refused as expired (fail closed) rather than every one accepted.
 pub fn now_secs() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .map_or(i64::MAX, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 fn decode_object(part: &str) -> Result<serde_json::Map<String, Value>, String> {

@@ -4,7 +4,6 @@
 //! Exit codes follow the Cedar CLI: `check` 0 valid / 1 invalid; `explain`
 //! 0 allowed / 2 denied / 1 error.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -68,10 +67,7 @@ pub struct ExplainArgs {
 }
 
 fn source(file: &str) -> Source {
-    match file.strip_prefix("file://") {
-        Some(p) => Source::File(PathBuf::from(p)),
-        None => Source::File(PathBuf::from(file)),
-    }
+    Source::File(nestguard::input::flag_path(file).to_path_buf())
 }
 
 /// Runs an `acls` command.

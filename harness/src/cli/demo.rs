@@ -28,8 +28,14 @@ impl Drop for AgentProcess {
     // TODO(#16 merge): the nix version of this kill lands from another branch.
     #[allow(unsafe_code)]
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        // Our own child, not yet reaped: its pid cannot name another process.
+        // If the signal fails (it exited already), the wait below ends at once.
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -45,8 +51,7 @@ impl Drop for AgentProcess {
 // TODO(#16 merge): the nix version of geteuid lands from another branch.
 #[allow(unsafe_code)]
 fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    nix::unistd::geteuid().is_root()
 }
 
 fn current_user() -> String {

@@ -9,6 +9,7 @@ mod executor;
 mod library;
 mod pod;
 mod smoke;
+mod wire;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

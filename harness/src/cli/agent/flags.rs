@@ -157,8 +157,7 @@ impl AgentFlags {
 // TODO(#16 merge): the nix version of geteuid lands from another branch.
 #[allow(unsafe_code)]
 fn nix_is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    nix::unistd::geteuid().is_root()
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use nestguard::proto::nestguard::PodSpec;
 use super::abi::{Authentication, HttpAuthenticator};
 use super::core::{Agent, ApiError, Launched};
 use super::media::{APPLICATION_JSON, Format, decode_call};
+use crate::cli::wire::twin;
 
 /// Shared server state.
 pub struct Server {
@@ -315,7 +316,7 @@ fn closing(mut response: Response) -> Response {
 }
 
 fn unversioned(id: &v1::ContainerId) -> ContainerId {
-    nestguard::proto::convert(id).unwrap_or_default()
+    twin(id)
 }
 
 fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
@@ -431,14 +432,9 @@ async fn dispatch(
                         ));
                     }
                 };
-            let command: Option<mesos::CommandInfo> =
-                command.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
-            let container: Option<mesos::ContainerInfo> =
-                container.map(|c| nestguard::proto::convert(&c).unwrap_or_default());
-            let resources: Vec<mesos::Resource> = resources
-                .iter()
-                .map(|r| nestguard::proto::convert(r).unwrap_or_default())
-                .collect();
+            let command: Option<mesos::CommandInfo> = command.map(|c| twin(&c));
+            let container: Option<mesos::ContainerInfo> = container.map(|c| twin(&c));
+            let resources: Vec<mesos::Resource> = resources.iter().map(twin).collect();
             let limits: std::collections::BTreeMap<String, mesos::value::Scalar> = limits
                 .iter()
                 .map(|(k, v)| (k.clone(), mesos::value::Scalar { value: v.value }))

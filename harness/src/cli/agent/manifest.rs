@@ -21,10 +21,7 @@ pub struct ModuleSpec {
 pub fn read(value: &str) -> anyhow::Result<Vec<ModuleSpec>> {
     use nestguard::input::{DEFAULT_MAX_FILE_SIZE, FlagValue};
     let flag = FlagValue::parse(value);
-    let origin = match &flag {
-        FlagValue::Inline(_) => "--modules".to_owned(),
-        FlagValue::File(path) => path.display().to_string(),
-    };
+    let origin = flag.origin("--modules");
     // Only a regular file, bounded: a FIFO or /dev/zero must not hang the agent.
     let text = flag
         .content(DEFAULT_MAX_FILE_SIZE)

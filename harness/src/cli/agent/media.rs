@@ -147,7 +147,7 @@ pub fn decode_call(
             })?
         }
     };
-    nestguard::validation::validate_agent_call(&call).map_err(|e| {
+    super::call_validation::validate_agent_call(&call).map_err(|e| {
         Rejection(
             StatusCode::BAD_REQUEST,
             format!("Failed to validate agent::Call: {e}"),

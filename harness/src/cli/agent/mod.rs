@@ -7,6 +7,7 @@
 //! validation come from the Rust crate.
 
 pub mod abi;
+mod call_validation;
 mod core;
 mod decision;
 mod door;

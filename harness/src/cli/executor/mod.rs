@@ -18,6 +18,7 @@ use nestguard::proto::nestguard::{PodSpec, PodTask};
 
 use self::policy::{Decision, Exit, decide, ends_pod};
 use super::client::{AgentClient, Credential, exit_status};
+use super::wire::twin;
 
 /// One state change, as printed.
 fn report(task: &str, state: &str, container: Option<&str>, extra: serde_json::Value) {
@@ -142,14 +143,8 @@ fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
 fn run_task(client: &AgentClient, shared: &Mutex<Shared>, root: &str, task: &PodTask) -> bool {
     let info = &task.task;
     let name = info.task_id.value.clone();
-    let command = info
-        .command
-        .as_ref()
-        .and_then(|c| nestguard::proto::convert(c).ok());
-    let container = info
-        .container
-        .as_ref()
-        .and_then(|c| nestguard::proto::convert(c).ok());
+    let command = info.command.as_ref().map(twin);
+    let container = info.container.as_ref().map(twin);
     let mut restarts = 0u32;
     loop {
         if lock(shared).stopping {

@@ -17,6 +17,7 @@ use super::recovery::{exited, recovery_failed};
 use super::registry::{Agent, ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
 use crate::cli::agent::abi::{Watch, codes};
 use crate::cli::agent::paths::nested_sandbox;
+use crate::cli::wire::twin;
 
 /// Removes a launch marker when the launch is over, whatever its outcome;
 /// only a crash of the agent leaves it (see [`Layout::launch_marker`]).
@@ -254,10 +255,19 @@ impl Agent {
                 }
                 Err(e) => return Err(failed(self, "launch", &e.message)),
             };
+        // A pid that is not positive would be a launcher bug; isolating pid
+        // 0 would move the agent itself into the container's cgroups.
+        let Some(pid) = u32::try_from(pid).ok().filter(|p| *p > 0) else {
+            let _ = self.modules.launcher.destroy(&id);
+            cleanup(self);
+            return Err(ApiError::Internal(format!(
+                "the launcher returned pid {pid} for container {key}"
+            )));
+        };
         let mut watch = None;
         if let Some(isolator) = &self.modules.isolator {
             let isolated = isolator
-                .isolate(&id, u32::try_from(pid).unwrap_or(0))
+                .isolate(&id, pid)
                 .and_then(|()| isolator.watch(&id));
             match isolated {
                 Ok(w) => watch = Some(w),
@@ -320,8 +330,10 @@ impl Agent {
             .map(|c| c.id.clone())
             .collect();
         for child in children {
-            if self.terminated(&to_dotted(&child)) == Some(false) {
-                let _ = self.modules.launcher.destroy(&child);
+            if self.terminated(&to_dotted(&child)) == Some(false)
+                && let Err(e) = self.modules.launcher.destroy(&child)
+            {
+                tracing::warn!(container_id = %to_dotted(&child), error = %e, "destroying a child failed");
             }
         }
         let destroyed = self.modules.launcher.destroy(id);
@@ -330,7 +342,13 @@ impl Agent {
         {
             tracing::warn!(container_id = %key, error = %e, "isolator cleanup failed");
         }
-        let status = destroyed.ok().flatten().unwrap_or(status);
+        let status = match destroyed {
+            Ok(destroyed) => destroyed.unwrap_or(status),
+            Err(e) => {
+                tracing::warn!(container_id = %key, error = %e, "destroy failed");
+                status
+            }
+        };
         let recovery_error = self.recovery_error(&key);
         let termination = match limitation {
             Some(l) => ContainerTermination {
@@ -494,10 +512,10 @@ impl Agent {
                     .framework_id
                     .as_ref()
                     .or(e.framework.id.as_ref())
-                    .and_then(|f| nestguard::proto::convert(f).ok()),
-                executor_id: nestguard::proto::convert(&e.executor.executor_id).ok(),
+                    .map(twin),
+                executor_id: Some(twin(&e.executor.executor_id)),
                 executor_name: e.executor.name.clone(),
-                container_id: nestguard::proto::convert(&e.container_id).unwrap_or_default(),
+                container_id: twin(&e.container_id),
                 ..Default::default()
             });
         }
@@ -530,7 +548,7 @@ impl Agent {
             };
             if visible {
                 out.push(Container {
-                    container_id: nestguard::proto::convert(&id).unwrap_or_default(),
+                    container_id: twin(&id),
                     ..Default::default()
                 });
             }

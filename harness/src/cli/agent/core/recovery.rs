@@ -209,11 +209,14 @@ impl Agent {
             if self.terminated(&key) == Some(true) {
                 continue; // under a cut-off launch destroyed just above
             }
-            let watch = self
-                .modules
-                .isolator
-                .as_ref()
-                .and_then(|i| i.watch(&id).ok());
+            let watch = self.modules.isolator.as_ref().and_then(|i| {
+                i.watch(&id)
+                    .inspect_err(|e| {
+                        tracing::warn!(container_id = %key, error = %e,
+                            "no limitation watch for the recovered container");
+                    })
+                    .ok()
+            });
             self.reap(id, watch);
         }
         // Cut off before the launcher had anything: no process ever ran.

@@ -1,0 +1,234 @@
+//! Mesos' validation of an agent API call (`validation::agent::call::validate`
+//! in `src/slave/validation.cpp`), with Mesos' error texts.
+//!
+//! Only the simulated agent serves agent API calls, so this lives with it;
+//! the message-level rules it applies (command, container, container ID)
+//! stay in the library's [`nestguard::validation`].
+
+use crate::cli::wire::twin;
+use nestguard::proto::mesos::{self, v1};
+use nestguard::validation::{
+    ValidationError, validate_command_info, validate_container_id, validate_container_info,
+};
+
+type Result<T = ()> = std::result::Result<T, ValidationError>;
+
+fn err(message: impl Into<String>) -> Result {
+    Err(ValidationError(message.into()))
+}
+
+fn container_id_field(field: &str, id: &v1::ContainerId) -> Result<mesos::ContainerId> {
+    let id: mesos::ContainerId = twin(id);
+    validate_container_id(&id)
+        .map_err(|e| ValidationError(format!("'{field}.container_id' is invalid: {e}")))?;
+    Ok(id)
+}
+
+fn require_parent(field: &str, id: &mesos::ContainerId) -> Result {
+    if id.parent.is_none() {
+        return err(format!(
+            "Expecting '{field}.container_id.parent' to be present"
+        ));
+    }
+    Ok(())
+}
+
+fn command_and_container(
+    field: &str,
+    command: Option<&v1::CommandInfo>,
+    container: Option<&v1::ContainerInfo>,
+) -> Result {
+    if let Some(command) = command {
+        validate_command_info(&twin(command))
+            .map_err(|e| ValidationError(format!("'{field}.command' is invalid: {e}")))?;
+    }
+    if let Some(container) = container {
+        validate_container_info(&twin(container))
+            .map_err(|e| ValidationError(format!("'{field}.container' is invalid: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Validates an agent API call as `validation::agent::call::validate` does,
+/// for the calls nestguard serves. The caller prefixes
+/// "Failed to validate agent::Call: " as Mesos does.
+pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
+    use v1::agent::call::Type;
+    let Some(kind) = call.r#type else {
+        return err("Expecting 'type' to be present");
+    };
+    match Type::try_from(kind).unwrap_or(Type::Unknown) {
+        Type::LaunchNestedContainer => {
+            let Some(launch) = &call.launch_nested_container else {
+                return err("Expecting 'launch_nested_container' to be present");
+            };
+            let id = container_id_field("launch_nested_container", &launch.container_id)?;
+            require_parent("launch_nested_container", &id)?;
+            command_and_container(
+                "launch_nested_container",
+                launch.command.as_ref(),
+                launch.container.as_ref(),
+            )?;
+            let unshared = launch
+                .container
+                .as_ref()
+                .and_then(|c| c.linux_info.as_ref())
+                .is_some_and(|l| l.share_cgroups == Some(false));
+            if unshared && id.parent.as_ref().is_some_and(|p| p.parent.is_some()) {
+                return err(
+                    "'launch_nested_container' is invalid: containers nested at the second level \
+                     or greater cannot set 'share_cgroups' to 'false'",
+                );
+            }
+        }
+        Type::WaitNestedContainer => {
+            let Some(wait) = &call.wait_nested_container else {
+                return err("Expecting 'wait_nested_container' to be present");
+            };
+            let id = container_id_field("wait_nested_container", &wait.container_id)?;
+            require_parent("wait_nested_container", &id)?;
+        }
+        Type::KillNestedContainer => {
+            let Some(kill) = &call.kill_nested_container else {
+                return err("Expecting 'kill_nested_container' to be present");
+            };
+            let id = container_id_field("kill_nested_container", &kill.container_id)?;
+            require_parent("kill_nested_container", &id)?;
+        }
+        Type::RemoveNestedContainer => {
+            let Some(remove) = &call.remove_nested_container else {
+                return err("Expecting 'remove_nested_container' to be present");
+            };
+            let id = container_id_field("remove_nested_container", &remove.container_id)?;
+            require_parent("remove_nested_container", &id)?;
+        }
+        Type::LaunchContainer => {
+            let Some(launch) = &call.launch_container else {
+                return err("Expecting 'launch_container' to be present");
+            };
+            let id = container_id_field("launch_container", &launch.container_id)?;
+            if id.parent.is_none() {
+                for resource in &launch.resources {
+                    if resource.reservation.is_some() || !resource.reservations.is_empty() {
+                        return err("'launch_container.resources' must be unreserved");
+                    }
+                    if resource
+                        .disk
+                        .as_ref()
+                        .is_some_and(|d| d.persistence.is_some())
+                    {
+                        return err("'launch_container.resources' may not use persistent volumes");
+                    }
+                    if resource.revocable.is_some() {
+                        return err("'launch_container.resources' must be non-revocable");
+                    }
+                }
+            }
+            command_and_container(
+                "launch_container",
+                launch.command.as_ref(),
+                launch.container.as_ref(),
+            )?;
+            let explicit_share = launch
+                .container
+                .as_ref()
+                .and_then(|c| c.linux_info.as_ref())
+                .and_then(|l| l.share_cgroups);
+            let share_cgroups = explicit_share.unwrap_or(true);
+            let twice_nested = id.parent.as_ref().is_some_and(|p| p.parent.is_some());
+            if twice_nested && !launch.resources.is_empty() {
+                return err(
+                    "'launch_container' is invalid: containers nested at the second level or \
+                     greater cannot specify resources",
+                );
+            }
+            if twice_nested && !launch.limits.is_empty() {
+                return err(
+                    "'launch_container' is invalid: containers nested at the second level or \
+                     greater cannot specify resource limits",
+                );
+            }
+            if twice_nested && !share_cgroups {
+                return err(
+                    "'launch_container' is invalid: containers nested at the second level or \
+                     greater cannot set 'share_cgroups' to 'false'",
+                );
+            }
+            if id.parent.is_none() && explicit_share == Some(true) {
+                return err(
+                    "'launch_container' is invalid: containers without a parent cannot set \
+                     'share_cgroups' to 'true'",
+                );
+            }
+        }
+        Type::WaitContainer => {
+            let Some(wait) = &call.wait_container else {
+                return err("Expecting 'wait_container' to be present");
+            };
+            container_id_field("wait_container", &wait.container_id)?;
+        }
+        Type::KillContainer => {
+            let Some(kill) = &call.kill_container else {
+                return err("Expecting 'kill_container' to be present");
+            };
+            container_id_field("kill_container", &kill.container_id)?;
+        }
+        Type::RemoveContainer => {
+            let Some(remove) = &call.remove_container else {
+                return err("Expecting 'remove_container' to be present");
+            };
+            container_id_field("remove_container", &remove.container_id)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(json: &str) -> v1::agent::Call {
+        nestguard::json::from_json(json).unwrap()
+    }
+
+    #[test]
+    fn nested_calls_need_a_parent() {
+        let c = call(
+            r#"{"type":"WAIT_NESTED_CONTAINER","wait_nested_container":{"container_id":{"value":"x"}}}"#,
+        );
+        assert_eq!(
+            validate_agent_call(&c).unwrap_err().0,
+            "Expecting 'wait_nested_container.container_id.parent' to be present"
+        );
+        let c = call(r#"{"type":"KILL_NESTED_CONTAINER"}"#);
+        assert_eq!(
+            validate_agent_call(&c).unwrap_err().0,
+            "Expecting 'kill_nested_container' to be present"
+        );
+    }
+
+    #[test]
+    fn ids_and_environment() {
+        let c = call(
+            r#"{"type":"LAUNCH_NESTED_CONTAINER","launch_nested_container":{"container_id":{"value":"a b","parent":{"value":"p"}}}}"#,
+        );
+        assert_eq!(
+            validate_agent_call(&c).unwrap_err().0,
+            "'launch_nested_container.container_id' is invalid: 'ContainerID.value' 'a b' contains invalid characters"
+        );
+        let c = call(
+            r#"{"type":"LAUNCH_NESTED_CONTAINER","launch_nested_container":{"container_id":{"value":"c","parent":{"value":"p"}},
+                "command":{"environment":{"variables":[{"name":"X","type":"VALUE"}]}}}}"#,
+        );
+        assert_eq!(
+            validate_agent_call(&c).unwrap_err().0,
+            "'launch_nested_container.command' is invalid: Environment variable 'X' of type 'VALUE' must have a value set"
+        );
+        let ok = call(
+            r#"{"type":"LAUNCH_CONTAINER","launch_container":{"container_id":{"value":"c","parent":{"value":"p"}},
+                "command":{"value":"exit 0"}}}"#,
+        );
+        assert!(validate_agent_call(&ok).is_ok());
+    }
+}
