@@ -43,7 +43,7 @@ use super::environment::CredentialsIsolator;
 use super::error::{IsolatorError, Result};
 use super::filesystem::FilesystemIsolator;
 use super::hardening::{HardeningIsolator, MESOS_1_11_LAST_CAP, kernel_last_cap};
-use super::namespaces::NamespacesIsolator;
+use super::namespace_policy::NamespacesIsolator;
 use super::seccomp::SeccompIsolator;
 use super::volume::{SandboxPathIsolator, SandboxRegistry};
 use crate::credentials::file::{LoadOptions, load_credentials};

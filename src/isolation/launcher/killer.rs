@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::process::{self, ProcessError};
+use crate::isolation::process::{self, ProcessError};
 
 /// A container whose processes could not all be killed.
 #[derive(Debug, thiserror::Error)]
