@@ -329,10 +329,14 @@ impl Isolator for CgroupsIsolator {
 
 /// Whether `pid` still exists (signal 0).
 fn process_exists(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
-    // SAFETY: kill with signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    matches!(
+        rustix::process::test_kill_process(pid),
+        Ok(()) | Err(rustix::io::Errno::PERM)
+    )
 }
