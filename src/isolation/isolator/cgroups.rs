@@ -77,8 +77,12 @@ fn megabytes(mb: f64) -> u64 {
 }
 
 impl CgroupsIsolator {
-    /// An isolator over an existing manager (share it with the launcher:
-    /// `Launcher::with_cgroups(options, isolator.cgroups())`).
+    /// An isolator over an existing manager (built by
+    /// [`IsolatorParams::cgroups_manager`]; the launcher gets the same one
+    /// from [`Composite::cgroups`]).
+    ///
+    /// [`IsolatorParams::cgroups_manager`]: super::IsolatorParams::cgroups_manager
+    /// [`Composite::cgroups`]: super::Composite::cgroups
     /// `skip_freezer` needs cgroup v1.
     pub fn new(cgroups: Arc<Cgroups>, options: CgroupsOptions) -> Result<Self> {
         if options.skip_freezer && cgroups.is_v2() {
@@ -93,11 +97,6 @@ impl CgroupsIsolator {
             options,
             infos: Mutex::new(HashMap::new()),
         })
-    }
-
-    /// The manager, for the launcher to place and kill processes.
-    pub fn cgroups(&self) -> Arc<Cgroups> {
-        self.cgroups.clone()
     }
 
     fn infos(&self) -> MutexGuard<'_, HashMap<String, Info>> {
