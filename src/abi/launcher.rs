@@ -14,11 +14,11 @@ use super::error::{fail, fail_with};
 use super::ffi::{free_handle, handle_ref, into_handle, write_out};
 use super::isolator::nestguard_isolator;
 use super::result::{AbiError, nestguard_result};
-use crate::isolation::command::CommandError;
+use crate::isolation::helper::command::CommandError;
 use crate::isolation::launcher::{
     Launcher, LauncherError, LauncherOptions, Mode, default_helper_path,
 };
-use crate::isolation::namespaces::NamespaceError;
+use crate::isolation::namespace_ops::NamespaceError;
 use crate::isolation::paths;
 use crate::proto::mesos::slave::{ContainerLaunchInfo, ContainerRecoverInfo};
 use crate::proto::mesos::{ContainerId, ContainerInfo};

@@ -5,7 +5,7 @@
 //! helper reads the launch data from its stdin (a pipe), sets up namespaces,
 //! forks the supervisor that runs and reaps the command, and the supervisor
 //! reports its pid on stdout. The logic is in
-//! `nestguard::isolation::supervisor`.
+//! `nestguard::isolation::helper::supervisor`.
 //!
 //! `no_main`: the helper is on every launch's critical path, and the Rust
 //! runtime's start-up (checking fds 0–2 with `poll`, reading
@@ -20,5 +20,5 @@ pub extern "C" fn main(
     _argc: std::ffi::c_int,
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
-    nestguard::isolation::supervisor::helper_main()
+    nestguard::isolation::helper::supervisor::helper_main()
 }

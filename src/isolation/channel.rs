@@ -34,12 +34,12 @@ pub struct Control {
     #[serde(default)]
     pub cgroup_procs: Vec<PathBuf>,
     /// Make the kernel's knobs read-only in a container with its own mount
-    /// namespace ([`super::mounts::read_only_kernel_paths`]).
+    /// namespace ([`super::helper::mounts::read_only_kernel_paths`]).
     #[serde(default)]
     pub read_only_paths: bool,
     /// The sandboxes of the container and its ancestors: a bind mount whose
     /// source or target lies in one is resolved below the outermost one
-    /// without following symbolic links ([`super::mounts::apply`]).
+    /// without following symbolic links ([`super::helper::mounts::apply`]).
     #[serde(default)]
     pub sandboxes: Vec<PathBuf>,
     /// Seccomp filters (BPF, base64) the command installs before `execve`,

@@ -1,8 +1,24 @@
 //! The nesting-aware launcher and isolators: namespaces, cgroups, sandboxes,
 //! the supervising launch helper, checkpoints and recovery.
 //!
-//! Host side: [`launcher::Launcher`]. Helper side (the `nestguard-launch`
-//! binary): [`supervisor::helper_main`].
+//! The layout follows who runs the code:
+//!
+//! * host side (the agent's process): [`launcher`] — the container tree,
+//!   launch, wait, kill, destroy, recover, and the [`launcher::killer`]s;
+//! * helper side (the `nestguard-launch` binary and the processes it forks):
+//!   [`helper`] — [`helper::supervisor::helper_main`], the vforks, mounts,
+//!   the rootfs and the command's preparation. The host calls into it only
+//!   for checks that must fail a launch before the helper runs
+//!   ([`helper::command::validate`], user look-up for the sandbox's owner);
+//!   the helper never calls the launcher;
+//! * between them, [`channel`] is the only protocol (launch data in, report
+//!   out, the `pid` checkpoint);
+//! * shared by both: plain data and kernel wrappers — [`paths`] (Mesos'
+//!   runtime layout), [`process`] (`/proc` and pidfds), [`namespace_ops`]
+//!   (planned by the host, entered and created by the helper), [`sandbox`]
+//!   (created by the host, its logs opened by the helper) and [`seccomp`]
+//!   (compiled by the host, installed by the helper);
+//! * the isolators ([`isolator`]) and [`cgroups`] run on the host.
 //!
 //! Processes of one container, host first:
 //!
@@ -19,7 +35,7 @@
 //!
 //! What a launch costs, and why it is fast: every hop is on the critical
 //! path, so the intermediate, the supervisor and the command are created
-//! with `CLONE_VM | CLONE_VFORK` (module `vfork`) — no page-table copy, and only
+//! with `CLONE_VM | CLONE_VFORK` (module `helper::vfork`) — no page-table copy, and only
 //! one of the processes sharing the memory runs at a time; the supervisor
 //! checkpoints and reports its own pid, so no process waits for another's
 //! go-ahead; the helper is `no_main` and spawned one launch ahead, idle on
@@ -30,24 +46,19 @@
 //!
 //! Checkpoints follow Mesos' runtime layout ([`paths`]); the supervisor's
 //! identity is its pid plus start time ([`channel::PidRecord`]); the host
-//! watches it through a pidfd. Killing is behind [`kill::ContainerKiller`]
+//! watches it through a pidfd. Killing is behind [`launcher::killer::ContainerKiller`]
 //! (pid namespace / session by default, cgroups with
 //! [`Launcher::with_cgroups`]).
 
 pub mod cgroups;
 pub mod channel;
-pub mod command;
+pub mod helper;
 pub mod isolator;
-pub mod kill;
 pub mod launcher;
-pub mod mounts;
-pub mod namespaces;
+pub mod namespace_ops;
 pub mod paths;
 pub mod process;
-pub mod rootfs;
 pub mod sandbox;
 pub mod seccomp;
-pub mod supervisor;
-mod vfork;
 
 pub use launcher::{Defences, Launcher, LauncherError, LauncherOptions, Mode};

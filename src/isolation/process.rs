@@ -4,12 +4,12 @@
 //! (state, session, start time) and `NSpid` of `/proc/<pid>/status`, read
 //! through a caller-chosen procfs directory fd (the helper keeps the host's
 //! procfs open across `setns`). A procfs crate would pull in far more than that
-//! and could not read through a directory fd. `pidfd_open` has no wrapper in
-//! `nix` 0.32, so it is one `libc::syscall`.
+//! and could not read through a directory fd. `pidfd_open` is `rustix`'s
+//! (`nix` 0.32 has no wrapper).
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -217,22 +217,17 @@ pub fn session_members(sid: i32) -> Result<Vec<i32>, ProcessError> {
 /// `pidfd_open(2)`: a file descriptor that becomes readable when `pid` exits,
 /// for children and non-children alike.
 pub fn pidfd_open(pid: i32) -> Result<OwnedFd, ProcessError> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(ProcessError::Syscall {
-            call: "pidfd_open",
-            pid,
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    let fd = i32::try_from(fd).map_err(|_| ProcessError::Syscall {
+    let failed = |source: std::io::Error| ProcessError::Syscall {
         call: "pidfd_open",
         pid,
-        source: std::io::Error::other("fd out of range"),
-    })?;
-    // SAFETY: the kernel just returned this fd to us; nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        source,
+    };
+    // Not a process: 0 and negative pids name groups for kill(2), and
+    // pidfd_open(2) refuses them.
+    let target = rustix::process::Pid::from_raw(pid.max(0))
+        .ok_or_else(|| failed(std::io::Error::from_raw_os_error(libc::EINVAL)))?;
+    rustix::process::pidfd_open(target, rustix::process::PidfdFlags::empty())
+        .map_err(|e| failed(e.into()))
 }
 
 /// Waits until `fd` is readable (a pidfd: the process exited) or `timeout`

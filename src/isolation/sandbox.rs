@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, Mode, OFlags};
 
-use super::command::{self, CommandError};
+use super::helper::command::{self, CommandError};
 use super::paths::{STDERR_FILE, STDOUT_FILE};
 
 /// A sandbox that could not be prepared; names the path.

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use isolator_support::*;
-use nestguard::isolation::namespaces::NamespaceError;
+use nestguard::isolation::namespace_ops::NamespaceError;
 use nestguard::isolation::{Defences, Launcher, LauncherError, LauncherOptions, Mode};
 use nestguard::proto::mesos::slave::ContainerLaunchInfo;
 use nestguard::proto::mesos::volume::Mode as VolumeMode;

@@ -63,6 +63,8 @@ pub mod limits;
 mod oom;
 pub mod owner;
 mod stats;
+mod v1;
+mod v2;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -154,15 +156,12 @@ impl Controller {
     }
 }
 
-/// The v2 controllers we enable for containers when the host offers them.
-const V2_CONTROLLERS: [&str; 3] = ["cpu", "memory", "pids"];
-
+/// The hierarchy's version-specific half; [`Cgroups`] holds what both share
+/// (configuration, layout, claim) and dispatches the rest here.
 #[derive(Debug, Clone)]
 enum Backend {
-    /// Mount point of each v1 controller (co-mounted ones repeat a path).
-    V1(Vec<(Controller, PathBuf)>),
-    /// The cgroup2 mount point.
-    V2(PathBuf),
+    V1(v1::V1),
+    V2(v2::V2),
 }
 
 /// The cgroups of all containers under one `cgroups_root`.
@@ -222,26 +221,11 @@ impl Cgroups {
     /// checking file-system types (tests point this at fixture directories).
     pub fn v1_with_root(config: CgroupsConfig) -> Result<Self> {
         layout::validate_cgroups_root(&config.cgroups_root)?;
-        let mut mounts = Vec::new();
-        for controller in Controller::ALL {
-            let path = config.mount_root.join(controller.name());
-            if path.is_dir() {
-                mounts.push((controller, path));
-            } else if controller == Controller::Freezer {
-                // Without the freezer, processes cannot be found or killed.
-                return Err(CgroupError::ControllerNotMounted {
-                    controller: controller.name(),
-                    path,
-                });
-            } else {
-                // Usable without it; limits that need it fail clearly.
-                tracing::warn!(controller = controller.name(), path = %path.display(), "cgroup v1 controller not mounted");
-            }
-        }
+        let backend = v1::V1::new(&config.mount_root, &config.cgroups_root)?;
         Ok(Self {
             config,
             hierarchy: Hierarchy::Legacy,
-            backend: Backend::V1(mounts),
+            backend: Backend::V1(backend),
             owner: None,
         })
     }
@@ -250,14 +234,11 @@ impl Cgroups {
     /// `/sys/fs/cgroup/unified` to use a hybrid host's cgroup2 mount).
     pub fn v2_with_root(config: CgroupsConfig) -> Result<Self> {
         layout::validate_cgroups_root(&config.cgroups_root)?;
-        if !config.mount_root.join("cgroup.controllers").is_file() {
-            return Err(CgroupError::NotMounted(config.mount_root));
-        }
-        let mount = config.mount_root.clone();
+        let backend = v2::V2::new(&config.mount_root, &config.cgroups_root)?;
         Ok(Self {
             config,
             hierarchy: Hierarchy::Unified,
-            backend: Backend::V2(mount),
+            backend: Backend::V2(backend),
             owner: None,
         })
     }
@@ -270,19 +251,12 @@ impl Cgroups {
     /// sharing its parent's cgroups gets a directory of its own, and a kill
     /// signals them until none is left, without a freeze.
     pub fn skip_freezer(&mut self) -> Result<()> {
-        let Backend::V1(mounts) = &mut self.backend else {
-            return Err(CgroupError::Invalid(
+        match &mut self.backend {
+            Backend::V1(v1) => v1.skip_freezer(),
+            Backend::V2(_) => Err(CgroupError::Invalid(
                 "skipping the freezer needs cgroup v1".into(),
-            ));
-        };
-        mounts.retain(|(c, _)| *c != Controller::Freezer);
-        if mounts.is_empty() {
-            return Err(CgroupError::ControllerNotMounted {
-                controller: "pids",
-                path: self.config.mount_root.join("pids"),
-            });
+            )),
         }
-        Ok(())
     }
 
     /// Claims `cgroups_root` for this process for the manager's lifetime
@@ -339,52 +313,8 @@ impl Cgroups {
     pub fn container_dirs(&self, id: &ContainerId) -> Result<Vec<PathBuf>> {
         let rel = self.rel(id)?;
         Ok(match &self.backend {
-            Backend::V1(mounts) => unique(mounts.iter().map(|(_, m)| m.join(&rel))),
-            Backend::V2(mount) => vec![mount.join(&rel)],
-        })
-    }
-
-    /// The directory of a v1 controller for a relative path (for an
-    /// unmounted controller, where it would be: it never exists).
-    fn v1_dir(&self, mounts: &[(Controller, PathBuf)], c: Controller, rel: &Path) -> PathBuf {
-        Self::v1_mount(mounts, c)
-            .unwrap_or_else(|| self.config.mount_root.join(c.name()))
-            .join(rel)
-    }
-
-    fn v1_mount(mounts: &[(Controller, PathBuf)], c: Controller) -> Option<PathBuf> {
-        mounts.iter().find(|(k, _)| *k == c).map(|(_, m)| m.clone())
-    }
-
-    fn require_mounted(&self, mounts: &[(Controller, PathBuf)], c: Controller) -> Result<()> {
-        match Self::v1_mount(mounts, c) {
-            Some(_) => Ok(()),
-            None => Err(CgroupError::ControllerNotMounted {
-                controller: c.name(),
-                path: self.config.mount_root.join(c.name()),
-            }),
-        }
-    }
-
-    /// The directory of a v1 controller that holds the container's
-    /// processes: its own, or the nearest ancestor's when it shares.
-    fn v1_effective_dir(
-        &self,
-        mounts: &[(Controller, PathBuf)],
-        c: Controller,
-        id: &ContainerId,
-    ) -> Result<PathBuf> {
-        self.require_mounted(mounts, c)?;
-        let ancestors = layout::ancestor_paths(&self.config.cgroups_root, id)?;
-        for rel in ancestors.iter().rev() {
-            let dir = self.v1_dir(mounts, c, rel);
-            if dir.is_dir() {
-                return Ok(dir);
-            }
-        }
-        Err(CgroupError::NotFound {
-            id: to_dotted(id),
-            path: self.v1_dir(mounts, c, &self.rel(id)?),
+            Backend::V1(v1) => v1.container_dirs(&rel),
+            Backend::V2(v2) => vec![v2.dir(&rel)],
         })
     }
 
@@ -392,8 +322,8 @@ impl Cgroups {
     pub fn exists(&self, id: &ContainerId) -> Result<bool> {
         let rel = self.rel(id)?;
         Ok(match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &rel).is_dir(),
-            Backend::V2(mount) => mount.join(&rel).is_dir(),
+            Backend::V1(v1) => v1.process_dir(&rel).is_dir(),
+            Backend::V2(v2) => v2.dir(&rel).is_dir(),
         })
     }
 
@@ -436,8 +366,8 @@ impl Cgroups {
             });
         }
         let result = match &self.backend {
-            Backend::V1(mounts) => self.create_v1(mounts, id, &rel, share),
-            Backend::V2(mount) => self.create_v2(mount, id, &rel, share),
+            Backend::V1(v1) => v1.create(id, &rel, share),
+            Backend::V2(v2) => v2.create(id, &rel, share),
         }
         .and_then(|()| {
             if options.limits.is_empty() {
@@ -462,128 +392,13 @@ impl Cgroups {
         Ok(())
     }
 
-    fn create_v1(
-        &self,
-        mounts: &[(Controller, PathBuf)],
-        id: &ContainerId,
-        rel: &Path,
-        share: bool,
-    ) -> Result<()> {
-        let tracker = tracker(mounts);
-        for (controller, mount) in mounts {
-            if share && *controller != tracker {
-                continue;
-            }
-            let base = mount.join(&self.config.cgroups_root);
-            create_dirs(mount, &base)?;
-            let dir = mount.join(rel);
-            // Intermediate `mesos` separators, and for a non-sharing child
-            // of a sharing parent, the parent's dir in this controller.
-            if let Some(parent) = dir.parent() {
-                create_dirs(mount, parent)?;
-            }
-            if !mkdir_in(mount, &dir)? && *controller == tracker {
-                return Err(CgroupError::AlreadyExists {
-                    id: to_dotted(id),
-                    path: dir,
-                });
-            }
-            if *controller == Controller::Memory {
-                // A cgroup inherits `oom_kill_disable` from its parent; make
-                // sure the kernel OOM killer acts (Mesos does the same), or
-                // a container over its limit would hang instead of dying.
-                fsops::write(&dir.join("memory.oom_control"), "0")?;
-            }
-        }
-        Ok(())
-    }
-
-    fn create_v2(&self, mount: &Path, id: &ContainerId, rel: &Path, share: bool) -> Result<()> {
-        let dir = mount.join(rel);
-        if let Some(parent) = dir.parent() {
-            create_dirs(mount, parent)?;
-        }
-        if !mkdir_in(mount, &dir)? {
-            return Err(CgroupError::AlreadyExists {
-                id: to_dotted(id),
-                path: dir,
-            });
-        }
-        if !share {
-            // Enable what the host offers so nested containers can be limited.
-            let available = self.v2_available(mount)?;
-            let wanted: Vec<&str> = V2_CONTROLLERS
-                .iter()
-                .copied()
-                .filter(|c| available.contains(*c))
-                .collect();
-            enable_v2(mount, &dir, &wanted, true)?;
-        }
-        fsops::mkdir(&dir.join(LEAF))?;
-        Ok(())
-    }
-
-    fn v2_available(&self, mount: &Path) -> Result<HashSet<String>> {
-        let text = fsops::read(&mount.join("cgroup.controllers"))?;
-        Ok(text.split_whitespace().map(str::to_owned).collect())
-    }
-
     /// Applies limits to the container's own cgroup. Only set fields change.
     pub fn update(&self, id: &ContainerId, limits: &Limits) -> Result<()> {
         limits.validate()?;
         let rel = self.rel(id)?;
         match &self.backend {
-            Backend::V1(mounts) => {
-                let dir = |c| self.v1_dir(mounts, c, &rel);
-                let needed = [
-                    (
-                        Controller::Cpu,
-                        limits.cpu_request.is_some() || limits.cpu_limit.is_some(),
-                    ),
-                    (
-                        Controller::Memory,
-                        limits.memory_bytes.is_some() || limits.memory_soft_bytes.is_some(),
-                    ),
-                    (Controller::Pids, limits.pids_max.is_some()),
-                ];
-                for (controller, needed) in needed {
-                    if needed {
-                        self.require_mounted(mounts, controller)?;
-                    }
-                    if needed && !dir(controller).is_dir() {
-                        return Err(CgroupError::NotFound {
-                            id: to_dotted(id),
-                            path: dir(controller),
-                        });
-                    }
-                }
-                limits::apply_v1_cpu(&dir(Controller::Cpu), limits)?;
-                limits::apply_v1_memory(&dir(Controller::Memory), limits)?;
-                limits::apply_pids(&dir(Controller::Pids), limits)?;
-            }
-            Backend::V2(mount) => {
-                let dir = mount.join(&rel);
-                if !dir.is_dir() {
-                    return Err(CgroupError::NotFound {
-                        id: to_dotted(id),
-                        path: dir,
-                    });
-                }
-                let mut wanted = Vec::new();
-                if limits.cpu_request.is_some() || limits.cpu_limit.is_some() {
-                    wanted.push("cpu");
-                }
-                if limits.memory_bytes.is_some() || limits.memory_soft_bytes.is_some() {
-                    wanted.push("memory");
-                }
-                if limits.pids_max.is_some() {
-                    wanted.push("pids");
-                }
-                enable_v2(mount, &dir, &wanted, false)?;
-                limits::apply_v2_cpu(&dir, limits)?;
-                limits::apply_v2_memory(&dir, limits)?;
-                limits::apply_pids(&dir, limits)?;
-            }
+            Backend::V1(v1) => v1.update(id, &rel, limits)?,
+            Backend::V2(v2) => v2.update(id, &rel, limits)?,
         }
         tracing::info!(container = %to_dotted(id), ?limits, "updated cgroup limits");
         Ok(())
@@ -593,44 +408,20 @@ impl Cgroups {
     /// (v1: one per controller; v2: the leaf's). A helper can write `0`
     /// (itself) to each before exec.
     pub fn procs_files(&self, id: &ContainerId) -> Result<Vec<PathBuf>> {
+        let rel = self.rel(id)?;
         match &self.backend {
-            Backend::V1(mounts) => {
-                let rel = self.rel(id)?;
-                let freezer = self.v1_dir(mounts, tracker(mounts), &rel);
-                if !freezer.is_dir() {
-                    return Err(CgroupError::NotFound {
-                        id: to_dotted(id),
-                        path: freezer,
-                    });
-                }
-                let mut dirs = Vec::new();
-                for (controller, _) in mounts {
-                    dirs.push(self.v1_effective_dir(mounts, *controller, id)?);
-                }
-                Ok(unique(dirs.into_iter())
-                    .into_iter()
-                    .map(|d| d.join("cgroup.procs"))
-                    .collect())
-            }
-            Backend::V2(mount) => {
-                let leaf = mount.join(self.rel(id)?).join(LEAF);
-                if !leaf.is_dir() {
-                    return Err(CgroupError::NotFound {
-                        id: to_dotted(id),
-                        path: leaf,
-                    });
-                }
-                Ok(vec![leaf.join("cgroup.procs")])
-            }
+            Backend::V1(v1) => v1.procs_files(id, &rel),
+            Backend::V2(v2) => v2.procs_files(id, &rel),
         }
     }
 
     /// Processes directly in the container's own cgroup (not in nested
     /// containers). On v1 this is the freezer cgroup.
     pub fn pids(&self, id: &ContainerId) -> Result<Vec<u32>> {
+        let rel = self.rel(id)?;
         let dir = match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
-            Backend::V2(mount) => mount.join(self.rel(id)?).join(LEAF),
+            Backend::V1(v1) => v1.process_dir(&rel),
+            Backend::V2(v2) => v2.dir(&rel).join(LEAF),
         };
         if !dir.is_dir() {
             return Err(CgroupError::NotFound {
@@ -642,9 +433,10 @@ impl Cgroups {
     }
 
     fn process_root(&self, id: &ContainerId) -> Result<PathBuf> {
+        let rel = self.rel(id)?;
         Ok(match &self.backend {
-            Backend::V1(mounts) => self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
-            Backend::V2(mount) => mount.join(self.rel(id)?),
+            Backend::V1(v1) => v1.process_dir(&rel),
+            Backend::V2(v2) => v2.dir(&rel),
         })
     }
 
@@ -656,46 +448,10 @@ impl Cgroups {
             timestamp: stats::now_secs(),
             ..ResourceStatistics::default()
         };
+        let rel = self.rel(id)?;
         match &self.backend {
-            Backend::V1(mounts) => {
-                if !self.exists(id)? {
-                    return Err(CgroupError::NotFound {
-                        id: to_dotted(id),
-                        path: self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
-                    });
-                }
-                // Statistics of each mounted controller; a sharing container
-                // reports the cgroup it shares.
-                let mounted = |c| Self::v1_mount(mounts, c).is_some();
-                if mounted(Controller::Cpuacct) {
-                    let dir = self.v1_effective_dir(mounts, Controller::Cpuacct, id)?;
-                    stats::v1_cpuacct(&dir, &mut out)?;
-                }
-                if mounted(Controller::Cpu) {
-                    let dir = self.v1_effective_dir(mounts, Controller::Cpu, id)?;
-                    stats::v1_cpu(&dir, &mut out)?;
-                }
-                if mounted(Controller::Memory) {
-                    let dir = self.v1_effective_dir(mounts, Controller::Memory, id)?;
-                    stats::v1_memory(&dir, &mut out)?;
-                }
-                // Processes from the container's own freezer cgroup, which
-                // every container has, sharing or not.
-                let freezer = self.v1_dir(mounts, tracker(mounts), &self.rel(id)?);
-                stats::processes(&freezer, "tasks", &mut out)?;
-            }
-            Backend::V2(mount) => {
-                let dir = mount.join(self.rel(id)?);
-                if !dir.is_dir() {
-                    return Err(CgroupError::NotFound {
-                        id: to_dotted(id),
-                        path: dir,
-                    });
-                }
-                stats::v2_cpu(&dir, &mut out)?;
-                stats::v2_memory(&dir, &mut out)?;
-                stats::processes(&dir.join(LEAF), "cgroup.threads", &mut out)?;
-            }
+            Backend::V1(v1) => v1.usage(id, &rel, &mut out)?,
+            Backend::V2(v2) => v2.usage(id, &rel, &mut out)?,
         }
         Ok(out)
     }
@@ -703,26 +459,10 @@ impl Cgroups {
     /// Starts watching the container's memory cgroup for OOM kills. For a
     /// sharing container this watches the cgroup it shares.
     pub fn watch_oom(&self, id: &ContainerId) -> Result<OomWatcher> {
+        let rel = self.rel(id)?;
         match &self.backend {
-            Backend::V1(mounts) => {
-                if !self.exists(id)? {
-                    return Err(CgroupError::NotFound {
-                        id: to_dotted(id),
-                        path: self.v1_dir(mounts, tracker(mounts), &self.rel(id)?),
-                    });
-                }
-                OomWatcher::v1(&self.v1_effective_dir(mounts, Controller::Memory, id)?)
-            }
-            Backend::V2(mount) => {
-                let dir = mount.join(self.rel(id)?);
-                if !dir.join("memory.events").exists() {
-                    return Err(CgroupError::ControllerUnavailable {
-                        controller: "memory",
-                        path: dir.join("memory.events"),
-                    });
-                }
-                OomWatcher::v2(&dir)
-            }
+            Backend::V1(v1) => v1.watch_oom(id, &rel),
+            Backend::V2(v2) => v2.watch_oom(&rel),
         }
     }
 
@@ -730,12 +470,8 @@ impl Cgroups {
     /// (union over the controllers on v1).
     pub fn scan(&self) -> Result<Vec<ContainerId>> {
         let bases = match &self.backend {
-            Backend::V1(mounts) => unique(
-                mounts
-                    .iter()
-                    .map(|(_, m)| m.join(&self.config.cgroups_root)),
-            ),
-            Backend::V2(mount) => vec![mount.join(&self.config.cgroups_root)],
+            Backend::V1(v1) => v1.scan_bases(),
+            Backend::V2(v2) => vec![v2.base()],
         };
         let mut seen = HashSet::new();
         let mut out = Vec::new();
@@ -788,29 +524,10 @@ impl Cgroups {
         }
         // Strays that are not containers may still hold processes.
         let timeout = self.config.destroy_timeout;
-        let root = &self.config.cgroups_root;
         match &self.backend {
-            Backend::V1(mounts) => {
-                let freezer = self.v1_dir(mounts, Controller::Freezer, root);
-                let others = unique(
-                    mounts
-                        .iter()
-                        .filter(|(c, _)| *c != Controller::Freezer)
-                        .map(|(_, m)| m.join(root)),
-                );
-                kill::kill_v1(&freezer, &others, timeout)?;
-                for base in others {
-                    kill::remove_subtree(&base, timeout)?;
-                }
-                kill::remove_subtree(&freezer, timeout)?;
-            }
-            Backend::V2(mount) => {
-                let base = mount.join(root);
-                kill::kill_v2(&base, timeout)?;
-                kill::remove_subtree(&base, timeout)?;
-            }
+            Backend::V1(v1) => v1.destroy_root(timeout),
+            Backend::V2(v2) => v2.destroy_root(timeout),
         }
-        Ok(())
     }
 }
 
@@ -845,21 +562,12 @@ impl ContainerProcesses for Cgroups {
         out.dedup();
         Ok(out)
     }
-
     fn kill_all(&self, id: &ContainerId) -> Result<()> {
         let timeout = self.config.destroy_timeout;
+        let rel = self.rel(id)?;
         match &self.backend {
-            Backend::V1(mounts) => {
-                let rel = self.rel(id)?;
-                let freezer = self.v1_dir(mounts, Controller::Freezer, &rel);
-                let others: Vec<PathBuf> = mounts
-                    .iter()
-                    .filter(|(c, _)| *c != Controller::Freezer)
-                    .map(|(_, m)| m.join(&rel))
-                    .collect();
-                kill::kill_v1(&freezer, &unique(others.into_iter()), timeout)
-            }
-            Backend::V2(mount) => kill::kill_v2(&mount.join(self.rel(id)?), timeout),
+            Backend::V1(v1) => v1.kill_all(&rel, timeout),
+            Backend::V2(v2) => kill::kill_v2(&v2.dir(&rel), timeout),
         }
     }
 
@@ -881,23 +589,6 @@ impl ContainerProcesses for Cgroups {
         tracing::info!(container = %to_dotted(id), "destroyed cgroups");
         Ok(())
     }
-}
-
-/// The v1 controller whose directories say which containers exist and
-/// hold their processes: the freezer, or without it (see
-/// [`Cgroups::skip_freezer`]) the first mounted of `pids`, `cpuacct`, `cpu`,
-/// `memory`.
-fn tracker(mounts: &[(Controller, PathBuf)]) -> Controller {
-    [
-        Controller::Freezer,
-        Controller::Pids,
-        Controller::Cpuacct,
-        Controller::Cpu,
-        Controller::Memory,
-    ]
-    .into_iter()
-    .find(|c| mounts.iter().any(|(m, _)| m == c))
-    .unwrap_or(Controller::Freezer)
 }
 
 /// `mkdir` of a container's directory whose parent was just made: if a
@@ -936,82 +627,6 @@ fn create_dirs(mount: &Path, dir: &Path) -> Result<()> {
         fsops::mkdir(&current)?;
     }
     Ok(())
-}
-
-/// Enables v2 controllers in `cgroup.subtree_control` from the mount root
-/// down to `dir`'s parent (so `dir` gets the control files) and, when
-/// `including_dir`, in `dir` itself (so its children can be limited).
-fn enable_v2(mount: &Path, dir: &Path, controllers: &[&str], including_dir: bool) -> Result<()> {
-    if controllers.is_empty() {
-        return Ok(());
-    }
-    let Ok(relative) = dir.strip_prefix(mount) else {
-        return Err(CgroupError::Invalid(format!(
-            "'{}' is not below the mount point '{}'",
-            dir.display(),
-            mount.display()
-        )));
-    };
-    let mut chain = vec![mount.to_path_buf()];
-    let mut current = mount.to_path_buf();
-    for component in relative.components() {
-        current.push(component);
-        chain.push(current.clone());
-    }
-    if !including_dir {
-        chain.pop();
-    }
-    for cgroup in chain {
-        let available_file = cgroup.join("cgroup.controllers");
-        let available = fsops::read(&available_file)?;
-        let enabled_file = cgroup.join("cgroup.subtree_control");
-        let enabled = fsops::read(&enabled_file)?;
-        for controller in controllers {
-            if !available.split_whitespace().any(|c| c == *controller) {
-                return Err(CgroupError::ControllerUnavailable {
-                    controller: static_name(controller),
-                    path: available_file,
-                });
-            }
-            if !enabled.split_whitespace().any(|c| c == *controller) {
-                fsops::write(&enabled_file, &format!("+{controller}"))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn static_name(controller: &str) -> &'static str {
-    V2_CONTROLLERS
-        .iter()
-        .copied()
-        .find(|c| *c == controller)
-        .unwrap_or("unknown")
-}
-
-/// Paths without duplicates (co-mounted v1 controllers share a directory),
-/// order kept. Identity is the directory's device and inode (one `statx`,
-/// where canonicalizing costs a `readlink` per component on every launch);
-/// a path that does not exist is its own identity.
-fn unique(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    #[derive(PartialEq, Eq, Hash)]
-    enum Key {
-        Inode(u64, u64),
-        Path(PathBuf),
-    }
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for p in paths {
-        let key = match std::fs::metadata(&p) {
-            Ok(m) => Key::Inode(m.dev(), m.ino()),
-            Err(_) => Key::Path(p.clone()),
-        };
-        if seen.insert(key) {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

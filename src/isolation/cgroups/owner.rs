@@ -302,8 +302,7 @@ mod tests {
 
     #[test]
     fn one_claim_per_process_is_shared() {
-        // SAFETY: no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             return; // /run is root's; the agent tests cover the conflict
         }
         let root = PathBuf::from(format!("nestguard-owner-unit-{}", std::process::id()));

@@ -77,8 +77,12 @@ fn megabytes(mb: f64) -> u64 {
 }
 
 impl CgroupsIsolator {
-    /// An isolator over an existing manager (share it with the launcher:
-    /// `Launcher::with_cgroups(options, isolator.cgroups())`).
+    /// An isolator over an existing manager (built by
+    /// [`IsolatorParams::cgroups_manager`]; the launcher gets the same one
+    /// from [`Composite::cgroups`]).
+    ///
+    /// [`IsolatorParams::cgroups_manager`]: super::IsolatorParams::cgroups_manager
+    /// [`Composite::cgroups`]: super::Composite::cgroups
     /// `skip_freezer` needs cgroup v1.
     pub fn new(cgroups: Arc<Cgroups>, options: CgroupsOptions) -> Result<Self> {
         if options.skip_freezer && cgroups.is_v2() {
@@ -93,11 +97,6 @@ impl CgroupsIsolator {
             options,
             infos: Mutex::new(HashMap::new()),
         })
-    }
-
-    /// The manager, for the launcher to place and kill processes.
-    pub fn cgroups(&self) -> Arc<Cgroups> {
-        self.cgroups.clone()
     }
 
     fn infos(&self) -> MutexGuard<'_, HashMap<String, Info>> {
@@ -329,10 +328,14 @@ impl Isolator for CgroupsIsolator {
 
 /// Whether `pid` still exists (signal 0).
 fn process_exists(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
-    // SAFETY: kill with signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    matches!(
+        rustix::process::test_kill_process(pid),
+        Ok(()) | Err(rustix::io::Errno::PERM)
+    )
 }

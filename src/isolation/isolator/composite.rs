@@ -168,9 +168,16 @@ impl Composite {
         self.cgroups.clone()
     }
 
-    /// Sets the manager returned by [`Composite::cgroups`].
-    pub fn set_cgroups(&mut self, cgroups: Option<Arc<Cgroups>>) {
-        self.cgroups = cgroups;
+    /// The isolators with the cgroups manager the `cgroups` isolator among
+    /// them uses ([`IsolatorParams::cgroups_manager`]), fixed for the
+    /// composite's life: the launcher gets the very manager the isolator has.
+    ///
+    /// [`IsolatorParams::cgroups_manager`]: super::IsolatorParams::cgroups_manager
+    pub fn with_cgroups(isolators: Vec<Arc<dyn Isolator>>, cgroups: Option<Arc<Cgroups>>) -> Self {
+        Self {
+            cgroups,
+            ..Self::new(isolators)
+        }
     }
 
     /// The isolators' names in order.

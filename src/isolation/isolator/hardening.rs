@@ -26,7 +26,7 @@
 //! So, fail closed: on such a kernel the module refuses to load while
 //! `hardening_capabilities` restricts the set, and says why; the operator
 //! either runs nestguard's launcher (which drops any capability the kernel
-//! has, see [`crate::isolation::command::Capabilities`]) or sets
+//! has, see [`crate::isolation::helper::command::Capabilities`]) or sets
 //! `hardening_capabilities=*` to accept containers that keep their
 //! capabilities (no_new_privileges and the masked paths still apply: Mesos
 //! applies them without its capabilities manager). Silently launching

@@ -23,7 +23,7 @@
 //! | name | file | nesting |
 //! |---|---|---|
 //! | `cgroups` | [`cgroups`] | own cgroup nested under the parent's, or shares it |
-//! | `namespaces` | [`namespaces`] | pid, ipc, uts, net entered/cloned as Mesos' isolators do |
+//! | `namespaces` | [`namespace_policy`] | pid, ipc, uts, net entered/cloned as Mesos' isolators do |
 //! | `filesystem/linux` | [`filesystem`] | own mount namespace for nested containers |
 //! | `volume/sandbox_path` | [`volume`] | PARENT/SELF bind mounts, escapes refused |
 //! | `environment/credentials` | [`environment`] | executor credentials for nested containers |
@@ -70,7 +70,7 @@ pub mod environment;
 mod error;
 pub mod filesystem;
 pub mod hardening;
-pub mod namespaces;
+pub mod namespace_policy;
 pub mod params;
 pub mod seccomp;
 pub mod volume;

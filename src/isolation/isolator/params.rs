@@ -43,7 +43,7 @@ use super::environment::CredentialsIsolator;
 use super::error::{IsolatorError, Result};
 use super::filesystem::FilesystemIsolator;
 use super::hardening::{HardeningIsolator, MESOS_1_11_LAST_CAP, kernel_last_cap};
-use super::namespaces::NamespacesIsolator;
+use super::namespace_policy::NamespacesIsolator;
 use super::seccomp::SeccompIsolator;
 use super::volume::{SandboxPathIsolator, SandboxRegistry};
 use crate::credentials::file::{LoadOptions, load_credentials};
@@ -153,6 +153,27 @@ fn list(v: &str) -> Vec<String> {
 }
 
 impl IsolatorParams {
+    /// The one cgroups manager of an isolator set: built here only, then
+    /// shared by the `cgroups` isolator and (through
+    /// [`Composite::cgroups`]) the launcher, so both act on the same
+    /// hierarchy and the same claim on `cgroups_root`. The root is claimed
+    /// before anything else: a second agent on it fails here, naming the
+    /// first.
+    pub fn cgroups_manager(&self) -> Result<Arc<Cgroups>> {
+        let mut manager = Cgroups::new(self.cgroups.clone())?;
+        if self.cgroups_options.skip_freezer && !manager.is_v2() {
+            // Mesos' launcher tracks processes in its own
+            // freezer: create no empty ones of ours.
+            manager.skip_freezer()?;
+        }
+        let owner = self
+            .cgroups_owner
+            .clone()
+            .unwrap_or_else(|| format!("process {}", std::process::id()));
+        manager.claim(&owner)?;
+        Ok(Arc::new(manager))
+    }
+
     /// Parses key/value pairs.
     pub fn parse<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
         let mut map: HashMap<&str, &str> = HashMap::new();
@@ -387,20 +408,7 @@ impl Composite {
         for name in &params.isolation {
             let isolator: Arc<dyn Isolator> = match name.as_str() {
                 "cgroups" => {
-                    // The root is claimed before anything else: a second
-                    // agent on it fails here, naming the first.
-                    let mut manager = Cgroups::new(params.cgroups.clone())?;
-                    if params.cgroups_options.skip_freezer && !manager.is_v2() {
-                        // Mesos' launcher tracks processes in its own
-                        // freezer: create no empty ones of ours.
-                        manager.skip_freezer()?;
-                    }
-                    let owner = params
-                        .cgroups_owner
-                        .clone()
-                        .unwrap_or_else(|| format!("process {}", std::process::id()));
-                    manager.claim(&owner)?;
-                    let manager = Arc::new(manager);
+                    let manager = params.cgroups_manager()?;
                     cgroups = Some(manager.clone());
                     Arc::new(CgroupsIsolator::new(
                         manager,
@@ -434,8 +442,7 @@ impl Composite {
             };
             isolators.push(isolator);
         }
-        let mut composite = Composite::new(isolators);
-        composite.set_cgroups(cgroups);
+        let composite = Composite::with_cgroups(isolators, cgroups);
         tracing::info!(isolators = ?composite.names(), "isolators configured");
         Ok(composite)
     }

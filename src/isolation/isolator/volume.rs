@@ -17,7 +17,7 @@
 //! with creation. The launcher mounts by path only what lies outside every
 //! sandbox: a source or target inside one is resolved again, the same way,
 //! when the supervisor mounts it, and mounted from that descriptor
-//! ([`crate::isolation::mounts`]), so a directory of the parent sandbox
+//! ([`crate::isolation::helper::mounts`]), so a directory of the parent sandbox
 //! swapped for a symbolic link after this check makes the launch fail
 //! instead of mounting what the link points to.
 //!

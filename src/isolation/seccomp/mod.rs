@@ -12,7 +12,7 @@
 //!   control record.
 //! * **helper** ([`decode`]): decoded into memory before anything is
 //!   forked — the supervisor and the command share the helper's address
-//!   space (`CLONE_VM|CLONE_VFORK`, see `vfork.rs`) and must not allocate.
+//!   space (`CLONE_VM|CLONE_VFORK`, see `helper/vfork.rs`) and must not allocate.
 //! * **command** ([`install`]): after `no_new_privs` and the user switch,
 //!   just before `execve`; the filter never applies to the supervisor.
 //!

@@ -10,13 +10,13 @@
 //! A process that calls `setsid` itself escapes the session kill; only a
 //! cgroup killer closes that gap.
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::process::{self, ProcessError};
+use crate::isolation::process::{self, ProcessError};
 
 /// A container whose processes could not all be killed.
 #[derive(Debug, thiserror::Error)]
@@ -86,27 +86,19 @@ const SESSION_DEADLINE: Duration = Duration::from_secs(10);
 /// (no pid-reuse window), else by pid after checking the start time.
 pub fn kill_supervisor(target: &Target<'_>, signal: Signal) -> Result<(), KillError> {
     if let Some(fd) = target.pidfd {
-        // SAFETY: pidfd_send_signal(fd, sig, NULL, 0) with a live pidfd.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                fd.as_raw_fd(),
-                signal as libc::c_int,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
-        };
-        if r < 0 {
-            let err = nix::Error::last();
-            if err != nix::Error::ESRCH {
+        let sent = rustix::process::Signal::from_named_raw(signal as i32)
+            .ok_or(rustix::io::Errno::INVAL)
+            .and_then(|sig| rustix::process::pidfd_send_signal(fd, sig));
+        match sent {
+            Ok(()) | Err(rustix::io::Errno::SRCH) => return Ok(()),
+            Err(e) => {
                 return Err(KillError::Signal {
                     call: "pidfd_send_signal",
                     pid: target.pid,
-                    source: err,
+                    source: nix::Error::from_raw(e.raw_os_error()),
                 });
             }
         }
-        return Ok(());
     }
     if process::is_running(target.pid, target.start_time)? {
         match kill(Pid::from_raw(target.pid), signal) {

@@ -36,16 +36,16 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::stat::Mode;
 use nix::unistd::{Pid, fsync, setsid};
 
-use super::channel::{self, Control, Report};
 use super::command::{self, Prepared};
 use super::mounts;
-use super::namespaces;
-use super::paths::{PID_FILE, STATUS_FILE, STDERR_FILE, STDOUT_FILE};
-use super::process;
 use super::rootfs;
-use super::sandbox;
-use super::seccomp;
 use super::vfork;
+use crate::isolation::channel::{self, Control, Report};
+use crate::isolation::namespace_ops;
+use crate::isolation::paths::{PID_FILE, STATUS_FILE, STDERR_FILE, STDOUT_FILE};
+use crate::isolation::process;
+use crate::isolation::sandbox;
+use crate::isolation::seccomp;
 use crate::proto::mesos::slave::ContainerLaunchInfo;
 
 /// Exit code of the command when setup or `execve` fails (status `1 << 8`,
@@ -60,7 +60,7 @@ pub enum HelperError {
     Channel(#[from] channel::ChannelError),
     /// A namespace step.
     #[error(transparent)]
-    Namespace(#[from] namespaces::NamespaceError),
+    Namespace(#[from] namespace_ops::NamespaceError),
     /// A procfs read.
     #[error(transparent)]
     Process(#[from] process::ProcessError),
@@ -141,6 +141,9 @@ pub fn helper_main() -> i32 {
 fn run_helper() -> Result<(), HelperError> {
     // Descriptors the host leaked without CLOEXEC must not reach the
     // container.
+    // A raw syscall: neither rustix 1.1 nor nix 0.32 wraps close_range(2),
+    // and closing each fd of /proc/self/fd would cost a directory read on
+    // every launch.
     // SAFETY: close_range(3, ~0, 0) only closes descriptors; we own none yet.
     unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
     let (control, info) = channel::read_from(&mut std::io::stdin().lock())?;
@@ -234,7 +237,7 @@ fn run_helper() -> Result<(), HelperError> {
             unsafe {
                 vfork::spawn(false, move || {
                     let code = match join_cgroups(&mut launch.cgroups)
-                        .and_then(|()| Ok(namespaces::create(clone)?))
+                        .and_then(|()| Ok(namespace_ops::create(clone)?))
                         .and_then(|()| fork_supervisor(launch, true))
                         .and_then(|supervisor| Ok(process::waitpid_raw(supervisor.as_raw(), 0)?))
                     {
@@ -247,7 +250,7 @@ fn run_helper() -> Result<(), HelperError> {
             }
             .map_err(|e| HelperError::Syscall("clone(CLONE_VM|CLONE_VFORK)", e))?
         } else {
-            namespaces::create(clone)?;
+            namespace_ops::create(clone)?;
             fork_supervisor(launch, false)?
         };
     // Returns at once: the child shared our memory and has exited.
@@ -272,13 +275,13 @@ fn enter_parent(
     };
     if let Ok(pidfd) = process::pidfd_open(pid) {
         alive()?;
-        if flags.is_empty() || namespaces::enter_pidfd(pidfd.as_fd(), flags)? {
+        if flags.is_empty() || namespace_ops::enter_pidfd(pidfd.as_fd(), flags)? {
             return Ok(());
         }
     }
-    let opened = namespaces::open_namespaces(proc_dir.as_fd(), pid, flags)?;
+    let opened = namespace_ops::open_namespaces(proc_dir.as_fd(), pid, flags)?;
     alive()?;
-    namespaces::enter(&opened)?;
+    namespace_ops::enter(&opened)?;
     Ok(())
 }
 
@@ -509,10 +512,10 @@ fn setup_inside(
     // parent's it entered): the copy of the host's mount table would show
     // the host's processes. With a rootfs, its own /proc is mounted there.
     if own_mounts && info.rootfs.is_none() && (clone | enter).contains(CloneFlags::CLONE_NEWPID) {
-        namespaces::mount_proc().map_err(|e| e.to_string())?;
+        namespace_ops::mount_proc().map_err(|e| e.to_string())?;
     }
     if clone.contains(CloneFlags::CLONE_NEWNET) {
-        namespaces::loopback_up().map_err(|e| e.to_string())?;
+        namespace_ops::loopback_up().map_err(|e| e.to_string())?;
     }
     if let Some(name) = &control.hostname {
         nix::unistd::sethostname(name).map_err(|e| format!("sethostname: {e}"))?;
