@@ -25,8 +25,6 @@ struct AgentProcess {
 }
 
 impl Drop for AgentProcess {
-    // TODO(#16 merge): the nix version of this kill lands from another branch.
-    #[allow(unsafe_code)]
     fn drop(&mut self) {
         // Our own child, not yet reaped: its pid cannot name another process.
         // If the signal fails (it exited already), the wait below ends at once.
@@ -48,8 +46,6 @@ impl Drop for AgentProcess {
     }
 }
 
-// TODO(#16 merge): the nix version of geteuid lands from another branch.
-#[allow(unsafe_code)]
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }

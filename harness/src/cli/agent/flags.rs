@@ -154,8 +154,6 @@ impl AgentFlags {
     }
 }
 
-// TODO(#16 merge): the nix version of geteuid lands from another branch.
-#[allow(unsafe_code)]
 fn nix_is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
