@@ -92,20 +92,29 @@ fn host_sigkill_then_recover() {
 
     // Reap what the killed host left to us (its helpers), then nothing of
     // ours may remain.
-    std::thread::sleep(Duration::from_millis(100));
-    while let Ok(Some(_)) = process::waitpid_raw(-1, libc::WNOHANG) {}
-    assert_eq!(zombie_children(), 0);
     let me = std::process::id() as i32;
-    let leftovers: Vec<i32> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            process::stat(*p)
-                .ok()
-                .flatten()
-                .is_some_and(|s| s.ppid == me)
-        })
-        .collect();
+    let children = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| {
+                process::stat(*p)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|s| s.ppid == me)
+            })
+            .collect()
+    };
+    wait_until(
+        "the killed host's helpers to exit and be reaped",
+        Duration::from_secs(10),
+        || {
+            while let Ok(Some(_)) = process::waitpid_raw(-1, libc::WNOHANG) {}
+            children().is_empty()
+        },
+    );
+    assert_eq!(zombie_children(), 0);
+    let leftovers = children();
     assert!(leftovers.is_empty(), "children left: {leftovers:?}");
 }

@@ -138,6 +138,7 @@ fn destroy_races_with_nested_launches() {
                 }
             }
         });
+        // The race is the subject: destroy while the launches are under way.
         std::thread::sleep(Duration::from_millis(60));
         f.l().destroy(&pod).unwrap();
     });

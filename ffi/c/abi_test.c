@@ -1,6 +1,6 @@
 /*
  * C consumer of include/nestguard.h: compiled with -std=c11 -Wall -Wextra
- * -Werror -pedantic and linked to libnestguard.so by tests/c_abi.rs (under
+ * -Werror -pedantic and linked to libnestguard.so by tests/abi/c_abi.rs (under
  * valgrind when it is installed). Checks the version, the error path and a
  * protobuf round trip through the ABI.
  */

@@ -188,3 +188,17 @@ pub fn is_dead(pid: u32) -> bool {
             .unwrap_or(false),
     }
 }
+
+/// Polls `condition` every 10 ms until it holds, and panics naming `what`
+/// once `timeout` has passed. Tests wait on conditions, not on time: a fixed
+/// sleep is too short on a busy machine and wasted on an idle one.
+pub fn wait_until(what: &str, timeout: std::time::Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -32,6 +32,8 @@ fn a_cpu_quota_throttles_a_busy_loop() {
     // other work on this shared machine competes for the CPUs.
     t.spawn(&task, "while :; do :; done");
     t.spawn(&task, "while :; do :; done");
+    // The sleep is the measurement window, not a wait for a state: the
+    // assertions compare the time used in it against the quota.
     std::thread::sleep(Duration::from_secs(2));
     let usage = t.cg.usage(&task).unwrap();
     let elapsed = start.elapsed().as_secs_f64();

@@ -26,7 +26,11 @@ fn kill_subtree_and_destroy(t: &mut TestCgroups) {
     // Keeps forking until killed: the freeze makes that race-free.
     let b = t.spawn(&task, "while :; do sleep 100 & sleep 0.01; done");
     let c = t.spawn(&shared, "exec sleep 100");
-    std::thread::sleep(Duration::from_millis(300));
+    cgroups_support::wait_until(
+        "the three commands to start their sleeps",
+        Duration::from_secs(10),
+        || t.cg.subtree_pids(&exec).is_ok_and(|p| p.len() >= 6),
+    );
     let before = t.cg.subtree_pids(&exec).unwrap();
     assert!(before.len() >= 6, "{before:?}");
     assert!(t.cg.subtree_pids(&task).unwrap().len() < before.len());

@@ -170,7 +170,11 @@ fn the_test_guard_cleans_up_after_a_failing_test() {
         t.cg.create(&id("exec.task"), &CreateOptions::default())
             .unwrap();
         let child = t.spawn(&id("exec.task"), "sleep 60 & exec sleep 60");
-        std::thread::sleep(Duration::from_millis(100));
+        cgroups_support::wait_until(
+            "the task to start its background sleep",
+            Duration::from_secs(10),
+            || t.cg.subtree_pids(&id("exec")).is_ok_and(|p| p.len() >= 2),
+        );
         pids = t.cg.subtree_pids(&id("exec")).unwrap();
         pids.push(t.pid(child));
         leftovers = t.leftovers();

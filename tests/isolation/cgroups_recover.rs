@@ -20,7 +20,11 @@ fn recover_removes_unknown_containers_and_keeps_known_ones() {
     }
     let kept = t.spawn(&id("keep.child"), "exec sleep 60");
     let lost = t.spawn(&id("orphan.sub"), "sleep 60 & exec sleep 60");
-    std::thread::sleep(Duration::from_millis(100));
+    cgroups_support::wait_until(
+        "the orphan's command to start its sleep",
+        Duration::from_secs(10),
+        || t.cg.subtree_pids(&id("orphan")).is_ok_and(|p| p.len() >= 2),
+    );
     let lost_pids = t.cg.subtree_pids(&id("orphan")).unwrap();
     assert_eq!(lost_pids.len(), 2);
 

@@ -53,7 +53,14 @@ fn v2_leaf_cgroups_usage_and_recover() {
     assert_eq!(t.cg.pids(&id("exec.task")).unwrap(), vec![pid]);
     assert!(t.cg.pids(&id("exec")).unwrap().is_empty());
     assert_eq!(t.cg.subtree_pids(&id("exec")).unwrap(), vec![pid]);
-    std::thread::sleep(Duration::from_millis(500));
+    cgroups_support::wait_until(
+        "the busy loop to be charged some CPU time",
+        Duration::from_secs(10),
+        || {
+            let u = t.cg.usage(&id("exec.task")).unwrap();
+            u.cpus_user_time_secs.unwrap() + u.cpus_system_time_secs.unwrap() > 0.0
+        },
+    );
     let usage = t.cg.usage(&id("exec.task")).unwrap();
     assert_eq!(usage.processes, Some(1));
     assert!(

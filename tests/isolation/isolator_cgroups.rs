@@ -73,6 +73,8 @@ fn a_cpu_quota_throttles_a_sub_container() {
     spin.limits.insert("cpus".into(), limit(0.2));
     let (task, _) = agent.launch("exec.spin", spin);
     let start = Instant::now();
+    // The sleep is the measurement window, not a wait for a state: the
+    // assertions compare the time used in it against the quota.
     std::thread::sleep(Duration::from_secs(2));
     let usage = agent.iso().usage(&task).unwrap();
     let elapsed = start.elapsed().as_secs_f64();

@@ -71,7 +71,22 @@ fn cgroup_killer_catches_escaped_processes_and_removes_cgroups() {
             &f.sandbox(&task),
         )
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sessionless_sleep = || {
+        cg.subtree_pids(&task)
+            .unwrap()
+            .into_iter()
+            .filter(|p| {
+                process::stat(*p as i32)
+                    .unwrap()
+                    .is_some_and(|s| s.session != task_pid)
+            })
+            .any(|p| read(format!("/proc/{p}/comm")).trim() == "sleep")
+    };
+    wait_until(
+        "the task's setsid sleep to start",
+        std::time::Duration::from_secs(10),
+        sessionless_sleep,
+    );
     let pids = cg.subtree_pids(&exec).unwrap();
     assert!(
         pids.contains(&(exec_pid as u32)) && pids.contains(&(task_pid as u32)),

@@ -241,12 +241,9 @@ fn three_levels_shared_network_own_pid_namespace() {
     // The task is pid 2 of its own pid namespace (the supervisor is 1).
     assert!(process::is_pid_namespace_init(task_pid).unwrap());
     let pidns = f.sandbox(&task).join("pidns");
-    for _ in 0..100 {
-        if !read(&pidns).is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the task to write its pid", Duration::from_secs(10), || {
+        !read(&pidns).is_empty()
+    });
     assert_eq!(read(&pidns).trim(), "2");
     let (sub, _) = f.launch(
         "nestguard-pod.task.sub",
@@ -309,7 +306,14 @@ fn shared_pid_namespace_and_hostname() {
             &sb,
         )
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until(
+        "the container to print its hostname and pid and start both sleeps",
+        Duration::from_secs(10),
+        || {
+            read(sb.join("stdout")).lines().count() >= 2
+                && process::session_members(pid).is_ok_and(|m| m.len() >= 3)
+        },
+    );
     let out = read(sb.join("stdout"));
     let mut lines = out.lines();
     assert_eq!(lines.next(), Some("nestguard-child"));
@@ -323,14 +327,17 @@ fn shared_pid_namespace_and_hostname() {
     let members = process::session_members(pid).unwrap();
     assert!(members.len() >= 3, "{members:?}");
     assert_eq!(f.l().destroy(&id).unwrap(), Some(9));
-    std::thread::sleep(Duration::from_millis(50));
-    for m in members {
-        assert!(
-            process::stat(m)
-                .unwrap()
-                .is_none_or(|s| s.exited() || s.session != pid)
-        );
-    }
+    wait_until(
+        "every member of the destroyed session to die",
+        Duration::from_secs(10),
+        || {
+            members.iter().all(|m| {
+                process::stat(*m)
+                    .unwrap()
+                    .is_none_or(|s| s.exited() || s.session != pid)
+            })
+        },
+    );
     let t = nestguard::checkpoint::read_message::<
         nestguard::proto::mesos::slave::ContainerTermination,
     >(
@@ -358,12 +365,19 @@ fn posix_launcher() {
     let f = Fixture::new(Mode::Posix);
     assert!(f.try_launch("nestguard-px-ns", executor("true")).is_err());
     let (id, pid) = f.launch("nestguard-px", "sleep 100 & sleep 100 & wait");
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until(
+        "the command to start both sleeps",
+        Duration::from_secs(10),
+        || process::session_members(pid).is_ok_and(|m| m.len() >= 4),
+    );
     let members = process::session_members(pid).unwrap();
     assert!(members.len() >= 4, "{members:?}");
     assert_eq!(f.l().destroy(&id).unwrap(), Some(9));
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(process::session_members(pid).unwrap().is_empty());
+    wait_until(
+        "the destroyed session to be empty",
+        Duration::from_secs(10),
+        || process::session_members(pid).unwrap().is_empty(),
+    );
     // The command exits but leaves a process in its session: destroy of the
     // exited container still kills it.
     let (left, left_pid) = f.launch("nestguard-px-left", "sleep 100 & exit 0");
@@ -371,11 +385,14 @@ fn posix_launcher() {
     let leftovers = process::session_members(left_pid).unwrap();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
     assert_eq!(f.l().destroy(&left).unwrap(), Some(0));
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(
-        process::stat(leftovers[0])
-            .unwrap()
-            .is_none_or(|s| s.exited())
+    wait_until(
+        "the process left in the session to die",
+        Duration::from_secs(10),
+        || {
+            process::stat(leftovers[0])
+                .unwrap()
+                .is_none_or(|s| s.exited())
+        },
     );
     let (one, _) = f.launch("nestguard-px-one", "exit 1");
     assert_eq!(f.wait(&one), 256);

@@ -243,14 +243,10 @@ fn authorization_matrix_over_http() {
         .join("containers")
         .join(prober.rsplit('.').next().unwrap())
         .join("probe.out");
-    let mut seen = String::new();
-    for _ in 0..200 {
-        seen = std::fs::read_to_string(&probe_out).unwrap_or_default();
-        if !seen.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    agent_support::wait_until("the prober's output", Duration::from_secs(10), || {
+        std::fs::metadata(&probe_out).is_ok_and(|m| m.len() > 0)
+    });
+    let seen = std::fs::read_to_string(&probe_out).unwrap();
     assert_eq!(
         seen.trim(),
         "other=403",
@@ -335,7 +331,9 @@ fn agent_sigkill_then_recovery() {
     std::fs::remove_dir_all(agent.dir.path().join("work/meta/standalone/forgotten")).unwrap();
 
     agent.sigkill();
-    std::thread::sleep(Duration::from_millis(1500)); // "quitter" exits while the agent is down
+    // Subject of the test, not a wait for a state: "quitter" must exit while
+    // no agent is running.
+    std::thread::sleep(Duration::from_millis(1500));
     agent.spawn();
 
     // Exited meanwhile: its exact status.

@@ -905,6 +905,8 @@ fn one_peers_flood_leaves_connections_for_others() {
     let _held: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(door.host_port()).unwrap())
         .collect();
+    // Nothing shows the agent's per-peer count to poll: give it time to
+    // accept both before the third.
     std::thread::sleep(Duration::from_millis(300));
     // The third from the same peer is closed unserved.
     let mut third = TcpStream::connect(door.host_port()).unwrap();
@@ -956,6 +958,7 @@ fn acl_file_changes_flip_decisions_and_bad_files_keep_the_last_good_policy() {
     );
     assert_eq!(door.api(OPS, &wait_missing()).0, 403);
     std::fs::write(&acls, "{\"permissive\": tru").unwrap();
+    // Absence cannot be polled for: give the agent time to act wrongly.
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(door.api(OPS, &wait_missing()).0, 403);
     assert!(door.alive());
@@ -983,6 +986,7 @@ fn sighup_reloads_and_never_kills_the_agent() {
     assert_eq!(door.api(OPS, &wait_missing()).0, 404);
 
     std::fs::write(&alias, DENY_OPS_WAIT).unwrap();
+    // Absence cannot be polled for: give the agent time to act wrongly.
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(
         door.api(OPS, &wait_missing()).0,
@@ -1018,6 +1022,7 @@ fn sighup_reloads_and_never_kills_the_agent() {
         // SAFETY: as above.
         unsafe { libc::kill(door.pid(), libc::SIGHUP) };
     }
+    // Absence cannot be polled for: give the agent time to act wrongly.
     std::thread::sleep(Duration::from_millis(500));
     assert!(door.alive());
     assert_eq!(door.api(OPS, &wait_missing()).0, 403);
@@ -1104,6 +1109,7 @@ fn bad_credentials_get_401_and_create_nothing() {
         "/api/v1",
     );
     assert!(status == 0 || status == 431, "{status} {head}");
+    // Absence cannot be polled for: give the agent time to act wrongly.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(door.work_tree(), before, "a rejected request created files");
     assert!(!marker.exists(), "a rejected request ran a process");

@@ -68,6 +68,7 @@ fn marker(agent: &TestAgent, name: &str) -> PathBuf {
 /// Nothing ran and nothing was made: the marker never appears, the agent
 /// checkpointed no executor or standalone container and made no sandbox.
 fn assert_nothing_happened(agent: &TestAgent, marker: &Path) {
+    // Absence cannot be polled for: give a refused request time to do harm.
     std::thread::sleep(Duration::from_millis(700));
     assert!(
         !marker.exists(),
@@ -267,6 +268,7 @@ fn hole1_token_only_subjects_never_launch_pods() {
         &spec.to_string(),
     );
     assert_eq!(status, 401, "{body}");
+    // Absence cannot be polled for: give a refused request time to do harm.
     std::thread::sleep(Duration::from_millis(700));
     assert!(!ran.exists());
     let after = std::fs::read_dir(agent.dir.path().join("work/meta/executors"))
@@ -352,6 +354,7 @@ fn hole6_a_dead_pods_token_is_rejected() {
         let (status, text) = agent.curl_bearer(&token, "/api/v1", &body);
         assert_eq!(status, 401, "{text}");
     }
+    // Absence cannot be polled for: give a refused request time to do harm.
     std::thread::sleep(Duration::from_millis(500));
     assert!(!ran.exists());
 }
@@ -417,6 +420,7 @@ fn hole6_a_token_launches_only_as_its_executors_user_by_default() {
     );
     assert_eq!(status, 200, "{body}");
     wait_for_file(&own);
+    // Absence cannot be polled for: give a refused request time to do harm.
     std::thread::sleep(Duration::from_millis(500));
     assert!(!ran.exists());
     assert!(!live.is_empty());
@@ -604,6 +608,7 @@ fn token_matrix() {
     ] {
         assert_eq!(raw_status(&agent, &args, &path_b), 403, "{args:?}");
     }
+    // Absence cannot be polled for: give a refused request time to do harm.
     std::thread::sleep(Duration::from_millis(500));
     assert!(!ran.exists(), "a refused launch ran");
     // Both pods still run: nothing refused killed them.
@@ -661,7 +666,8 @@ fn damaged_pods_are_killed_only_by_authorized_callers() {
             assert_eq!(raw_status(&agent, &args, path), 403, "{path} {args:?}");
         }
     }
-    // Nothing refused killed it.
+    // Nothing refused killed it (absence cannot be polled for: give a
+    // refused DELETE time to do harm).
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         alive(executor_pid),

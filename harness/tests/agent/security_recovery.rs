@@ -420,6 +420,7 @@ fn truncated_executor_info_keeps_the_pod_running() {
     std::fs::write(&info, &bytes[..bytes.len() / 2]).unwrap();
     agent.spawn();
 
+    // Absence cannot be polled for: give the agent time to act wrongly.
     std::thread::sleep(Duration::from_secs(1));
     assert!(
         alive(executor_pid),
