@@ -20,7 +20,8 @@ use crate::cli::agent::paths::nested_sandbox;
 use crate::cli::wire::twin;
 
 /// Removes a launch marker when the launch is over, whatever its outcome;
-/// only a crash of the agent leaves it (see [`Layout::launch_marker`]).
+/// only a crash of the agent leaves it (see
+/// [`Layout::launch_marker`](crate::cli::agent::paths::Layout::launch_marker)).
 pub(super) struct LaunchMarker(PathBuf);
 
 impl LaunchMarker {
