@@ -1,10 +1,7 @@
-//! `nestguard`: the operator command line (and, later, the simulated agent).
+//! `nestguard`: the operator command line, the simulated agent, the default
+//! executor and the demo. `unsafe` is denied package-wide (`[lints.rust]` in
+//! Cargo.toml) but for the `.so` loaders.
 
-// No unsafe code but the `.so` loaders' (`cli/library.rs`, `cli/agent/abi.rs`),
-// which allow it for their calls into libnestguard.so. (A crate attribute,
-// not `[lints.rust]` in Cargo.toml, while the integration tests still call
-// libc directly: package lints would reach them too.)
-#![deny(unsafe_code)]
 // As the library: a failure outside tests is an error the user reads, not a
 // panic.
 #![cfg_attr(

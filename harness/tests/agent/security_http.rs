@@ -314,8 +314,10 @@ impl Drop for Door {
             }
         }
         if let Some(mut c) = self.child.take() {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let _ = c.wait();
         }
         if let Some(root) = &self.cgroups_root {
@@ -348,8 +350,10 @@ fn kill_and_remove_cgroups(root: &str) {
             for _ in 0..50 {
                 let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                    // SAFETY: kill has no memory-safety preconditions.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                 }
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
                     break;
@@ -993,8 +997,11 @@ fn sighup_reloads_and_never_kills_the_agent() {
         404,
         "premise: the watcher does not see writes through the other name"
     );
-    // SAFETY: signalling our own child.
-    assert_eq!(unsafe { libc::kill(door.pid(), libc::SIGHUP) }, 0);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(door.pid()),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .expect("signal the agent");
     assert!(
         eventually(Duration::from_secs(10), || door.api(OPS, &wait_missing()).0
             == 403),
@@ -1005,8 +1012,10 @@ fn sighup_reloads_and_never_kills_the_agent() {
 
     // A bad file and SIGHUP: alive, last good policy, the reason logged.
     std::fs::write(&alias, "not json").unwrap();
-    // SAFETY: as above.
-    unsafe { libc::kill(door.pid(), libc::SIGHUP) };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(door.pid()),
+        nix::sys::signal::Signal::SIGHUP,
+    );
     assert!(
         eventually(Duration::from_secs(10), || door
             .log()
@@ -1019,8 +1028,10 @@ fn sighup_reloads_and_never_kills_the_agent() {
     assert_eq!(door.api(OPS, &wait_missing()).0, 403);
     // Many at once still never kill it.
     for _ in 0..20 {
-        // SAFETY: as above.
-        unsafe { libc::kill(door.pid(), libc::SIGHUP) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(door.pid()),
+            nix::sys::signal::Signal::SIGHUP,
+        );
     }
     // Absence cannot be polled for: give the agent time to act wrongly.
     std::thread::sleep(Duration::from_millis(500));

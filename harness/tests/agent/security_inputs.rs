@@ -18,9 +18,7 @@ use nestguard::isolation::isolator::{Composite, IsolatorParams};
 const HANG: Duration = Duration::from_secs(10);
 
 fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
 }
 
 /// Runs `f` on a thread; fails the test if it takes longer than [`HANG`].

@@ -69,8 +69,10 @@ impl Drop for CgroupRoot {
                 let pids = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                     busy = true;
-                    // SAFETY: killing processes of the test's own cgroups.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                 }
                 // A frozen v1 cgroup must thaw for its processes to die.
                 let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
@@ -189,8 +191,10 @@ impl Agent {
     /// SIGTERM, the clean stop; returns its exit status.
     fn stop(&mut self) -> Option<std::process::ExitStatus> {
         let mut c = self.child.take()?;
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(c.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         c.wait().ok()
     }
 

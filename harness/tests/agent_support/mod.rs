@@ -29,8 +29,7 @@ pub const ACLS: &str = r#"{
 }"#;
 
 pub fn require_root() -> bool {
-    // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if nix::unistd::geteuid().is_root() {
         return true;
     }
     assert!(
@@ -247,8 +246,10 @@ impl Drop for TestAgent {
             }
         }
         if let Some(mut c) = self.child.take() {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let _ = c.wait();
         }
         // The isolator removes container cgroups; the test's own root goes here.
@@ -322,8 +323,10 @@ fn remove_cgroup_tree(root: &str) {
                 let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                     alive = true;
-                    // SAFETY: signalling a process in the test's own cgroup.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                 }
             }
             if !alive || std::time::Instant::now() > deadline {
