@@ -144,60 +144,6 @@ pub trait AbiError: std::fmt::Display {
     fn code(&self) -> nestguard_result;
 }
 
-impl AbiError for crate::container_id::ContainerIdError {
-    fn code(&self) -> nestguard_result {
-        nestguard_result::InvalidContainerId
-    }
-}
-
-impl AbiError for prost::DecodeError {
-    fn code(&self) -> nestguard_result {
-        nestguard_result::ProtobufDecode
-    }
-}
-
-impl AbiError for crate::json::JsonError {
-    fn code(&self) -> nestguard_result {
-        nestguard_result::Json
-    }
-}
-
-impl AbiError for crate::checkpoint::CheckpointError {
-    fn code(&self) -> nestguard_result {
-        nestguard_result::Checkpoint
-    }
-}
-
-impl AbiError for crate::authz::LoadError {
-    fn code(&self) -> nestguard_result {
-        match self {
-            crate::authz::LoadError::Read { .. } => nestguard_result::Io,
-            _ => nestguard_result::AclsInvalid,
-        }
-    }
-}
-
-impl AbiError for crate::authz::ParameterError {
-    fn code(&self) -> nestguard_result {
-        match self {
-            crate::authz::ParameterError::Missing
-            | crate::authz::ParameterError::MaxFileSize(_) => nestguard_result::InvalidArgument,
-            crate::authz::ParameterError::Invalid(e) => e.code(),
-        }
-    }
-}
-
-impl AbiError for crate::authz::EvalError {
-    fn code(&self) -> nestguard_result {
-        match self {
-            crate::authz::EvalError::InvalidRequest(_) => {
-                nestguard_result::InvalidAuthorizationRequest
-            }
-            _ => nestguard_result::AuthorizationFailed,
-        }
-    }
-}
-
 /// A fixed code with a message, for argument errors found at the boundary.
 #[derive(Debug)]
 pub struct Failure(pub nestguard_result, pub String);
