@@ -48,6 +48,21 @@
 
 
 /**
+ * Flag for `nestguard_launcher_new`: use the posix launcher (no namespaces,
+ * a session per container, the session is killed on destroy), like Mesos'
+ * `--launcher=posix`. Without it the Linux launcher is used.
+ */
+#define NESTGUARD_LAUNCHER_POSIX 1
+
+/**
+ * Flag for `nestguard_launcher_new`: let a top-level container share the
+ * agent's pid namespace (`LinuxInfo.share_pid_namespace`). Without it such
+ * a launch is refused (Mesos allows it unless
+ * `--disallow_sharing_agent_pid_namespace`; nestguard is stricter).
+ */
+#define NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE 2
+
+/**
  * The result of a fallible nestguard function.
  *
  * Numbers are stable: a code is never renumbered or reused. Each module owns a
