@@ -1,18 +1,16 @@
 //! `nestguard smoke`: load libnestguard.so and exercise its C ABI.
 
-use std::ffi::c_void;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use prost::Message;
 
+use super::agent::bindings::{
+    NESTGUARD_RESULT_INVALID_CONTAINER_ID, NESTGUARD_RESULT_OK, NESTGUARD_RESULT_PANIC,
+};
 use super::library::{NestguardLibrary, default_path};
 use nestguard::proto::mesos::ContainerId;
-
-type Parse = unsafe extern "C" fn(*const u8, usize, *mut *mut c_void) -> u32;
-type Render = unsafe extern "C" fn(*const u8, usize, *mut u8, usize, *mut usize) -> u32;
-type SelftestPanic = unsafe extern "C" fn() -> u32;
 
 /// Loads the library, round-trips a nested ContainerID through it, shows a
 /// validation error and a caught panic.
@@ -22,7 +20,7 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         None => default_path()?,
     };
     let lib = NestguardLibrary::load(&path)?;
-    let v = lib.abi_version()?;
+    let v = lib.abi_version();
     println!(
         "loaded {} (C ABI {}.{}.{})",
         lib.path().display(),
@@ -31,20 +29,13 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         v & 0xff
     );
 
-    // SAFETY: signatures from include/nestguard.h.
-    let (parse, render, selftest) = unsafe {
-        (
-            lib.symbol::<Parse>("nestguard_container_id_parse")?,
-            lib.symbol::<Render>("nestguard_container_id_render")?,
-            lib.symbol::<SelftestPanic>("nestguard_abi_selftest_panic")?,
-        )
-    };
+    let f = lib.functions();
 
     let text = "executor.task.sidecar";
-    let mut out: *mut c_void = std::ptr::null_mut();
+    let mut out = std::ptr::null_mut();
     // SAFETY: valid text slice and out pointer.
-    let rc = unsafe { parse(text.as_ptr(), text.len(), &mut out) };
-    if rc != 0 {
+    let rc = unsafe { f.nestguard_container_id_parse(text.as_ptr().cast(), text.len(), &mut out) };
+    if rc != NESTGUARD_RESULT_OK {
         bail!(
             "nestguard_container_id_parse({text}) failed ({rc}): {}",
             lib.last_error()
@@ -63,15 +54,15 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let mut n = 0usize;
     // SAFETY: valid input slice, buffer and out pointer.
     let rc = unsafe {
-        render(
+        f.nestguard_container_id_render(
             bytes.as_ptr(),
             bytes.len(),
-            buf.as_mut_ptr(),
+            buf.as_mut_ptr().cast(),
             buf.len(),
             &mut n,
         )
     };
-    if rc != 0 {
+    if rc != NESTGUARD_RESULT_OK {
         bail!(
             "nestguard_container_id_render failed ({rc}): {}",
             lib.last_error()
@@ -89,16 +80,24 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     }
     .encode_to_vec();
     // SAFETY: as above.
-    let rc = unsafe { render(bad.as_ptr(), bad.len(), buf.as_mut_ptr(), buf.len(), &mut n) };
+    let rc = unsafe {
+        f.nestguard_container_id_render(
+            bad.as_ptr(),
+            bad.len(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut n,
+        )
+    };
     println!("invalid -> result {rc}: {}", lib.last_error());
-    if rc != 101 {
+    if rc != NESTGUARD_RESULT_INVALID_CONTAINER_ID {
         bail!("an invalid ContainerID was not rejected");
     }
 
     // SAFETY: no arguments.
-    let rc = unsafe { selftest() };
+    let rc = unsafe { f.nestguard_abi_selftest_panic() };
     println!("panic   -> result {rc}: {}", lib.last_error());
-    if rc != 2 {
+    if rc != NESTGUARD_RESULT_PANIC {
         bail!("the panic boundary did not report a panic");
     }
     println!("smoke run passed");
