@@ -110,10 +110,10 @@ impl NestguardLibrary {
         String::from_utf8_lossy(&buf).into_owned()
     }
 
-    /// Copies and frees a `nestguard_bytes` handle.
+    /// Copies and frees a `nestguard_bytes` handle (NULL: no bytes).
     pub fn take_bytes(&self, bytes: *mut nestguard_bytes) -> anyhow::Result<Vec<u8>> {
         if bytes.is_null() {
-            bail!("the library returned no bytes");
+            return Ok(Vec::new());
         }
         let f = &self.functions;
         // SAFETY: `bytes` is a live handle from the library; data/len describe
