@@ -72,52 +72,7 @@ pub extern "C" fn nestguard_result_describe(code: u32) -> *const std::ffi::c_cha
 }
 
 fn describe(code: u32) -> &'static str {
-    macro_rules! table {
-        ($($v:ident => $s:literal),* $(,)?) => {
-            $(if code == nestguard_result::$v as u32 { return concat!($s, "\0"); })*
-        };
-    }
-    table!(
-        Ok => "success",
-        NullParameter => "a required argument was NULL",
-        Panic => "internal error: a panic was caught at the ABI boundary",
-        InvalidArgument => "invalid argument",
-        InvalidUtf8 => "a string argument was not valid UTF-8",
-        BufferTooSmall => "the buffer is too small",
-        Io => "I/O error",
-        Unsupported => "not supported",
-        ProtobufDecode => "protobuf bytes did not decode",
-        InvalidContainerId => "invalid ContainerID",
-        Json => "invalid JSON",
-        Checkpoint => "checkpoint error",
-        AclsInvalid => "invalid ACLs",
-        AuthorizationFailed => "the object could not be authorized",
-        InvalidAuthorizationRequest => "invalid authorization request",
-        CredentialsFile => "invalid credentials file",
-        CramMd5 => "CRAM-MD5 error",
-        Jwt => "JWT error",
-        HttpAuthenticator => "invalid HTTP authenticator configuration",
-        CredentialInjection => "credential injection failed",
-        LauncherUnknownContainer => "unknown container",
-        LauncherContainerExists => "container already exists",
-        LauncherParentNotRunning => "parent container is not running",
-        LauncherHelperFailed => "the launch helper failed",
-        LauncherTimeout => "timed out waiting for the container",
-        LauncherUnsupported => "not supported by the launcher",
-        LauncherSystem => "launcher system error",
-        Cgroup => "cgroup operation failed",
-        CgroupNotFound => "the container has no cgroup",
-        CgroupExists => "the container's cgroup already exists",
-        CgroupUnavailable => "no usable cgroup hierarchy or controller",
-        CgroupTimeout => "a cgroup operation timed out",
-        IsolatorParameter => "invalid isolator parameter",
-        IsolatorLaunchInfoConflict => "conflicting isolator launch infos",
-        IsolatorVolumeInvalid => "invalid volume",
-        IsolatorVolumeEscape => "a volume path escapes its sandbox",
-        IsolatorUnknownContainer => "the isolator does not know the container",
-        IsolatorFailed => "an isolator failed",
-    );
-    "unknown result code\0"
+    nestguard_result::try_from(code).map_or("unknown result code\0", |r| r.description_nul())
 }
 
 #[cfg(test)]
@@ -125,17 +80,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn descriptions_match_the_enum() {
-        for code in [
-            nestguard_result::Ok,
-            nestguard_result::Panic,
-            nestguard_result::Checkpoint,
-        ] {
-            assert_eq!(
-                describe(code as u32).trim_end_matches('\0'),
-                code.description()
-            );
+    fn describe_gives_every_code_its_description_and_unknown_codes_a_fixed_text() {
+        for &code in nestguard_result::ALL {
+            let text = describe(code.into());
+            assert_eq!(text.strip_suffix('\0'), Some(code.description()));
         }
         assert_eq!(describe(99_999), "unknown result code\0");
+        assert_eq!(describe(8), "unknown result code\0");
     }
 }

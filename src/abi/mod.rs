@@ -44,6 +44,7 @@ pub mod container_id;
 pub mod cram_md5;
 pub mod credentials;
 pub mod error;
+mod error_codes;
 pub mod isolator;
 pub mod launcher;
 pub mod result;

@@ -6,6 +6,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use prost::Message;
 
+use super::agent::bindings::{
+    NESTGUARD_RESULT_INVALID_CONTAINER_ID, NESTGUARD_RESULT_OK, NESTGUARD_RESULT_PANIC,
+};
 use super::library::{NestguardLibrary, default_path};
 use nestguard::proto::mesos::ContainerId;
 
@@ -17,7 +20,7 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         None => default_path()?,
     };
     let lib = NestguardLibrary::load(&path)?;
-    let v = lib.abi_version()?;
+    let v = lib.abi_version();
     println!(
         "loaded {} (C ABI {}.{}.{})",
         lib.path().display(),
@@ -59,15 +62,18 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         parent: None,
     }
     .encode_to_vec();
-    let rc = lib.container_id_render(&bad)?.err().unwrap_or(0);
+    let rc = lib
+        .container_id_render(&bad)?
+        .err()
+        .unwrap_or(NESTGUARD_RESULT_OK);
     println!("invalid -> result {rc}: {}", lib.last_error());
-    if rc != 101 {
+    if rc != NESTGUARD_RESULT_INVALID_CONTAINER_ID {
         bail!("an invalid ContainerID was not rejected");
     }
 
     let rc = lib.abi_selftest_panic()?;
     println!("panic   -> result {rc}: {}", lib.last_error());
-    if rc != 2 {
+    if rc != NESTGUARD_RESULT_PANIC {
         bail!("the panic boundary did not report a panic");
     }
     println!("smoke run passed");

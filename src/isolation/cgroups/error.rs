@@ -8,7 +8,6 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::abi::result::{AbiError, nestguard_result};
 use crate::container_id::ContainerIdError;
 
 /// What went wrong in a cgroup operation.
@@ -131,22 +130,3 @@ impl CgroupError {
 
 /// Shorthand for results of this module.
 pub type Result<T, E = CgroupError> = std::result::Result<T, E>;
-
-impl AbiError for CgroupError {
-    fn code(&self) -> nestguard_result {
-        match self {
-            Self::NotFound { .. } => nestguard_result::CgroupNotFound,
-            Self::AlreadyExists { .. } => nestguard_result::CgroupExists,
-            Self::Timeout { .. } => nestguard_result::CgroupTimeout,
-            Self::InvalidId(_) => nestguard_result::InvalidContainerId,
-            Self::Invalid(_) => nestguard_result::InvalidArgument,
-            Self::NotMounted(_)
-            | Self::ControllerNotMounted { .. }
-            | Self::ControllerUnavailable { .. } => nestguard_result::CgroupUnavailable,
-            Self::Io { .. }
-            | Self::Parse { .. }
-            | Self::ParentMissing { .. }
-            | Self::Owned { .. } => nestguard_result::Cgroup,
-        }
-    }
-}

@@ -1,9 +1,7 @@
-//! The isolators' error type and its C ABI codes.
+//! The isolators' error type.
 
 use std::path::PathBuf;
 
-use crate::abi::nestguard_result;
-use crate::abi::result::AbiError;
 use crate::credentials::injection::InjectionError;
 use crate::isolation::cgroups::CgroupError;
 
@@ -97,20 +95,3 @@ impl IsolatorError {
 
 /// Shorthand for results of the isolators.
 pub type Result<T, E = IsolatorError> = std::result::Result<T, E>;
-
-impl AbiError for IsolatorError {
-    fn code(&self) -> nestguard_result {
-        match self.root() {
-            Self::Parameter { .. } => nestguard_result::IsolatorParameter,
-            Self::LaunchInfoConflict(_) => nestguard_result::IsolatorLaunchInfoConflict,
-            Self::Volume(_) => nestguard_result::IsolatorVolumeInvalid,
-            Self::Escape { .. } => nestguard_result::IsolatorVolumeEscape,
-            Self::Invalid(_) => nestguard_result::InvalidArgument,
-            Self::Cgroup(e) => e.code(),
-            Self::Injection(_) => nestguard_result::CredentialInjection,
-            Self::Io { .. } => nestguard_result::Io,
-            Self::UnknownContainer(_) => nestguard_result::IsolatorUnknownContainer,
-            Self::Failed { .. } => nestguard_result::IsolatorFailed,
-        }
-    }
-}

@@ -1,29 +1,50 @@
 //! The agent's only way into nestguard's modules: the C ABI of the loaded
-//! `libnestguard.so`, called through function pointers looked up with
-//! libloading. Each wrapper owns one handle and frees it on drop.
+//! `libnestguard.so`, called through the function table that bindgen
+//! generated from `include/nestguard.h` (`bindings.rs`). Each wrapper owns
+//! one handle and frees it on drop.
 
 // Calls into the loaded libnestguard.so through C function pointers cannot
-// be safe Rust; with `cli/library.rs` this is the harness's only unsafe
-// code, each call with its SAFETY comment.
+// be safe Rust; with `cli/library.rs` (and the generated `bindings.rs`) this
+// is the harness's only unsafe code, each call with its SAFETY comment.
 #![allow(unsafe_code)]
 
-use std::ffi::{c_char, c_void};
+use std::ffi::c_char;
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
 
 use anyhow::Context;
 use prost::Message;
 
+use super::bindings::{
+    self as ffi, NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE, NESTGUARD_LAUNCHER_POSIX,
+    NESTGUARD_RESULT_BUFFER_TOO_SMALL, NESTGUARD_RESULT_OK, NESTGUARD_RESULT_PANIC,
+    NESTGUARD_RESULT_PROTOBUF_DECODE, nestguard_bytes, nestguard_result,
+};
 use crate::cli::library::NestguardLibrary;
 use nestguard::proto::mesos::{self, authorization, slave};
 
 /// A failed ABI call: the stable result code and the library's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AbiFailure {
-    /// `nestguard_result` code.
-    pub code: u32,
+    /// `nestguard_result` code (one of the `NESTGUARD_RESULT_*` constants).
+    pub code: nestguard_result,
     /// `nestguard_error_message` text.
     pub message: String,
+}
+
+impl AbiFailure {
+    /// A failure found on the agent's side of the call: a reply that did not
+    /// decode as the message the header promises.
+    fn undecodable(what: &str, e: prost::DecodeError) -> Self {
+        AbiFailure {
+            code: NESTGUARD_RESULT_PROTOBUF_DECODE,
+            message: format!("{what}: {e}"),
+        }
+    }
 }
 
 impl std::fmt::Display for AbiFailure {
@@ -34,92 +55,37 @@ impl std::fmt::Display for AbiFailure {
 
 impl std::error::Error for AbiFailure {}
 
-/// Result codes the agent reacts to (see `include/nestguard.h`).
+/// Result codes the agent reacts to: the header's constants.
 pub mod codes {
-    /// `NESTGUARD_RESULT_LAUNCHER_UNKNOWN_CONTAINER`.
-    pub const LAUNCHER_UNKNOWN_CONTAINER: u32 = 400;
-    /// `NESTGUARD_RESULT_LAUNCHER_CONTAINER_EXISTS`.
-    pub const LAUNCHER_CONTAINER_EXISTS: u32 = 401;
-    /// `NESTGUARD_RESULT_LAUNCHER_PARENT_NOT_RUNNING`.
-    pub const LAUNCHER_PARENT_NOT_RUNNING: u32 = 402;
-    /// `NESTGUARD_RESULT_LAUNCHER_TIMEOUT`.
-    pub const LAUNCHER_TIMEOUT: u32 = 404;
-    /// `NESTGUARD_RESULT_CHECKPOINT`: a checkpoint could not be read or written.
-    pub const CHECKPOINT: u32 = 103;
-    /// `NESTGUARD_RESULT_CREDENTIAL_INJECTION`.
-    pub const CREDENTIAL_INJECTION: u32 = 304;
-}
-
-type Bytes = *mut c_void;
-
-macro_rules! abi_functions {
-    ($($field:ident = $symbol:literal : fn($($arg:ty),*) -> $ret:ty;)*) => {
-        /// Function pointers into the loaded library.
-        #[derive(Clone, Copy)]
-        struct Functions {
-            $($field: unsafe extern "C" fn($($arg),*) -> $ret,)*
-        }
-
-        impl Functions {
-            fn load(lib: &NestguardLibrary) -> anyhow::Result<Self> {
-                Ok(Functions {
-                    // SAFETY: each signature is the one declared in include/nestguard.h.
-                    $($field: *unsafe { lib.symbol::<unsafe extern "C" fn($($arg),*) -> $ret>($symbol)? },)*
-                })
-            }
-        }
+    pub use super::ffi::{
+        NESTGUARD_RESULT_CHECKPOINT as CHECKPOINT,
+        NESTGUARD_RESULT_CREDENTIAL_INJECTION as CREDENTIAL_INJECTION,
+        NESTGUARD_RESULT_LAUNCHER_CONTAINER_EXISTS as LAUNCHER_CONTAINER_EXISTS,
+        NESTGUARD_RESULT_LAUNCHER_PARENT_NOT_RUNNING as LAUNCHER_PARENT_NOT_RUNNING,
+        NESTGUARD_RESULT_LAUNCHER_TIMEOUT as LAUNCHER_TIMEOUT,
+        NESTGUARD_RESULT_LAUNCHER_UNKNOWN_CONTAINER as LAUNCHER_UNKNOWN_CONTAINER,
     };
 }
 
-abi_functions! {
-    authorizer_new = "nestguard_authorizer_new": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
-    authorizer_new_from_file_limited = "nestguard_authorizer_new_from_file_limited": fn(*const c_char, usize, bool, u64, *mut *mut c_void) -> u32;
-    authorizer_authorize = "nestguard_authorizer_authorize": fn(*const c_void, *const u8, usize, *mut bool) -> u32;
-    authorizer_explain = "nestguard_authorizer_explain": fn(*const c_void, *const u8, usize, *mut c_char, usize, *mut usize) -> u32;
-    authorizer_free = "nestguard_authorizer_free": fn(*mut c_void) -> ();
-    authorizer_reload = "nestguard_authorizer_reload": fn(*const c_void) -> u32;
-    authorizer_set_executor_tokens_any_user = "nestguard_authorizer_set_executor_tokens_any_user": fn(*const c_void, bool) -> u32;
-    credentials_load = "nestguard_credentials_load": fn(*const c_char, usize, bool, *mut *mut c_void) -> u32;
-    credentials_free = "nestguard_credentials_free": fn(*mut c_void) -> ();
-    http_authenticator_new = "nestguard_http_authenticator_new": fn(*const c_char, usize, *const c_void, *const c_char, usize, bool, *mut *mut c_void) -> u32;
-    http_authenticator_authenticate = "nestguard_http_authenticator_authenticate": fn(*const c_void, *const c_char, usize, bool, *mut bool, *mut Bytes) -> u32;
-    http_authenticator_free = "nestguard_http_authenticator_free": fn(*mut c_void) -> ();
-    injector_new = "nestguard_credential_injector_new": fn(u32, *const c_char, usize, bool, *const c_void, *mut *mut c_void, *mut u32) -> u32;
-    injector_decorate = "nestguard_credential_injector_decorate_executor_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
-    injector_nested = "nestguard_credential_injector_nested_environment": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
-    injector_free = "nestguard_credential_injector_free": fn(*mut c_void) -> ();
-    injector_set_executor_principals = "nestguard_credential_injector_set_executor_principals": fn(*mut c_void, *const c_char, usize) -> u32;
-    launcher_recover = "nestguard_launcher_recover": fn(*const c_void, *const u8, usize, *mut Bytes) -> u32;
-    launcher_launch = "nestguard_launcher_launch": fn(*const c_void, *const u8, usize, *const u8, usize, *const u8, usize, *const c_char, usize, *mut i32) -> u32;
-    launcher_wait = "nestguard_launcher_wait": fn(*const c_void, *const u8, usize, i64, *mut i32) -> u32;
-    launcher_kill = "nestguard_launcher_kill": fn(*const c_void, *const u8, usize, i32, *mut bool) -> u32;
-    launcher_destroy = "nestguard_launcher_destroy": fn(*const c_void, *const u8, usize, *mut i32) -> u32;
-    launcher_free = "nestguard_launcher_free": fn(*mut c_void) -> ();
-    launcher_new_with_isolator = "nestguard_launcher_new_with_isolator": fn(*const c_char, usize, *const c_char, usize, u32, *const c_void, *mut *mut c_void) -> u32;
-    isolator_new = "nestguard_isolator_new": fn(*const u8, usize, *mut *mut c_void) -> u32;
-    isolator_recover = "nestguard_isolator_recover": fn(*const c_void, *const u8, usize) -> u32;
-    isolator_prepare = "nestguard_isolator_prepare": fn(*const c_void, *const u8, usize, *const u8, usize, *mut Bytes) -> u32;
-    isolator_isolate = "nestguard_isolator_isolate": fn(*const c_void, *const u8, usize, u32) -> u32;
-    isolator_watch_new = "nestguard_isolator_watch_new": fn(*const c_void, *const u8, usize, *mut *mut c_void) -> u32;
-    isolator_watch_fd = "nestguard_isolator_watch_fd": fn(*const c_void) -> i32;
-    isolator_watch_check = "nestguard_isolator_watch_check": fn(*mut c_void, *mut Bytes) -> u32;
-    isolator_watch_free = "nestguard_isolator_watch_free": fn(*mut c_void) -> ();
-    isolator_cleanup = "nestguard_isolator_cleanup": fn(*const c_void, *const u8, usize) -> u32;
-    isolator_free = "nestguard_isolator_free": fn(*mut c_void) -> ();
+/// The credential hook's modes (`nestguard_injection_mode`): the header's
+/// constants.
+pub mod injection_mode {
+    pub use super::ffi::{
+        NESTGUARD_INJECTION_MODE_AUTO as AUTO, NESTGUARD_INJECTION_MODE_SECRET as SECRET,
+        NESTGUARD_INJECTION_MODE_TOKEN as TOKEN,
+    };
 }
 
 /// The loaded library and its function table.
 pub struct Abi {
     lib: NestguardLibrary,
-    f: Functions,
 }
 
 impl Abi {
     /// Loads libnestguard.so from `path`.
     pub fn load(path: &Path) -> anyhow::Result<Arc<Abi>> {
         let lib = NestguardLibrary::load(path)?;
-        let f = Functions::load(&lib)?;
-        Ok(Arc::new(Abi { lib, f }))
+        Ok(Arc::new(Abi { lib }))
     }
 
     /// Where it was loaded from.
@@ -127,8 +93,13 @@ impl Abi {
         self.lib.path()
     }
 
-    fn check(&self, code: u32) -> Result<(), AbiFailure> {
-        if code == 0 {
+    /// The generated function table.
+    fn f(&self) -> &ffi::Nestguard {
+        self.lib.functions()
+    }
+
+    fn check(&self, code: nestguard_result) -> Result<(), AbiFailure> {
+        if code == NESTGUARD_RESULT_OK {
             Ok(())
         } else {
             Err(AbiFailure {
@@ -138,9 +109,9 @@ impl Abi {
         }
     }
 
-    fn take(&self, bytes: Bytes) -> Result<Vec<u8>, AbiFailure> {
+    fn take(&self, bytes: *mut nestguard_bytes) -> Result<Vec<u8>, AbiFailure> {
         self.lib.take_bytes(bytes).map_err(|e| AbiFailure {
-            code: 2,
+            code: NESTGUARD_RESULT_PANIC,
             message: format!("{e:#}"),
         })
     }
@@ -151,17 +122,17 @@ fn text(s: &str) -> (*const c_char, usize) {
 }
 
 /// A handle pointer the library documents as thread-safe.
-struct Handle(*mut c_void);
+struct Handle<T>(*mut T);
 // SAFETY: every handle wrapped here is documented in include/nestguard.h as
 // safe to use from several threads at once.
-unsafe impl Send for Handle {}
+unsafe impl<T> Send for Handle<T> {}
 // SAFETY: as above.
-unsafe impl Sync for Handle {}
+unsafe impl<T> Sync for Handle<T> {}
 
 /// `nestguard_authorizer`: Mesos ACLs.
 pub struct Authorizer {
     abi: Arc<Abi>,
-    handle: Handle,
+    handle: Handle<ffi::nestguard_authorizer>,
     file: Option<std::path::PathBuf>,
 }
 
@@ -197,14 +168,20 @@ impl Authorizer {
         let code = if trimmed.starts_with('{') {
             let (p, n) = text(acls);
             // SAFETY: valid text and out pointer.
-            unsafe { (abi.f.authorizer_new)(p, n, strict, &mut out) }
+            unsafe { abi.f().nestguard_authorizer_new(p, n, strict, &mut out) }
         } else {
             let path = acls.strip_prefix("file://").unwrap_or(acls);
             file = Some(std::path::PathBuf::from(path));
             let (p, n) = text(path);
             // SAFETY: valid text and out pointer.
             unsafe {
-                (abi.f.authorizer_new_from_file_limited)(p, n, strict, max_file_size, &mut out)
+                abi.f().nestguard_authorizer_new_from_file_limited(
+                    p,
+                    n,
+                    strict,
+                    max_file_size,
+                    &mut out,
+                )
             }
         };
         abi.check(code)
@@ -224,7 +201,8 @@ impl Authorizer {
         };
         // SAFETY: live handle.
         let code = unsafe {
-            (abi.f.authorizer_set_executor_tokens_any_user)(authorizer.handle.0, any_user)
+            abi.f()
+                .nestguard_authorizer_set_executor_tokens_any_user(authorizer.handle.0, any_user)
         };
         abi.check(code)
             .map_err(anyhow::Error::new)
@@ -242,7 +220,7 @@ impl Authorizer {
     /// error says why.
     pub fn reload(&self) -> Result<(), AbiFailure> {
         // SAFETY: live handle.
-        let code = unsafe { (self.abi.f.authorizer_reload)(self.handle.0) };
+        let code = unsafe { self.abi.f().nestguard_authorizer_reload(self.handle.0) };
         self.abi.check(code)
     }
 
@@ -252,7 +230,7 @@ impl Authorizer {
         let mut allowed = false;
         // SAFETY: live handle, valid buffer and out pointer.
         let code = unsafe {
-            (self.abi.f.authorizer_authorize)(
+            self.abi.f().nestguard_authorizer_authorize(
                 self.handle.0,
                 bytes.as_ptr(),
                 bytes.len(),
@@ -271,7 +249,7 @@ impl Authorizer {
         for _ in 0..2 {
             // SAFETY: live handle, valid buffers and out pointer.
             let code = unsafe {
-                (self.abi.f.authorizer_explain)(
+                self.abi.f().nestguard_authorizer_explain(
                     self.handle.0,
                     bytes.as_ptr(),
                     bytes.len(),
@@ -280,7 +258,7 @@ impl Authorizer {
                     &mut needed,
                 )
             };
-            if code == 5 {
+            if code == NESTGUARD_RESULT_BUFFER_TOO_SMALL {
                 buf.resize(needed, 0);
                 continue;
             }
@@ -292,7 +270,7 @@ impl Authorizer {
             return Ok(String::from_utf8_lossy(&raw).into_owned());
         }
         Err(AbiFailure {
-            code: 5,
+            code: NESTGUARD_RESULT_BUFFER_TOO_SMALL,
             message: "explanation did not fit".into(),
         })
     }
@@ -301,14 +279,14 @@ impl Authorizer {
 impl Drop for Authorizer {
     fn drop(&mut self) {
         // SAFETY: freed once.
-        unsafe { (self.abi.f.authorizer_free)(self.handle.0) }
+        unsafe { self.abi.f().nestguard_authorizer_free(self.handle.0) }
     }
 }
 
 /// A credential set (`--http_credentials`).
 pub struct Credentials {
     abi: Arc<Abi>,
-    handle: Handle,
+    handle: Handle<ffi::nestguard_credentials>,
 }
 
 impl Credentials {
@@ -318,7 +296,7 @@ impl Credentials {
         let (p, n) = text(path);
         let mut out = std::ptr::null_mut();
         // SAFETY: valid text and out pointer.
-        let code = unsafe { (abi.f.credentials_load)(p, n, false, &mut out) };
+        let code = unsafe { abi.f().nestguard_credentials_load(p, n, false, &mut out) };
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("loading --http_credentials")?;
@@ -332,7 +310,7 @@ impl Credentials {
 impl Drop for Credentials {
     fn drop(&mut self) {
         // SAFETY: freed once.
-        unsafe { (self.abi.f.credentials_free)(self.handle.0) }
+        unsafe { self.abi.f().nestguard_credentials_free(self.handle.0) }
     }
 }
 
@@ -348,7 +326,7 @@ pub enum Authentication {
 /// `nestguard_http_authenticator`: Basic and Bearer (JWT) for one realm.
 pub struct HttpAuthenticator {
     abi: Arc<Abi>,
-    handle: Handle,
+    handle: Handle<ffi::nestguard_http_authenticator>,
 }
 
 impl HttpAuthenticator {
@@ -368,8 +346,10 @@ impl HttpAuthenticator {
         let creds = credentials.map_or(std::ptr::null(), |c| c.handle.0.cast_const());
         let mut out = std::ptr::null_mut();
         // SAFETY: valid texts, live credentials handle (or NULL), out pointer.
-        let code =
-            unsafe { (abi.f.http_authenticator_new)(rp, rn, creds, kp, kn, false, &mut out) };
+        let code = unsafe {
+            abi.f()
+                .nestguard_http_authenticator_new(rp, rn, creds, kp, kn, false, &mut out)
+        };
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating the HTTP authenticator")?;
@@ -386,7 +366,7 @@ impl HttpAuthenticator {
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, valid text, out pointers.
         let code = unsafe {
-            (self.abi.f.http_authenticator_authenticate)(
+            self.abi.f().nestguard_http_authenticator_authenticate(
                 self.handle.0,
                 p,
                 n,
@@ -398,11 +378,8 @@ impl HttpAuthenticator {
         self.abi.check(code)?;
         let bytes = self.abi.take(out)?;
         if authenticated {
-            let subject =
-                authorization::Subject::decode(bytes.as_slice()).map_err(|e| AbiFailure {
-                    code: 100,
-                    message: format!("authenticated subject: {e}"),
-                })?;
+            let subject = authorization::Subject::decode(bytes.as_slice())
+                .map_err(|e| AbiFailure::undecodable("authenticated subject", e))?;
             Ok(Authentication::Principal(subject))
         } else {
             Ok(Authentication::Unauthorized(
@@ -415,16 +392,29 @@ impl HttpAuthenticator {
 impl Drop for HttpAuthenticator {
     fn drop(&mut self) {
         // SAFETY: freed once.
-        unsafe { (self.abi.f.http_authenticator_free)(self.handle.0) }
+        unsafe {
+            self.abi
+                .f()
+                .nestguard_http_authenticator_free(self.handle.0)
+        }
     }
+}
+
+/// Which environment an injector call computes.
+#[derive(Debug, Clone, Copy)]
+enum EnvironmentFor {
+    /// `..._decorate_executor_environment`.
+    Executor,
+    /// `..._nested_environment`.
+    Nested,
 }
 
 /// `nestguard_credential_injector`: the CredentialHook module.
 pub struct CredentialInjector {
     abi: Arc<Abi>,
-    handle: Handle,
-    /// The mode in effect (`nestguard_injection_mode`).
-    pub mode: u32,
+    handle: Handle<ffi::nestguard_credential_injector>,
+    /// The mode in effect (an [`injection_mode`] constant).
+    pub mode: ffi::nestguard_injection_mode,
 }
 
 impl CredentialInjector {
@@ -433,7 +423,7 @@ impl CredentialInjector {
     /// name (secret mode: which principals a framework may hand out).
     pub fn create(
         abi: &Arc<Abi>,
-        mode: u32,
+        mode: ffi::nestguard_injection_mode,
         jwt_key: Option<&Path>,
         credentials: Option<&Credentials>,
         executor_principals: Option<&str>,
@@ -447,8 +437,17 @@ impl CredentialInjector {
         let mut out = std::ptr::null_mut();
         let mut effective = 0u32;
         // SAFETY: valid text, live credentials handle (or NULL), out pointers.
-        let code =
-            unsafe { (abi.f.injector_new)(mode, kp, kn, false, creds, &mut out, &mut effective) };
+        let code = unsafe {
+            abi.f().nestguard_credential_injector_new(
+                mode,
+                kp,
+                kn,
+                false,
+                creds,
+                &mut out,
+                &mut effective,
+            )
+        };
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating io_nestguard_CredentialHook")?;
@@ -460,7 +459,10 @@ impl CredentialInjector {
         if let Some(value) = executor_principals {
             let (p, n) = text(value);
             // SAFETY: live handle not yet shared, valid text.
-            let code = unsafe { (abi.f.injector_set_executor_principals)(injector.handle.0, p, n) };
+            let code = unsafe {
+                abi.f()
+                    .nestguard_credential_injector_set_executor_principals(injector.handle.0, p, n)
+            };
             abi.check(code)
                 .map_err(anyhow::Error::new)
                 .context("io_nestguard_CredentialHook: parameter 'executor_principals'")?;
@@ -470,16 +472,7 @@ impl CredentialInjector {
 
     fn call(
         &self,
-        f: unsafe extern "C" fn(
-            *const c_void,
-            *const u8,
-            usize,
-            *const u8,
-            usize,
-            *const u8,
-            usize,
-            *mut Bytes,
-        ) -> u32,
+        which: EnvironmentFor,
         executor: &mesos::ExecutorInfo,
         framework: &mesos::FrameworkInfo,
         id: &mesos::ContainerId,
@@ -490,25 +483,37 @@ impl CredentialInjector {
             id.encode_to_vec(),
         );
         let mut out = std::ptr::null_mut();
+        let f = self.abi.f();
         // SAFETY: live handle, valid buffers, out pointer.
         let code = unsafe {
-            f(
-                self.handle.0,
-                e.as_ptr(),
-                e.len(),
-                fw.as_ptr(),
-                fw.len(),
-                c.as_ptr(),
-                c.len(),
-                &mut out,
-            )
+            match which {
+                EnvironmentFor::Executor => f
+                    .nestguard_credential_injector_decorate_executor_environment(
+                        self.handle.0,
+                        e.as_ptr(),
+                        e.len(),
+                        fw.as_ptr(),
+                        fw.len(),
+                        c.as_ptr(),
+                        c.len(),
+                        &mut out,
+                    ),
+                EnvironmentFor::Nested => f.nestguard_credential_injector_nested_environment(
+                    self.handle.0,
+                    e.as_ptr(),
+                    e.len(),
+                    fw.as_ptr(),
+                    fw.len(),
+                    c.as_ptr(),
+                    c.len(),
+                    &mut out,
+                ),
+            }
         };
         self.abi.check(code)?;
         let bytes = self.abi.take(out)?;
-        mesos::Environment::decode(bytes.as_slice()).map_err(|e| AbiFailure {
-            code: 100,
-            message: format!("environment: {e}"),
-        })
+        mesos::Environment::decode(bytes.as_slice())
+            .map_err(|e| AbiFailure::undecodable("environment", e))
     }
 
     /// `slaveExecutorEnvironmentDecorator`: the executor's environment with
@@ -519,7 +524,7 @@ impl CredentialInjector {
         framework: &mesos::FrameworkInfo,
         id: &mesos::ContainerId,
     ) -> Result<mesos::Environment, AbiFailure> {
-        self.call(self.abi.f.injector_decorate, executor, framework, id)
+        self.call(EnvironmentFor::Executor, executor, framework, id)
     }
 
     /// The credentials a nested container of that executor gets.
@@ -529,21 +534,25 @@ impl CredentialInjector {
         framework: &mesos::FrameworkInfo,
         id: &mesos::ContainerId,
     ) -> Result<mesos::Environment, AbiFailure> {
-        self.call(self.abi.f.injector_nested, executor, framework, id)
+        self.call(EnvironmentFor::Nested, executor, framework, id)
     }
 }
 
 impl Drop for CredentialInjector {
     fn drop(&mut self) {
         // SAFETY: freed once.
-        unsafe { (self.abi.f.injector_free)(self.handle.0) }
+        unsafe {
+            self.abi
+                .f()
+                .nestguard_credential_injector_free(self.handle.0)
+        }
     }
 }
 
 /// `nestguard_launcher`.
 pub struct Launcher {
     abi: Arc<Abi>,
-    handle: Handle,
+    handle: Handle<ffi::nestguard_launcher>,
 }
 
 impl Launcher {
@@ -567,11 +576,18 @@ impl Launcher {
         let (hp, hn) = text(helper);
         let mut out = std::ptr::null_mut();
         let iso = isolator.map_or(std::ptr::null(), |i| i.handle.0.cast_const());
-        // NESTGUARD_LAUNCHER_POSIX, NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE.
-        let flags = u32::from(posix) | (u32::from(allow_sharing_pid) << 1);
+        let mut flags = 0;
+        if posix {
+            flags |= NESTGUARD_LAUNCHER_POSIX;
+        }
+        if allow_sharing_pid {
+            flags |= NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE;
+        }
         // SAFETY: valid texts, live isolator handle (or NULL), out pointer.
-        let code =
-            unsafe { (abi.f.launcher_new_with_isolator)(rp, rn, hp, hn, flags, iso, &mut out) };
+        let code = unsafe {
+            abi.f()
+                .nestguard_launcher_new_with_isolator(rp, rn, hp, hn, flags, iso, &mut out)
+        };
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating the launcher")?;
@@ -594,14 +610,17 @@ impl Launcher {
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, valid buffer, out pointer.
         let code = unsafe {
-            (self.abi.f.launcher_recover)(self.handle.0, info.as_ptr(), info.len(), &mut out)
+            self.abi.f().nestguard_launcher_recover(
+                self.handle.0,
+                info.as_ptr(),
+                info.len(),
+                &mut out,
+            )
         };
         self.abi.check(code)?;
         let bytes = self.abi.take(out)?;
-        slave::ContainerRecoverInfo::decode(bytes.as_slice()).map_err(|e| AbiFailure {
-            code: 100,
-            message: format!("recover reply: {e}"),
-        })
+        slave::ContainerRecoverInfo::decode(bytes.as_slice())
+            .map_err(|e| AbiFailure::undecodable("recover reply", e))
     }
 
     /// Launches a container; returns its supervisor's pid.
@@ -619,7 +638,7 @@ impl Launcher {
         let mut pid = 0;
         // SAFETY: live handle, valid buffers, out pointer.
         let code = unsafe {
-            (self.abi.f.launcher_launch)(
+            self.abi.f().nestguard_launcher_launch(
                 self.handle.0,
                 i.as_ptr(),
                 i.len(),
@@ -646,7 +665,13 @@ impl Launcher {
         let mut status = 0;
         // SAFETY: live handle, valid buffer, out pointer.
         let code = unsafe {
-            (self.abi.f.launcher_wait)(self.handle.0, i.as_ptr(), i.len(), timeout_ms, &mut status)
+            self.abi.f().nestguard_launcher_wait(
+                self.handle.0,
+                i.as_ptr(),
+                i.len(),
+                timeout_ms,
+                &mut status,
+            )
         };
         if code == codes::LAUNCHER_TIMEOUT {
             return Ok(None);
@@ -661,7 +686,13 @@ impl Launcher {
         let mut sent = false;
         // SAFETY: live handle, valid buffer, out pointer.
         let code = unsafe {
-            (self.abi.f.launcher_kill)(self.handle.0, i.as_ptr(), i.len(), signal, &mut sent)
+            self.abi.f().nestguard_launcher_kill(
+                self.handle.0,
+                i.as_ptr(),
+                i.len(),
+                signal,
+                &mut sent,
+            )
         };
         self.abi.check(code)?;
         Ok(sent)
@@ -673,7 +704,9 @@ impl Launcher {
         let mut status = -1;
         // SAFETY: live handle, valid buffer, out pointer.
         let code = unsafe {
-            (self.abi.f.launcher_destroy)(self.handle.0, i.as_ptr(), i.len(), &mut status)
+            self.abi
+                .f()
+                .nestguard_launcher_destroy(self.handle.0, i.as_ptr(), i.len(), &mut status)
         };
         self.abi.check(code)?;
         Ok((status >= 0).then_some(status))
@@ -683,14 +716,14 @@ impl Launcher {
 impl Drop for Launcher {
     fn drop(&mut self) {
         // SAFETY: freed once.
-        unsafe { (self.abi.f.launcher_free)(self.handle.0) }
+        unsafe { self.abi.f().nestguard_launcher_free(self.handle.0) }
     }
 }
 
 /// `nestguard_isolator`: the io_nestguard_Isolator module.
 pub struct Isolator {
     abi: Arc<Abi>,
-    handle: Handle,
+    handle: Handle<ffi::nestguard_isolator>,
 }
 
 impl Isolator {
@@ -702,7 +735,10 @@ impl Isolator {
         .encode_to_vec();
         let mut out = std::ptr::null_mut();
         // SAFETY: valid buffer and out pointer.
-        let code = unsafe { (abi.f.isolator_new)(bytes.as_ptr(), bytes.len(), &mut out) };
+        let code = unsafe {
+            abi.f()
+                .nestguard_isolator_new(bytes.as_ptr(), bytes.len(), &mut out)
+        };
         abi.check(code)
             .map_err(anyhow::Error::new)
             .context("creating io_nestguard_Isolator")?;
@@ -717,7 +753,9 @@ impl Isolator {
         let bytes = info.encode_to_vec();
         // SAFETY: live handle, valid buffer.
         self.abi.check(unsafe {
-            (self.abi.f.isolator_recover)(self.handle.0, bytes.as_ptr(), bytes.len())
+            self.abi
+                .f()
+                .nestguard_isolator_recover(self.handle.0, bytes.as_ptr(), bytes.len())
         })
     }
 
@@ -731,7 +769,7 @@ impl Isolator {
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, valid buffers, out pointer.
         let code = unsafe {
-            (self.abi.f.isolator_prepare)(
+            self.abi.f().nestguard_isolator_prepare(
                 self.handle.0,
                 i.as_ptr(),
                 i.len(),
@@ -747,10 +785,7 @@ impl Isolator {
         let bytes = self.abi.take(out)?;
         slave::ContainerLaunchInfo::decode(bytes.as_slice())
             .map(Some)
-            .map_err(|e| AbiFailure {
-                code: 100,
-                message: format!("launch info: {e}"),
-            })
+            .map_err(|e| AbiFailure::undecodable("launch info", e))
     }
 
     /// `isolate(id, pid)`.
@@ -758,7 +793,9 @@ impl Isolator {
         let i = id.encode_to_vec();
         // SAFETY: live handle, valid buffer.
         self.abi.check(unsafe {
-            (self.abi.f.isolator_isolate)(self.handle.0, i.as_ptr(), i.len(), pid)
+            self.abi
+                .f()
+                .nestguard_isolator_isolate(self.handle.0, i.as_ptr(), i.len(), pid)
         })
     }
 
@@ -768,7 +805,9 @@ impl Isolator {
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, valid buffer, out pointer.
         let code = unsafe {
-            (self.abi.f.isolator_watch_new)(self.handle.0, i.as_ptr(), i.len(), &mut out)
+            self.abi
+                .f()
+                .nestguard_isolator_watch_new(self.handle.0, i.as_ptr(), i.len(), &mut out)
         };
         self.abi.check(code)?;
         Ok(Watch {
@@ -781,22 +820,25 @@ impl Isolator {
     pub fn cleanup(&self, id: &mesos::ContainerId) -> Result<(), AbiFailure> {
         let i = id.encode_to_vec();
         // SAFETY: live handle, valid buffer.
-        self.abi
-            .check(unsafe { (self.abi.f.isolator_cleanup)(self.handle.0, i.as_ptr(), i.len()) })
+        self.abi.check(unsafe {
+            self.abi
+                .f()
+                .nestguard_isolator_cleanup(self.handle.0, i.as_ptr(), i.len())
+        })
     }
 }
 
 impl Drop for Isolator {
     fn drop(&mut self) {
         // SAFETY: freed once.
-        unsafe { (self.abi.f.isolator_free)(self.handle.0) }
+        unsafe { self.abi.f().nestguard_isolator_free(self.handle.0) }
     }
 }
 
 /// A container's limitation watch (one thread at a time).
 pub struct Watch {
     abi: Arc<Abi>,
-    handle: Handle,
+    handle: Handle<ffi::nestguard_isolator_watch>,
 }
 
 impl Watch {
@@ -806,19 +848,27 @@ impl Watch {
         timeout_ms: i32,
     ) -> Result<Option<slave::ContainerLimitation>, AbiFailure> {
         // SAFETY: live handle.
-        let fd = unsafe { (self.abi.f.isolator_watch_fd)(self.handle.0) };
+        let fd = unsafe { self.abi.f().nestguard_isolator_watch_fd(self.handle.0) };
         if fd >= 0 {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            // SAFETY: the watch owns `fd` and keeps it open while the handle
+            // lives; it is borrowed for this poll only.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            // Negative: wait until the fd is ready.
+            let timeout = u64::try_from(timeout_ms)
+                .ok()
+                .and_then(|ms| Timespec::try_from(Duration::from_millis(ms)).ok());
+            // A failed or interrupted poll only means the check below runs
+            // sooner: it reads the watch's state, not the fd.
+            let _ = rustix::event::poll(&mut fds, timeout.as_ref());
         }
         let mut out = std::ptr::null_mut();
         // SAFETY: live handle, out pointer.
-        let code = unsafe { (self.abi.f.isolator_watch_check)(self.handle.0, &mut out) };
+        let code = unsafe {
+            self.abi
+                .f()
+                .nestguard_isolator_watch_check(self.handle.0, &mut out)
+        };
         self.abi.check(code)?;
         if out.is_null() {
             return Ok(None);
@@ -826,16 +876,13 @@ impl Watch {
         let bytes = self.abi.take(out)?;
         slave::ContainerLimitation::decode(bytes.as_slice())
             .map(Some)
-            .map_err(|e| AbiFailure {
-                code: 100,
-                message: format!("limitation: {e}"),
-            })
+            .map_err(|e| AbiFailure::undecodable("limitation", e))
     }
 }
 
 impl Drop for Watch {
     fn drop(&mut self) {
         // SAFETY: freed once.
-        unsafe { (self.abi.f.isolator_watch_free)(self.handle.0) }
+        unsafe { self.abi.f().nestguard_isolator_watch_free(self.handle.0) }
     }
 }
