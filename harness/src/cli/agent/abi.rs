@@ -163,25 +163,30 @@ impl Authorizer {
             Some(v) => nestguard::input::parse_limit(v)?,
         };
         let mut out = std::ptr::null_mut();
-        let trimmed = acls.trim_start();
         let mut file = None;
-        let code = if trimmed.starts_with('{') {
-            let (p, n) = text(acls);
-            // SAFETY: valid text and out pointer.
-            unsafe { abi.f().nestguard_authorizer_new(p, n, strict, &mut out) }
-        } else {
-            let path = acls.strip_prefix("file://").unwrap_or(acls);
-            file = Some(std::path::PathBuf::from(path));
-            let (p, n) = text(path);
-            // SAFETY: valid text and out pointer.
-            unsafe {
-                abi.f().nestguard_authorizer_new_from_file_limited(
-                    p,
-                    n,
-                    strict,
-                    max_file_size,
-                    &mut out,
-                )
+        let code = match nestguard::input::FlagValue::parse(acls) {
+            nestguard::input::FlagValue::Inline(inline) => {
+                let (p, n) = text(inline);
+                // SAFETY: valid text and out pointer.
+                unsafe { abi.f().nestguard_authorizer_new(p, n, strict, &mut out) }
+            }
+            nestguard::input::FlagValue::File(path) => {
+                let path_text = path
+                    .to_str()
+                    .context("the acls parameter names a path that is not UTF-8")?
+                    .to_owned();
+                file = Some(path);
+                let (p, n) = text(&path_text);
+                // SAFETY: valid text and out pointer.
+                unsafe {
+                    abi.f().nestguard_authorizer_new_from_file_limited(
+                        p,
+                        n,
+                        strict,
+                        max_file_size,
+                        &mut out,
+                    )
+                }
             }
         };
         abi.check(code)
