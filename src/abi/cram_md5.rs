@@ -30,6 +30,16 @@ impl AbiError for CramMd5Error {
     }
 }
 
+/// The NULL checks of the three out-pointers every step and poll writes
+/// (the reply's kind, the reply and the status), in that order.
+macro_rules! try_reply_outs {
+    ($out_reply_kind:ident, $out_reply:ident, $out_status:ident) => {
+        try_not_null!($out_reply_kind, "out_reply_kind");
+        try_not_null!($out_reply, "out_reply");
+        try_not_null!($out_status, "out_status");
+    };
+}
+
 /// Where an authentication session stands after a call.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,6 +190,8 @@ trait Side {
     fn poll_reply(&mut self, now: Instant) -> Option<Message>;
     /// Where the exchange stands.
     fn status(&self) -> nestguard_auth_status;
+    /// The text the `_outcome_text` functions hand out.
+    fn outcome_text(&self) -> String;
 }
 
 impl Side for Authenticator {
@@ -193,6 +205,14 @@ impl Side for Authenticator {
 
     fn status(&self) -> nestguard_auth_status {
         server_status(self.outcome())
+    }
+
+    fn outcome_text(&self) -> String {
+        match self.outcome() {
+            Some(ServerOutcome::Authenticated(p)) => p.clone(),
+            Some(ServerOutcome::Error(e)) => e.clone(),
+            _ => String::new(),
+        }
     }
 }
 
@@ -227,6 +247,34 @@ fn advance<S: Side>(
     nestguard_result::Ok
 }
 
+/// Shared body of the `_outcome_text` functions of both ends (inside their
+/// panic boundaries, after the NULL checks).
+fn outcome_text<S: Side>(
+    side: Option<&Mutex<S>>,
+    name: &str,
+    buf: *mut std::ffi::c_char,
+    buf_len: usize,
+    out_n: *mut usize,
+) -> nestguard_result {
+    let Some(side) = side else {
+        return fail(
+            nestguard_result::NullParameter,
+            format!("argument `{name}` must not be NULL"),
+        );
+    };
+    let text = side
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .outcome_text();
+    text_out(
+        &text,
+        buf,
+        buf_len,
+        out_n,
+        "the buffer is too small for the outcome text",
+    )
+}
+
 /// Feeds one message from the client (`kind` + serialized bytes). Writes
 /// the reply to send (kind 0 and NULL when none) and the session status.
 /// Out-of-order messages give a reply `AuthenticationErrorMessage` with
@@ -244,9 +292,7 @@ pub extern "C" fn nestguard_cram_md5_server_step(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(server, "server");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let bytes = try_slice!(message, message_len, "message");
         let message = try_abi!(decode(kind, bytes));
         let handle = handle_ref(server).map(|h| &h.inner);
@@ -265,9 +311,7 @@ pub extern "C" fn nestguard_cram_md5_server_poll_timeout(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(server, "server");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let handle = handle_ref(server).map(|h| &h.inner);
         advance(handle, "server", None, out_reply_kind, out_reply, out_status)
     }
@@ -286,16 +330,7 @@ pub extern "C" fn nestguard_cram_md5_server_outcome_text(
     ffi_panic_boundary! {
         try_not_null!(server, "server");
         try_not_null!(out_n, "out_n");
-        let Some(handle) = handle_ref(server) else {
-            return fail(nestguard_result::NullParameter, "argument `server` must not be NULL");
-        };
-        let session = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let text = match session.outcome() {
-            Some(ServerOutcome::Authenticated(p)) => p.clone(),
-            Some(ServerOutcome::Error(e)) => e.clone(),
-            _ => String::new(),
-        };
-        text_out(&text, buf, buf_len, out_n, "the buffer is too small for the outcome text")
+        outcome_text(handle_ref(server).map(|h| &h.inner), "server", buf, buf_len, out_n)
     }
 }
 
@@ -329,9 +364,7 @@ pub extern "C" fn nestguard_cram_md5_client_new(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out, "out");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let principal = try_str!(principal, principal_len, "principal");
         let secret = try_slice!(secret, secret_len, "secret");
         let pid = try_str!(pid, pid_len, "pid");
@@ -358,6 +391,13 @@ impl Side for Authenticatee {
     fn status(&self) -> nestguard_auth_status {
         client_status(self.outcome())
     }
+
+    fn outcome_text(&self) -> String {
+        match self.outcome() {
+            Some(ClientOutcome::Error(e)) => e.clone(),
+            _ => String::new(),
+        }
+    }
 }
 
 /// Feeds one message from the server; writes the reply to send (kind 0 and
@@ -375,9 +415,7 @@ pub extern "C" fn nestguard_cram_md5_client_step(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(client, "client");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let bytes = try_slice!(message, message_len, "message");
         let message = try_abi!(decode(kind, bytes));
         let handle = handle_ref(client).map(|h| &h.inner);
@@ -395,9 +433,7 @@ pub extern "C" fn nestguard_cram_md5_client_poll_timeout(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(client, "client");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let handle = handle_ref(client).map(|h| &h.inner);
         advance(handle, "client", None, out_reply_kind, out_reply, out_status)
     }
@@ -415,15 +451,7 @@ pub extern "C" fn nestguard_cram_md5_client_outcome_text(
     ffi_panic_boundary! {
         try_not_null!(client, "client");
         try_not_null!(out_n, "out_n");
-        let Some(handle) = handle_ref(client) else {
-            return fail(nestguard_result::NullParameter, "argument `client` must not be NULL");
-        };
-        let exchange = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let text = match exchange.outcome() {
-            Some(ClientOutcome::Error(e)) => e.clone(),
-            _ => String::new(),
-        };
-        text_out(&text, buf, buf_len, out_n, "the buffer is too small for the outcome text")
+        outcome_text(handle_ref(client).map(|h| &h.inner), "client", buf, buf_len, out_n)
     }
 }
 
