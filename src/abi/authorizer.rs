@@ -109,6 +109,24 @@ fn object_view(o: &nestguard_object_view) -> Result<ObjectView<'_>, ()> {
     })
 }
 
+/// The optional object of an `approved` call as an [`ObjectView`] (NULL =
+/// no object), or an early `NullParameter` when a present string view in it
+/// is NULL with a non-zero length.
+macro_rules! try_object_view {
+    ($ptr:expr) => {
+        match handle_ref($ptr).map(object_view) {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            Some(Err(())) => {
+                return fail(
+                    nestguard_result::NullParameter,
+                    "a present string view in `object` is NULL with a non-zero length",
+                );
+            }
+        }
+    };
+}
+
 fn create(
     source: Source,
     strict: bool,
@@ -314,14 +332,7 @@ pub extern "C" fn nestguard_approver_new(
         let Some(auth) = handle_ref(auth) else {
             return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
         };
-        let subject = if subject.is_null() {
-            if subject_len != 0 {
-                return fail(nestguard_result::NullParameter, "argument `subject` is NULL with a non-zero length");
-            }
-            None
-        } else {
-            Some(try_decode!(Subject, subject, subject_len, "subject"))
-        };
+        let subject = try_decode_opt!(Subject, subject, subject_len, "subject");
         let Some(action) = i32::try_from(action).ok().and_then(|a| Action::try_from(a).ok()) else {
             return fail(nestguard_result::InvalidArgument, format!("action {action} is not a mesos.authorization.Action number"));
         };
@@ -350,13 +361,7 @@ pub extern "C" fn nestguard_approver_approved(
         let Some(approver) = handle_ref(approver) else {
             return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
         };
-        let view = match handle_ref(object).map(object_view) {
-            None => None,
-            Some(Ok(v)) => Some(v),
-            Some(Err(())) => {
-                return fail(nestguard_result::NullParameter, "a present string view in `object` is NULL with a non-zero length");
-            }
-        };
+        let view = try_object_view!(object);
         let allowed = try_abi!(approver.inner.approved(view.as_ref()));
         write_out(out_allowed, allowed);
         nestguard_result::Ok
@@ -379,14 +384,7 @@ pub extern "C" fn nestguard_approver_approved_object(
         let Some(approver) = handle_ref(approver) else {
             return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
         };
-        let object = if object.is_null() {
-            if object_len != 0 {
-                return fail(nestguard_result::NullParameter, "argument `object` is NULL with a non-zero length");
-            }
-            None
-        } else {
-            Some(try_decode!(Object, object, object_len, "object"))
-        };
+        let object = try_decode_opt!(Object, object, object_len, "object");
         let decision = try_abi!(approver.inner.decide_proto(object.as_ref()));
         write_out(out_allowed, decision.allowed);
         nestguard_result::Ok
@@ -411,13 +409,7 @@ pub extern "C" fn nestguard_approver_explain(
         let Some(approver) = handle_ref(approver) else {
             return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
         };
-        let view = match handle_ref(object).map(object_view) {
-            None => None,
-            Some(Ok(v)) => Some(v),
-            Some(Err(())) => {
-                return fail(nestguard_result::NullParameter, "a present string view in `object` is NULL with a non-zero length");
-            }
-        };
+        let view = try_object_view!(object);
         let policy = approver.inner.policy();
         let decision = try_abi!(approver.inner.decide_in(&policy, view.as_ref()));
         let json = crate::authz::explain::to_json(&policy, &decision).to_string();

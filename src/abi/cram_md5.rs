@@ -19,8 +19,8 @@ use super::error::fail;
 use super::ffi::{free_handle, handle_ref, into_handle, text_out, write_out};
 use super::result::{AbiError, nestguard_result};
 use crate::credentials::cram_md5::{
-    Authenticatee, Authenticator, ClientConfig, ClientOutcome, ClientStep, CramMd5Error, Message,
-    MessageKind, ServerConfig, ServerOutcome, ServerStep,
+    Authenticatee, Authenticator, ClientConfig, ClientOutcome, CramMd5Error, Message, MessageKind,
+    ServerConfig, ServerOutcome,
 };
 use crate::credentials::{Credential, Secret};
 
@@ -28,6 +28,16 @@ impl AbiError for CramMd5Error {
     fn code(&self) -> nestguard_result {
         nestguard_result::CramMd5
     }
+}
+
+/// The NULL checks of the three out-pointers every step and poll writes
+/// (the reply's kind, the reply and the status), in that order.
+macro_rules! try_reply_outs {
+    ($out_reply_kind:ident, $out_reply:ident, $out_status:ident) => {
+        try_not_null!($out_reply_kind, "out_reply_kind");
+        try_not_null!($out_reply, "out_reply");
+        try_not_null!($out_status, "out_status");
+    };
 }
 
 /// Where an authentication session stands after a call.
@@ -170,16 +180,99 @@ pub extern "C" fn nestguard_cram_md5_server_new(
     }
 }
 
-fn finish_server(
-    step: ServerStep,
-    server: &Authenticator,
+/// What the ABI needs of either end of an exchange, so that feeding a
+/// message and polling the timeout are written once for both.
+trait Side {
+    /// Feeds `message`; returns the reply to send, if any.
+    fn receive_reply(&mut self, message: Message, now: Instant) -> Option<Message>;
+    /// Ends the exchange if its timeout has passed; returns the reply to
+    /// send, if any.
+    fn poll_reply(&mut self, now: Instant) -> Option<Message>;
+    /// Where the exchange stands.
+    fn status(&self) -> nestguard_auth_status;
+    /// The text the `_outcome_text` functions hand out.
+    fn outcome_text(&self) -> String;
+}
+
+impl Side for Authenticator {
+    fn receive_reply(&mut self, message: Message, now: Instant) -> Option<Message> {
+        self.receive(message, now).reply
+    }
+
+    fn poll_reply(&mut self, now: Instant) -> Option<Message> {
+        self.poll_timeout(now).unwrap_or_default().reply
+    }
+
+    fn status(&self) -> nestguard_auth_status {
+        server_status(self.outcome())
+    }
+
+    fn outcome_text(&self) -> String {
+        match self.outcome() {
+            Some(ServerOutcome::Authenticated(p)) => p.clone(),
+            Some(ServerOutcome::Error(e)) => e.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// Shared body of the `_step` and `_poll_timeout` functions of both ends
+/// (inside their panic boundaries, after the NULL checks of the handle):
+/// feeds `message` (None = poll the timeout) and writes the reply and the
+/// status. `name` is the handle's argument name, for the error text.
+fn advance<S: Side>(
+    side: Option<&Mutex<S>>,
+    name: &str,
+    message: Option<Message>,
     out_reply_kind: *mut nestguard_cram_md5_message_kind,
     out_reply: *mut *mut nestguard_bytes,
     out_status: *mut nestguard_auth_status,
 ) -> nestguard_result {
-    write_reply(step.reply, out_reply_kind, out_reply);
-    write_out(out_status, server_status(server.outcome()));
+    let Some(side) = side else {
+        return fail(
+            nestguard_result::NullParameter,
+            format!("argument `{name}` must not be NULL"),
+        );
+    };
+    let mut side = side
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let now = Instant::now();
+    let reply = match message {
+        Some(message) => side.receive_reply(message, now),
+        None => side.poll_reply(now),
+    };
+    write_reply(reply, out_reply_kind, out_reply);
+    write_out(out_status, side.status());
     nestguard_result::Ok
+}
+
+/// Shared body of the `_outcome_text` functions of both ends (inside their
+/// panic boundaries, after the NULL checks).
+fn outcome_text<S: Side>(
+    side: Option<&Mutex<S>>,
+    name: &str,
+    buf: *mut std::ffi::c_char,
+    buf_len: usize,
+    out_n: *mut usize,
+) -> nestguard_result {
+    let Some(side) = side else {
+        return fail(
+            nestguard_result::NullParameter,
+            format!("argument `{name}` must not be NULL"),
+        );
+    };
+    let text = side
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .outcome_text();
+    text_out(
+        &text,
+        buf,
+        buf_len,
+        out_n,
+        "the buffer is too small for the outcome text",
+    )
 }
 
 /// Feeds one message from the client (`kind` + serialized bytes). Writes
@@ -199,17 +292,11 @@ pub extern "C" fn nestguard_cram_md5_server_step(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(server, "server");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let bytes = try_slice!(message, message_len, "message");
         let message = try_abi!(decode(kind, bytes));
-        let Some(handle) = handle_ref(server) else {
-            return fail(nestguard_result::NullParameter, "argument `server` must not be NULL");
-        };
-        let mut session = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let step = session.receive(message, Instant::now());
-        finish_server(step, &session, out_reply_kind, out_reply, out_status)
+        let handle = handle_ref(server).map(|h| &h.inner);
+        advance(handle, "server", Some(message), out_reply_kind, out_reply, out_status)
     }
 }
 
@@ -224,15 +311,9 @@ pub extern "C" fn nestguard_cram_md5_server_poll_timeout(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(server, "server");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
-        let Some(handle) = handle_ref(server) else {
-            return fail(nestguard_result::NullParameter, "argument `server` must not be NULL");
-        };
-        let mut session = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let step = session.poll_timeout(Instant::now()).unwrap_or_default();
-        finish_server(step, &session, out_reply_kind, out_reply, out_status)
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
+        let handle = handle_ref(server).map(|h| &h.inner);
+        advance(handle, "server", None, out_reply_kind, out_reply, out_status)
     }
 }
 
@@ -249,16 +330,7 @@ pub extern "C" fn nestguard_cram_md5_server_outcome_text(
     ffi_panic_boundary! {
         try_not_null!(server, "server");
         try_not_null!(out_n, "out_n");
-        let Some(handle) = handle_ref(server) else {
-            return fail(nestguard_result::NullParameter, "argument `server` must not be NULL");
-        };
-        let session = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let text = match session.outcome() {
-            Some(ServerOutcome::Authenticated(p)) => p.clone(),
-            Some(ServerOutcome::Error(e)) => e.clone(),
-            _ => String::new(),
-        };
-        text_out(&text, buf, buf_len, out_n, "the buffer is too small for the outcome text")
+        outcome_text(handle_ref(server).map(|h| &h.inner), "server", buf, buf_len, out_n)
     }
 }
 
@@ -292,9 +364,7 @@ pub extern "C" fn nestguard_cram_md5_client_new(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out, "out");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let principal = try_str!(principal, principal_len, "principal");
         let secret = try_slice!(secret, secret_len, "secret");
         let pid = try_str!(pid, pid_len, "pid");
@@ -309,16 +379,25 @@ pub extern "C" fn nestguard_cram_md5_client_new(
     }
 }
 
-fn finish_client(
-    step: ClientStep,
-    client: &Authenticatee,
-    out_reply_kind: *mut nestguard_cram_md5_message_kind,
-    out_reply: *mut *mut nestguard_bytes,
-    out_status: *mut nestguard_auth_status,
-) -> nestguard_result {
-    write_reply(step.reply, out_reply_kind, out_reply);
-    write_out(out_status, client_status(client.outcome()));
-    nestguard_result::Ok
+impl Side for Authenticatee {
+    fn receive_reply(&mut self, message: Message, now: Instant) -> Option<Message> {
+        self.receive(message, now).reply
+    }
+
+    fn poll_reply(&mut self, now: Instant) -> Option<Message> {
+        self.poll_timeout(now).unwrap_or_default().reply
+    }
+
+    fn status(&self) -> nestguard_auth_status {
+        client_status(self.outcome())
+    }
+
+    fn outcome_text(&self) -> String {
+        match self.outcome() {
+            Some(ClientOutcome::Error(e)) => e.clone(),
+            _ => String::new(),
+        }
+    }
 }
 
 /// Feeds one message from the server; writes the reply to send (kind 0 and
@@ -336,17 +415,11 @@ pub extern "C" fn nestguard_cram_md5_client_step(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(client, "client");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
         let bytes = try_slice!(message, message_len, "message");
         let message = try_abi!(decode(kind, bytes));
-        let Some(handle) = handle_ref(client) else {
-            return fail(nestguard_result::NullParameter, "argument `client` must not be NULL");
-        };
-        let mut exchange = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let step = exchange.receive(message, Instant::now());
-        finish_client(step, &exchange, out_reply_kind, out_reply, out_status)
+        let handle = handle_ref(client).map(|h| &h.inner);
+        advance(handle, "client", Some(message), out_reply_kind, out_reply, out_status)
     }
 }
 
@@ -360,15 +433,9 @@ pub extern "C" fn nestguard_cram_md5_client_poll_timeout(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(client, "client");
-        try_not_null!(out_reply_kind, "out_reply_kind");
-        try_not_null!(out_reply, "out_reply");
-        try_not_null!(out_status, "out_status");
-        let Some(handle) = handle_ref(client) else {
-            return fail(nestguard_result::NullParameter, "argument `client` must not be NULL");
-        };
-        let mut exchange = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let step = exchange.poll_timeout(Instant::now()).unwrap_or_default();
-        finish_client(step, &exchange, out_reply_kind, out_reply, out_status)
+        try_reply_outs!(out_reply_kind, out_reply, out_status);
+        let handle = handle_ref(client).map(|h| &h.inner);
+        advance(handle, "client", None, out_reply_kind, out_reply, out_status)
     }
 }
 
@@ -384,15 +451,7 @@ pub extern "C" fn nestguard_cram_md5_client_outcome_text(
     ffi_panic_boundary! {
         try_not_null!(client, "client");
         try_not_null!(out_n, "out_n");
-        let Some(handle) = handle_ref(client) else {
-            return fail(nestguard_result::NullParameter, "argument `client` must not be NULL");
-        };
-        let exchange = handle.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let text = match exchange.outcome() {
-            Some(ClientOutcome::Error(e)) => e.clone(),
-            _ => String::new(),
-        };
-        text_out(&text, buf, buf_len, out_n, "the buffer is too small for the outcome text")
+        outcome_text(handle_ref(client).map(|h| &h.inner), "client", buf, buf_len, out_n)
     }
 }
 

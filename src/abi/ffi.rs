@@ -65,6 +65,24 @@ macro_rules! try_decode {
     }};
 }
 
+/// Decodes `(ptr, len)` as `Some` protobuf message `$t`, or `None` for NULL
+/// (allowed only with `len == 0`): for arguments that may be absent.
+macro_rules! try_decode_opt {
+    ($t:ty, $ptr:expr, $len:expr, $name:literal) => {
+        if $ptr.is_null() {
+            if $len != 0 {
+                return $crate::abi::error::fail(
+                    $crate::abi::result::nestguard_result::NullParameter,
+                    concat!("argument `", $name, "` is NULL with a non-zero length"),
+                );
+            }
+            None
+        } else {
+            Some(try_decode!($t, $ptr, $len, $name))
+        }
+    };
+}
+
 /// Unwraps a `Result<T, E: AbiError>`, recording the error and returning its code.
 macro_rules! try_abi {
     ($e:expr) => {

@@ -25,7 +25,7 @@ use prost::Message;
 use super::bytes::nestguard_bytes;
 use super::error::fail;
 use super::ffi::{free_handle, handle_ref, into_handle, write_out};
-use super::result::nestguard_result;
+use super::result::{AbiError, nestguard_result};
 use crate::isolation::isolator::{Composite, Isolator, IsolatorParams, Watch};
 use crate::proto::mesos::slave::{ContainerConfig, ContainerRecoverInfo};
 use crate::proto::mesos::{ContainerId, Parameters};
@@ -245,11 +245,7 @@ pub extern "C" fn nestguard_isolator_usage(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         let isolator = isolator_ref!(isolator);
-        try_not_null!(out, "out");
-        let id = try_decode!(ContainerId, container_id, container_id_len, "container_id");
-        let stats = try_abi!(isolator.inner.usage(&id));
-        write_out(out, nestguard_bytes::into_raw(stats.encode_to_vec()));
-        nestguard_result::Ok
+        answer_encoded(container_id, container_id_len, out, |id| isolator.inner.usage(id))
     }
 }
 
@@ -263,12 +259,24 @@ pub extern "C" fn nestguard_isolator_status(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         let isolator = isolator_ref!(isolator);
-        try_not_null!(out, "out");
-        let id = try_decode!(ContainerId, container_id, container_id_len, "container_id");
-        let status = try_abi!(isolator.inner.status(&id));
-        write_out(out, nestguard_bytes::into_raw(status.encode_to_vec()));
-        nestguard_result::Ok
+        answer_encoded(container_id, container_id_len, out, |id| isolator.inner.status(id))
     }
+}
+
+/// Shared body of `usage` and `status` (inside their panic boundaries):
+/// decodes the container id, asks `query` about it and hands the answer out
+/// serialized in `*out`.
+fn answer_encoded<M: Message, E: AbiError>(
+    container_id: *const u8,
+    container_id_len: usize,
+    out: *mut *mut nestguard_bytes,
+    query: impl FnOnce(&ContainerId) -> Result<M, E>,
+) -> nestguard_result {
+    try_not_null!(out, "out");
+    let id = try_decode!(ContainerId, container_id, container_id_len, "container_id");
+    let answer = try_abi!(query(&id));
+    write_out(out, nestguard_bytes::into_raw(answer.encode_to_vec()));
+    nestguard_result::Ok
 }
 
 /// Mesos' `cleanup`: after all the container's processes are gone; undoes

@@ -423,12 +423,7 @@ impl Cgroups {
             Backend::V1(v1) => v1.process_dir(&rel),
             Backend::V2(v2) => v2.dir(&rel).join(LEAF),
         };
-        if !dir.is_dir() {
-            return Err(CgroupError::NotFound {
-                id: to_dotted(id),
-                path: dir,
-            });
-        }
+        let dir = existing_dir(id, dir)?;
         fsops::read_pids(&dir.join("cgroup.procs"))
     }
 
@@ -588,6 +583,20 @@ impl ContainerProcesses for Cgroups {
         }
         tracing::info!(container = %to_dotted(id), "destroyed cgroups");
         Ok(())
+    }
+}
+
+/// `dir` if it exists: every operation on a container's cgroup first checks
+/// that it is there, so that an unknown container is reported the same way
+/// (`NotFound`, naming the container) by both hierarchies.
+fn existing_dir(id: &ContainerId, dir: PathBuf) -> Result<PathBuf> {
+    if dir.is_dir() {
+        Ok(dir)
+    } else {
+        Err(CgroupError::NotFound {
+            id: to_dotted(id),
+            path: dir,
+        })
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::error::{CgroupError, Result};
 use super::{Controller, OomWatcher, create_dirs, fsops, kill, layout, limits, mkdir_in, stats};
-use super::{Limits, container_path};
+use super::{Limits, container_path, existing_dir};
 use crate::container_id::to_dotted;
 use crate::proto::mesos::{ContainerId, ResourceStatistics};
 
@@ -190,13 +190,7 @@ impl V1 {
     }
 
     pub(super) fn procs_files(&self, id: &ContainerId, rel: &Path) -> Result<Vec<PathBuf>> {
-        let freezer = self.process_dir(rel);
-        if !freezer.is_dir() {
-            return Err(CgroupError::NotFound {
-                id: to_dotted(id),
-                path: freezer,
-            });
-        }
+        existing_dir(id, self.process_dir(rel))?;
         let mut dirs = Vec::new();
         for (controller, _) in &self.mounts {
             dirs.push(self.effective_dir(*controller, id)?);
@@ -213,13 +207,7 @@ impl V1 {
         rel: &Path,
         out: &mut ResourceStatistics,
     ) -> Result<()> {
-        let freezer = self.process_dir(rel);
-        if !freezer.is_dir() {
-            return Err(CgroupError::NotFound {
-                id: to_dotted(id),
-                path: freezer,
-            });
-        }
+        let freezer = existing_dir(id, self.process_dir(rel))?;
         // Statistics of each mounted controller; a sharing container
         // reports the cgroup it shares.
         let mounted = |c| self.mount(c).is_some();
@@ -241,13 +229,7 @@ impl V1 {
     }
 
     pub(super) fn watch_oom(&self, id: &ContainerId, rel: &Path) -> Result<OomWatcher> {
-        let freezer = self.process_dir(rel);
-        if !freezer.is_dir() {
-            return Err(CgroupError::NotFound {
-                id: to_dotted(id),
-                path: freezer,
-            });
-        }
+        existing_dir(id, self.process_dir(rel))?;
         OomWatcher::v1(&self.effective_dir(Controller::Memory, id)?)
     }
 

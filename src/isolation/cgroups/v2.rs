@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::error::{CgroupError, Result};
-use super::{LEAF, Limits, OomWatcher, create_dirs, fsops, kill, limits, mkdir_in, stats};
+use super::{
+    LEAF, Limits, OomWatcher, create_dirs, existing_dir, fsops, kill, limits, mkdir_in, stats,
+};
 use crate::container_id::to_dotted;
 use crate::proto::mesos::{ContainerId, ResourceStatistics};
 
@@ -71,13 +73,7 @@ impl V2 {
     }
 
     pub(super) fn update(&self, id: &ContainerId, rel: &Path, limits: &Limits) -> Result<()> {
-        let dir = self.dir(rel);
-        if !dir.is_dir() {
-            return Err(CgroupError::NotFound {
-                id: to_dotted(id),
-                path: dir,
-            });
-        }
+        let dir = existing_dir(id, self.dir(rel))?;
         let mut wanted = Vec::new();
         if limits.cpu_request.is_some() || limits.cpu_limit.is_some() {
             wanted.push("cpu");
@@ -95,13 +91,7 @@ impl V2 {
     }
 
     pub(super) fn procs_files(&self, id: &ContainerId, rel: &Path) -> Result<Vec<PathBuf>> {
-        let leaf = self.dir(rel).join(LEAF);
-        if !leaf.is_dir() {
-            return Err(CgroupError::NotFound {
-                id: to_dotted(id),
-                path: leaf,
-            });
-        }
+        let leaf = existing_dir(id, self.dir(rel).join(LEAF))?;
         Ok(vec![leaf.join("cgroup.procs")])
     }
 
@@ -111,13 +101,7 @@ impl V2 {
         rel: &Path,
         out: &mut ResourceStatistics,
     ) -> Result<()> {
-        let dir = self.dir(rel);
-        if !dir.is_dir() {
-            return Err(CgroupError::NotFound {
-                id: to_dotted(id),
-                path: dir,
-            });
-        }
+        let dir = existing_dir(id, self.dir(rel))?;
         stats::v2_cpu(&dir, out)?;
         stats::v2_memory(&dir, out)?;
         stats::processes(&dir.join(LEAF), "cgroup.threads", out)

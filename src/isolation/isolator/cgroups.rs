@@ -153,17 +153,7 @@ impl CgroupsIsolator {
 }
 
 impl Isolator for CgroupsIsolator {
-    fn name(&self) -> &'static str {
-        "cgroups"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
+    serves_all_containers!("cgroups");
 
     /// Keeps the cgroups of `states` and `orphans` (orphans are destroyed
     /// by the agent, which then calls `cleanup`), and kills and removes

@@ -234,17 +234,7 @@ impl Composite {
 }
 
 impl Isolator for Composite {
-    fn name(&self) -> &'static str {
-        "nestguard"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
+    serves_all_containers!("nestguard");
 
     fn recover(&self, states: &[ContainerState], orphans: &[ContainerId]) -> Result<()> {
         {

@@ -100,22 +100,7 @@ fn disk_limit(resources: &[crate::proto::mesos::Resource]) -> Option<u64> {
 }
 
 impl Isolator for DiskIsolator {
-    fn name(&self) -> &'static str {
-        "disk/du"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
-
-    fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
-        self.sandboxes.insert_recovered(states);
-        Ok(())
-    }
+    serves_all_containers!("disk/du", recover_sandboxes);
 
     fn prepare(
         &self,

@@ -33,22 +33,7 @@ impl FilesystemIsolator {
 }
 
 impl Isolator for FilesystemIsolator {
-    fn name(&self) -> &'static str {
-        "filesystem/linux"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
-
-    fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
-        self.sandboxes.insert_recovered(states);
-        Ok(())
-    }
+    serves_all_containers!("filesystem/linux", recover_sandboxes);
 
     fn prepare(
         &self,

@@ -160,17 +160,7 @@ fn cap_name(value: i32) -> String {
 }
 
 impl Isolator for HardeningIsolator {
-    fn name(&self) -> &'static str {
-        "hardening"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
+    serves_all_containers!("hardening");
 
     fn prepare(
         &self,

@@ -63,6 +63,35 @@
 //! # Ok(()) }
 //! ```
 
+/// The head of an [`Isolator`] impl for an isolator that serves every
+/// container, nested and standalone alike: its name, and `true` for both
+/// `supports_*`. With `recover_sandboxes`, `recover` registers the surviving
+/// containers' sandboxes again in `self.sandboxes` (the isolators that find
+/// a container's files by its sandbox).
+macro_rules! serves_all_containers {
+    ($name:literal) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+
+        fn supports_nesting(&self) -> bool {
+            true
+        }
+
+        fn supports_standalone(&self) -> bool {
+            true
+        }
+    };
+    ($name:literal, recover_sandboxes) => {
+        serves_all_containers!($name);
+
+        fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
+            self.sandboxes.insert_recovered(states);
+            Ok(())
+        }
+    };
+}
+
 pub mod cgroups;
 pub mod composite;
 pub mod disk;

@@ -71,17 +71,7 @@ fn shm_mount(size_mb: Option<u32>) -> ContainerMountInfo {
 }
 
 impl Isolator for NamespacesIsolator {
-    fn name(&self) -> &'static str {
-        "namespaces"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
+    serves_all_containers!("namespaces");
 
     fn prepare(
         &self,

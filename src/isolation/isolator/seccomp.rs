@@ -152,17 +152,7 @@ impl SeccompIsolator {
 }
 
 impl Isolator for SeccompIsolator {
-    fn name(&self) -> &'static str {
-        "seccomp"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
+    serves_all_containers!("seccomp");
 
     fn prepare(
         &self,

@@ -290,22 +290,7 @@ impl SandboxPathIsolator {
 }
 
 impl Isolator for SandboxPathIsolator {
-    fn name(&self) -> &'static str {
-        "volume/sandbox_path"
-    }
-
-    fn supports_nesting(&self) -> bool {
-        true
-    }
-
-    fn supports_standalone(&self) -> bool {
-        true
-    }
-
-    fn recover(&self, states: &[ContainerState], _orphans: &[ContainerId]) -> Result<()> {
-        self.sandboxes.insert_recovered(states);
-        Ok(())
-    }
+    serves_all_containers!("volume/sandbox_path", recover_sandboxes);
 
     fn prepare(
         &self,
