@@ -5,6 +5,10 @@
 
 #![allow(dead_code, reason = "each test file uses a different part")]
 
+use crate::common;
+#[allow(unused_imports, reason = "not every test binary waits")]
+pub use crate::common::wait_until;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,16 +32,9 @@ pub const ACLS: &str = r#"{
   "remove_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
 }"#;
 
+/// True if we may run; see `common::root_or_skip`.
 pub fn require_root() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "this test needs root and CI=true forbids skipping it"
-    );
-    eprintln!("skipping: needs root");
-    false
+    common::root_or_skip("these tests")
 }
 
 /// `target/<profile>/deps/libnestguard.so` (where `cargo test` builds it).
@@ -352,19 +349,5 @@ pub fn remove_root_lock(root: &str) {
         if e.file_name().to_string_lossy().ends_with(&suffix) {
             let _ = std::fs::remove_file(e.path());
         }
-    }
-}
-
-/// Polls `condition` every 10 ms until it holds, and panics naming `what`
-/// once `timeout` has passed. Tests wait on conditions, not on time: a fixed
-/// sleep is too short on a busy machine and wasted on an idle one.
-pub fn wait_until(what: &str, timeout: std::time::Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + timeout;
-    while !condition() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
