@@ -6,12 +6,13 @@
 
 use crate::agent_support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use agent_support::{library, pod, require_root, task};
+use agent_support::{
+    agent_command, library, pod, require_root, served_address, spawn_logged, task,
+};
 use nestguard::isolation::cgroups::owner;
 
 /// Where the cgroup file systems are mounted on the test hosts.
@@ -137,27 +138,16 @@ impl Agent {
         let manifest = serde_json::json!({"libraries": [{"file": library(), "modules": [
             {"name": "io_nestguard_Isolator", "parameters": params}]}]});
         std::fs::write(d.join("modules.json"), manifest.to_string()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
-            .arg("agent")
-            .arg(format!("--work_dir={}", self.work().display()))
-            .arg(format!("--modules={}", d.join("modules.json").display()))
-            .arg("--isolation=io_nestguard_Isolator")
-            .arg(format!("--cgroups_root={}", self.cgroups_root))
-            .arg("--port=0")
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(d.join("agent.log"))
-                    .unwrap(),
-            )
-            .spawn()
-            .expect("start nestguard agent");
-        let mut line = String::new();
-        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
-        match line.split_whitespace().find(|w| w.starts_with("http://")) {
+        let (mut child, line) = spawn_logged(
+            agent_command()
+                .arg(format!("--work_dir={}", self.work().display()))
+                .arg(format!("--modules={}", d.join("modules.json").display()))
+                .arg("--isolation=io_nestguard_Isolator")
+                .arg(format!("--cgroups_root={}", self.cgroups_root))
+                .arg("--port=0"),
+            d,
+        );
+        match served_address(&line) {
             Some(address) => {
                 self.address = address.to_owned();
                 self.child = Some(child);
