@@ -178,20 +178,15 @@ fn running_pod(agent: &TestAgent) -> String {
 }
 
 fn wait_for(path: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && text.ends_with('\n')
-        {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    agent_support::poll(
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(path)
+                .ok()
+                .filter(|t| t.ends_with('\n'))
+        },
+        || format!("{} never written", path.display()),
+    )
 }
 
 // ----- hole 1: pod launch without authorization ------------------------------
