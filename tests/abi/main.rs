@@ -7,6 +7,7 @@ mod common;
 #[path = "../launcher_support/mod.rs"]
 mod launcher_support;
 
+mod abi_support;
 mod c_abi;
 mod credentials_abi;
 mod header;
