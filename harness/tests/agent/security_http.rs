@@ -16,7 +16,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use agent_support::{
-    INTRUDER, OPS, agent_command, library, pod, require_root, served_address, spawn_logged, task,
+    INTRUDER, OPS, agent_command, expect_address, library, pod, require_root, spawn_logged, task,
     wait_task_in,
 };
 use base64::Engine;
@@ -140,13 +140,7 @@ impl Door {
             standalone: Vec::new(),
         };
         door.child = Some(child);
-        let address = served_address(&line);
-        assert!(
-            address.is_some(),
-            "agent did not start: {line}\n{}",
-            door.log()
-        );
-        door.address = address.unwrap().to_owned();
+        door.address = expect_address(&line, || door.log());
         door
     }
 

@@ -11,7 +11,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use agent_support::{
-    agent_command, library, pod, require_root, served_address, spawn_logged, task,
+    agent_command, alive, library, pod, require_root, served_address, spawn_logged, task,
 };
 use nestguard::isolation::cgroups::owner;
 
@@ -249,17 +249,6 @@ impl Drop for Agent {
 
 fn nested(parent: &str, child: &str) -> serde_json::Value {
     serde_json::json!({"value": child, "parent": {"value": parent}})
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie is not alive: read the state from procfs.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
 }
 
 /// Item 7: a second agent on the same cgroup root refuses to start, names

@@ -103,13 +103,7 @@ impl TestAgent {
                 .arg("--port=0"),
             d,
         );
-        let address = served_address(&line);
-        assert!(
-            address.is_some(),
-            "agent did not start: {line}\n{}",
-            self.log()
-        );
-        self.address = address.unwrap().to_owned();
+        self.address = expect_address(&line, || self.log());
         self.child = Some(child);
     }
 
@@ -354,6 +348,15 @@ pub fn served_address(line: &str) -> Option<&str> {
     line.split_whitespace().find(|w| w.starts_with("http://"))
 }
 
+/// The address in the agent's first line; panics with `line` and the log
+/// (`log`) if the agent did not start.
+pub fn expect_address(line: &str, log: impl FnOnce() -> String) -> String {
+    match served_address(line) {
+        Some(address) => address.to_owned(),
+        None => panic!("agent did not start: {line}\n{}", log()),
+    }
+}
+
 /// Runs `cmd`, which must refuse to start: fails with `hang` if it is still
 /// running after `timeout`, and asserts it exited unsuccessfully. Returns
 /// what it wrote to stderr.
@@ -426,4 +429,15 @@ pub fn wait_task_in(
             )
         },
     )
+}
+
+/// Whether `pid` runs (a zombie does not).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }
