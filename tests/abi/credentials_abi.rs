@@ -371,6 +371,39 @@ fn http_authenticate_through_the_abi() {
     );
 }
 
+/// The signature of the injector's two environment entry points.
+type EnvironmentFn = extern "C" fn(
+    *const nestguard_credential_injector,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    *mut *mut nestguard_bytes,
+) -> nestguard_result;
+
+/// Calls `f` with encoded executor, framework and container ID, as C does.
+fn environment(
+    f: EnvironmentFn,
+    inj: *const nestguard_credential_injector,
+    executor: &[u8],
+    framework: &[u8],
+    container: &[u8],
+    out: &mut *mut nestguard_bytes,
+) -> nestguard_result {
+    f(
+        inj,
+        executor.as_ptr(),
+        executor.len(),
+        framework.as_ptr(),
+        framework.len(),
+        container.as_ptr(),
+        container.len(),
+        out,
+    )
+}
+
 #[test]
 fn injection_through_the_abi() {
     let dir = tempfile::Builder::new()
@@ -411,14 +444,12 @@ fn injection_through_the_abi() {
     assert_eq!(mode, nestguard_injection_mode::Token);
     let mut out = null_mut();
     assert_eq!(
-        nestguard_credential_injector_nested_environment(
+        environment(
+            nestguard_credential_injector_nested_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            nested.as_ptr().cast(),
-            nested.len(),
+            &executor,
+            &framework,
+            &nested,
             &mut out
         ),
         nestguard_result::Ok
@@ -427,14 +458,12 @@ fn injection_through_the_abi() {
     assert_eq!(env.variables.len(), 1);
     assert_eq!(env.variables[0].name, "MESOS_EXECUTOR_AUTHENTICATION_TOKEN");
     assert_eq!(
-        nestguard_credential_injector_decorate_executor_environment(
+        environment(
+            nestguard_credential_injector_decorate_executor_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            nested.as_ptr().cast(),
-            nested.len(),
+            &executor,
+            &framework,
+            &nested,
             &mut out
         ),
         nestguard_result::Ok
@@ -446,14 +475,12 @@ fn injection_through_the_abi() {
     }
     .encode_to_vec();
     assert_eq!(
-        nestguard_credential_injector_nested_environment(
+        environment(
+            nestguard_credential_injector_nested_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            bad.as_ptr().cast(),
-            bad.len(),
+            &executor,
+            &framework,
+            &bad,
             &mut out
         ),
         nestguard_result::CredentialInjection
@@ -475,14 +502,12 @@ fn injection_through_the_abi() {
     );
     nestguard_credentials_free(creds);
     assert_eq!(
-        nestguard_credential_injector_nested_environment(
+        environment(
+            nestguard_credential_injector_nested_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            nested.as_ptr().cast(),
-            nested.len(),
+            &executor,
+            &framework,
+            &nested,
             &mut out
         ),
         nestguard_result::CredentialInjection
