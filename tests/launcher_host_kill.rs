@@ -2,6 +2,8 @@
 //! launcher recovers them with exact statuses (root). In its own test binary:
 //! it makes this process a child subreaper to reap what the killed host left.
 
+#[path = "common/mod.rs"]
+mod common;
 mod launcher_support;
 
 use std::io::{BufRead, BufReader};

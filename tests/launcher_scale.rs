@@ -2,6 +2,8 @@
 //! destroyed without leaving a process or mount; 1,000 launches in a loop
 //! have no failures and leak no fds or zombies.
 
+#[path = "common/mod.rs"]
+mod common;
 mod launcher_support;
 
 use std::time::Duration;

@@ -5,10 +5,11 @@ use std::ptr::{null, null_mut};
 
 use prost::Message as _;
 
+use crate::abi_support::{last_error, take};
+
 use nestguard::abi::bytes::nestguard_bytes;
 use nestguard::abi::cram_md5::*;
 use nestguard::abi::credentials::*;
-use nestguard::abi::error::nestguard_error_message;
 use nestguard::abi::result::nestguard_result;
 use nestguard::proto::mesos::authorization::Subject;
 use nestguard::proto::mesos::{
@@ -16,26 +17,6 @@ use nestguard::proto::mesos::{
 };
 
 const CREDS: &str = r#"{"credentials":[{"principal":"agent","secret":"abi-secret-agent"},{"principal":"op","secret":"abi-secret-op"}]}"#;
-
-fn last_error() -> String {
-    let mut buf = vec![0u8; 4096];
-    let mut n = 0usize;
-    assert_eq!(
-        nestguard_error_message(buf.as_mut_ptr().cast(), buf.len(), &mut n),
-        nestguard_result::Ok
-    );
-    String::from_utf8_lossy(&buf[..n - 1]).into_owned()
-}
-
-fn take(bytes: *mut nestguard_bytes) -> Vec<u8> {
-    assert!(!bytes.is_null());
-    let data = nestguard_bytes::nestguard_bytes_data(bytes);
-    let len = nestguard_bytes::nestguard_bytes_len(bytes);
-    // SAFETY: the handle is live and holds `len` bytes.
-    let v = unsafe { std::slice::from_raw_parts(data, len) }.to_vec();
-    nestguard_bytes::nestguard_bytes_free(bytes);
-    v
-}
 
 fn parse(text: &str) -> Result<*mut nestguard_credentials, nestguard_result> {
     let mut out = null_mut();
@@ -293,6 +274,30 @@ fn key_file(dir: &tempfile::TempDir) -> String {
     path.to_str().unwrap().to_owned()
 }
 
+/// Authenticates a present `header` through the ABI, asserts it succeeded and
+/// returns the subject; `ok` and `out` are the caller's out-parameters, left
+/// as the call set them.
+fn authenticate(
+    auth: *const nestguard_http_authenticator,
+    header: &str,
+    ok: &mut bool,
+    out: &mut *mut nestguard_bytes,
+) -> Subject {
+    assert_eq!(
+        nestguard_http_authenticator_authenticate(
+            auth,
+            header.as_ptr().cast(),
+            header.len(),
+            true,
+            ok,
+            out
+        ),
+        nestguard_result::Ok
+    );
+    assert!(*ok);
+    Subject::decode(take(*out).as_slice()).unwrap()
+}
+
 #[test]
 fn http_authenticate_through_the_abi() {
     let dir = tempfile::Builder::new()
@@ -323,19 +328,7 @@ fn http_authenticate_through_the_abi() {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode("op:abi-secret-op")
     );
-    assert_eq!(
-        nestguard_http_authenticator_authenticate(
-            auth,
-            header.as_ptr().cast(),
-            header.len(),
-            true,
-            &mut ok,
-            &mut out
-        ),
-        nestguard_result::Ok
-    );
-    assert!(ok);
-    let subject = Subject::decode(take(out).as_slice()).unwrap();
+    let subject = authenticate(auth, &header, &mut ok, &mut out);
     assert_eq!(subject.value.as_deref(), Some("op"));
 
     let claims = std::collections::BTreeMap::from([
@@ -348,19 +341,7 @@ fn http_authenticate_through_the_abi() {
         &nestguard::credentials::Secret::from("abi-jwt-signing-key"),
     );
     let header = format!("Bearer {token}");
-    assert_eq!(
-        nestguard_http_authenticator_authenticate(
-            auth,
-            header.as_ptr().cast(),
-            header.len(),
-            true,
-            &mut ok,
-            &mut out
-        ),
-        nestguard_result::Ok
-    );
-    assert!(ok);
-    let subject = Subject::decode(take(out).as_slice()).unwrap();
+    let subject = authenticate(auth, &header, &mut ok, &mut out);
     assert_eq!(subject.value, None);
     assert_eq!(subject.claims.unwrap().labels.len(), 3);
 
@@ -388,6 +369,39 @@ fn http_authenticate_through_the_abi() {
         ),
         nestguard_result::HttpAuthenticator
     );
+}
+
+/// The signature of the injector's two environment entry points.
+type EnvironmentFn = extern "C" fn(
+    *const nestguard_credential_injector,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    *mut *mut nestguard_bytes,
+) -> nestguard_result;
+
+/// Calls `f` with encoded executor, framework and container ID, as C does.
+fn environment(
+    f: EnvironmentFn,
+    inj: *const nestguard_credential_injector,
+    executor: &[u8],
+    framework: &[u8],
+    container: &[u8],
+    out: &mut *mut nestguard_bytes,
+) -> nestguard_result {
+    f(
+        inj,
+        executor.as_ptr(),
+        executor.len(),
+        framework.as_ptr(),
+        framework.len(),
+        container.as_ptr(),
+        container.len(),
+        out,
+    )
 }
 
 #[test]
@@ -430,14 +444,12 @@ fn injection_through_the_abi() {
     assert_eq!(mode, nestguard_injection_mode::Token);
     let mut out = null_mut();
     assert_eq!(
-        nestguard_credential_injector_nested_environment(
+        environment(
+            nestguard_credential_injector_nested_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            nested.as_ptr().cast(),
-            nested.len(),
+            &executor,
+            &framework,
+            &nested,
             &mut out
         ),
         nestguard_result::Ok
@@ -446,14 +458,12 @@ fn injection_through_the_abi() {
     assert_eq!(env.variables.len(), 1);
     assert_eq!(env.variables[0].name, "MESOS_EXECUTOR_AUTHENTICATION_TOKEN");
     assert_eq!(
-        nestguard_credential_injector_decorate_executor_environment(
+        environment(
+            nestguard_credential_injector_decorate_executor_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            nested.as_ptr().cast(),
-            nested.len(),
+            &executor,
+            &framework,
+            &nested,
             &mut out
         ),
         nestguard_result::Ok
@@ -465,14 +475,12 @@ fn injection_through_the_abi() {
     }
     .encode_to_vec();
     assert_eq!(
-        nestguard_credential_injector_nested_environment(
+        environment(
+            nestguard_credential_injector_nested_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            bad.as_ptr().cast(),
-            bad.len(),
+            &executor,
+            &framework,
+            &bad,
             &mut out
         ),
         nestguard_result::CredentialInjection
@@ -494,14 +502,12 @@ fn injection_through_the_abi() {
     );
     nestguard_credentials_free(creds);
     assert_eq!(
-        nestguard_credential_injector_nested_environment(
+        environment(
+            nestguard_credential_injector_nested_environment,
             inj,
-            executor.as_ptr().cast(),
-            executor.len(),
-            framework.as_ptr().cast(),
-            framework.len(),
-            nested.as_ptr().cast(),
-            nested.len(),
+            &executor,
+            &framework,
+            &nested,
             &mut out
         ),
         nestguard_result::CredentialInjection

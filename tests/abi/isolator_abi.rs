@@ -5,8 +5,8 @@ use std::ptr::{null, null_mut};
 
 use prost::Message as _;
 
-use nestguard::abi::bytes::nestguard_bytes;
-use nestguard::abi::error::nestguard_error_message;
+use crate::abi_support::{last_error, take};
+
 use nestguard::abi::isolator::*;
 use nestguard::abi::result::nestguard_result;
 use nestguard::container_id::parse_dotted;
@@ -17,26 +17,6 @@ use nestguard::proto::mesos::volume::{Mode as VolumeMode, Source};
 use nestguard::proto::mesos::{
     CommandInfo, ContainerInfo, Parameter, Parameters, ResourceStatistics, Volume,
 };
-
-fn last_error() -> String {
-    let mut buf = vec![0u8; 4096];
-    let mut n = 0usize;
-    assert_eq!(
-        nestguard_error_message(buf.as_mut_ptr().cast(), buf.len(), &mut n),
-        nestguard_result::Ok
-    );
-    String::from_utf8_lossy(&buf[..n - 1]).into_owned()
-}
-
-fn take(bytes: *mut nestguard_bytes) -> Vec<u8> {
-    assert!(!bytes.is_null());
-    let data = nestguard_bytes::nestguard_bytes_data(bytes);
-    let len = nestguard_bytes::nestguard_bytes_len(bytes);
-    // SAFETY: the handle is live and holds `len` bytes.
-    let v = unsafe { std::slice::from_raw_parts(data, len) }.to_vec();
-    nestguard_bytes::nestguard_bytes_free(bytes);
-    v
-}
 
 fn params(pairs: &[(&str, &str)]) -> Vec<u8> {
     Parameters {

@@ -2,9 +2,12 @@
 //! generated header, protobuf wire compatibility, the Mesos module shim, and
 //! the credentials, isolator and launcher entry points. One test binary.
 
+#[path = "../common/mod.rs"]
+mod common;
 #[path = "../launcher_support/mod.rs"]
 mod launcher_support;
 
+mod abi_support;
 mod c_abi;
 mod credentials_abi;
 mod header;

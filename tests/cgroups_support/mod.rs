@@ -4,6 +4,10 @@
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+use crate::common;
+#[allow(unused_imports, reason = "not every test binary waits")]
+pub use crate::common::wait_until;
+
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -18,18 +22,9 @@ use nestguard::proto::mesos::ContainerId;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-/// True if we may run; false (skip) when not root, unless CI=true, where a
-/// missing root is a failure.
+/// True if we may run; see `common::root_or_skip`.
 pub fn require_root() -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "cgroup tests need root (CI=true forbids skipping)"
-    );
-    eprintln!("skipping: cgroup tests need root");
-    false
+    common::root_or_skip("cgroup tests")
 }
 
 /// A unique `cgroups_root` for one test.
@@ -186,19 +181,5 @@ pub fn is_dead(pid: u32) -> bool {
             .rsplit_once(')')
             .map(|(_, rest)| rest.trim_start().starts_with('Z'))
             .unwrap_or(false),
-    }
-}
-
-/// Polls `condition` every 10 ms until it holds, and panics naming `what`
-/// once `timeout` has passed. Tests wait on conditions, not on time: a fixed
-/// sleep is too short on a busy machine and wasted on an idle one.
-pub fn wait_until(what: &str, timeout: std::time::Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + timeout;
-    while !condition() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

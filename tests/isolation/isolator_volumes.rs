@@ -110,56 +110,54 @@ fn escapes_and_invalid_volumes_are_refused_with_clear_errors() {
             vec![sandbox_volume(kind, path, cp, VolumeMode::Rw)],
         )
     };
+    const ESCAPES: &str = "escapes the sandbox";
+    const DOTDOT: &str = "'..' is not allowed";
+    const LINK: &str = "is a symbolic link";
+    // (type, host path, container path, and two parts of the error)
     let cases = [
+        (SandboxPathType::Parent, "../outside", "v", ESCAPES, DOTDOT),
         (
-            vol(SandboxPathType::Parent, "../outside", "v"),
-            "escapes the sandbox",
-            "'..' is not allowed",
+            SandboxPathType::Parent,
+            "a/../../outside",
+            "v",
+            ESCAPES,
+            DOTDOT,
         ),
-        (
-            vol(SandboxPathType::Parent, "a/../../outside", "v"),
-            "escapes the sandbox",
-            "'..' is not allowed",
-        ),
-        (
-            vol(SandboxPathType::Parent, "link", "v"),
-            "escapes the sandbox",
-            "is a symbolic link",
-        ),
-        (
-            vol(SandboxPathType::Parent, "link/sub", "v"),
-            "escapes the sandbox",
-            "is a symbolic link",
-        ),
+        (SandboxPathType::Parent, "link", "v", ESCAPES, LINK),
+        (SandboxPathType::Parent, "link/sub", "v", ESCAPES, LINK),
         // Even a link that stays inside is refused: the mount is by path.
+        (SandboxPathType::Parent, "inner-link", "v", ESCAPES, LINK),
         (
-            vol(SandboxPathType::Parent, "inner-link", "v"),
-            "escapes the sandbox",
-            "is a symbolic link",
+            SandboxPathType::Parent,
+            "ok",
+            "../../escape",
+            ESCAPES,
+            DOTDOT,
         ),
         (
-            vol(SandboxPathType::Parent, "ok", "../../escape"),
-            "escapes the sandbox",
-            "'..' is not allowed",
-        ),
-        (
-            vol(SandboxPathType::Parent, "/etc", "v"),
+            SandboxPathType::Parent,
+            "/etc",
+            "v",
             "Path '/etc' in SANDBOX_PATH volume is absolute",
             "",
         ),
         (
-            vol(SandboxPathType::Self_, "data", "rel"),
+            SandboxPathType::Self_,
+            "data",
+            "rel",
             "'container_path' is relative for SANDBOX_PATH volume SELF type",
             "",
         ),
         (
-            vol(SandboxPathType::Unknown, "data", "/tmp"),
+            SandboxPathType::Unknown,
+            "data",
+            "/tmp",
             "Unknown SANDBOX_PATH volume type",
             "",
         ),
     ];
-    for (c, first, second) in cases {
-        let text = prepare_err(&iso, "exec.task", &task_sandbox, c);
+    for (kind, path, cp, first, second) in cases {
+        let text = prepare_err(&iso, "exec.task", &task_sandbox, vol(kind, path, cp));
         assert!(text.contains(first) && text.contains(second), "{text}");
     }
     // PARENT on a top-level container, and volumes of DEBUG containers.

@@ -6,6 +6,8 @@
 
 #[path = "../cgroups_support/mod.rs"]
 mod cgroups_support;
+#[path = "../common/mod.rs"]
+mod common;
 #[path = "../isolator_support/mod.rs"]
 mod isolator_support;
 #[path = "../launcher_support/mod.rs"]

@@ -6,6 +6,8 @@
 
 #![allow(dead_code, reason = "each test binary uses a subset")]
 
+use crate::common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -27,18 +29,9 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 pub const HELPER: &str = env!("CARGO_BIN_EXE_nestguard-launch");
 
-/// True if we may run; false (skip) when not root, unless CI=true, where a
-/// missing root is a failure.
+/// True if we may run; see `common::root_or_skip`.
 pub fn root_or_skip() -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "isolator tests need root (CI=true forbids skipping)"
-    );
-    eprintln!("skipping: isolator tests need root");
-    false
+    common::root_or_skip("isolator tests")
 }
 
 pub fn id(dotted: &str) -> ContainerId {

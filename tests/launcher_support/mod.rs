@@ -3,6 +3,10 @@
 
 #![allow(dead_code, reason = "each test binary uses a subset")]
 
+use crate::common;
+#[allow(unused_imports, reason = "not every test binary waits")]
+pub use crate::common::wait_until;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,17 +15,9 @@ use nestguard::isolation::{Launcher, LauncherOptions, Mode};
 use nestguard::proto::mesos::slave::ContainerLaunchInfo;
 use nestguard::proto::mesos::{CommandInfo, ContainerId};
 
-/// True if the test may run; panics when CI=true and we are not root.
+/// True if we may run; see `common::root_or_skip`.
 pub fn root_or_skip() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "launcher tests need root (CI=true)"
-    );
-    eprintln!("skipping: needs root");
-    false
+    common::root_or_skip("launcher tests")
 }
 
 pub const HELPER: &str = env!("CARGO_BIN_EXE_nestguard-launch");
@@ -197,18 +193,4 @@ pub fn open_fds() -> usize {
 
 pub fn read(path: impl AsRef<std::path::Path>) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
-}
-
-/// Polls `condition` every 10 ms until it holds, and panics naming `what`
-/// once `timeout` has passed. Tests wait on conditions, not on time: a fixed
-/// sleep is too short on a busy machine and wasted on an idle one.
-pub fn wait_until(what: &str, timeout: std::time::Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + timeout;
-    while !condition() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
 }

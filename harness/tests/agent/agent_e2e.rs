@@ -23,6 +23,20 @@ fn by_id(kind: &str, field: &str, parent: &str, child: &str) -> String {
     serde_json::json!({"type": kind, field: {"container_id": nested(parent, child)}}).to_string()
 }
 
+/// WAIT_NESTED_CONTAINER on `parent`'s `child`, as ops; (status, body).
+fn wait_nested(agent: &TestAgent, parent: &str, child: &str) -> (u16, String) {
+    agent.curl(
+        Some(OPS),
+        "/api/v1",
+        &by_id(
+            "WAIT_NESTED_CONTAINER",
+            "wait_nested_container",
+            parent,
+            child,
+        ),
+    )
+}
+
 fn token(agent: &TestAgent, fid: &str, eid: &str, cid: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_nestguard"))
         .args(["token", "issue", "--key"])
@@ -125,16 +139,7 @@ fn authorization_matrix_over_http() {
             .0,
         202
     );
-    let (status, body) = agent.curl(
-        Some(OPS),
-        "/api/v1",
-        &by_id(
-            "WAIT_NESTED_CONTAINER",
-            "wait_nested_container",
-            &pod_a,
-            "ops-job",
-        ),
-    );
+    let (status, body) = wait_nested(&agent, &pod_a, "ops-job");
     assert_eq!(status, 200);
     assert_eq!(
         body,
@@ -337,16 +342,7 @@ fn agent_sigkill_then_recovery() {
     agent.spawn();
 
     // Exited meanwhile: its exact status.
-    let (status, body) = agent.curl(
-        Some(OPS),
-        "/api/v1",
-        &by_id(
-            "WAIT_NESTED_CONTAINER",
-            "wait_nested_container",
-            &pod_id,
-            "quitter",
-        ),
-    );
+    let (status, body) = wait_nested(&agent, &pod_id, "quitter");
     assert_eq!(
         (status, body.as_str()),
         (
@@ -370,16 +366,7 @@ fn agent_sigkill_then_recovery() {
             .0,
         200
     );
-    let (_, body) = agent.curl(
-        Some(OPS),
-        "/api/v1",
-        &by_id(
-            "WAIT_NESTED_CONTAINER",
-            "wait_nested_container",
-            &pod_id,
-            "runner",
-        ),
-    );
+    let (_, body) = wait_nested(&agent, &pod_id, "runner");
     assert!(body.contains(r#""exit_status":9"#), "{body}");
     // The standalone container was recovered: still running, still
     // manageable, removable.
@@ -449,16 +436,7 @@ fn memory_limit_kills_only_that_sub_container() {
         "container": {"type": "MESOS", "linux_info": {"share_cgroups": false}}}});
     let (status, body) = agent.curl(Some(OPS), "/api/v1", &hog.to_string());
     assert_eq!(status, 200, "{body}\n{}", agent.log());
-    let (status, body) = agent.curl(
-        Some(OPS),
-        "/api/v1",
-        &by_id(
-            "WAIT_NESTED_CONTAINER",
-            "wait_nested_container",
-            &pod_id,
-            "hog",
-        ),
-    );
+    let (status, body) = wait_nested(&agent, &pod_id, "hog");
     assert_eq!(status, 200);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let wait = &v["wait_nested_container"];

@@ -4,6 +4,8 @@
 
 #[path = "../agent_support/mod.rs"]
 mod agent_support;
+#[path = "../../../tests/common/mod.rs"]
+mod common;
 
 mod agent_e2e;
 mod security_http;

@@ -12,10 +12,13 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use agent_support::{INTRUDER, OPS, library, pod, require_root, task};
+use agent_support::{
+    INTRUDER, OPS, agent_command, expect_address, library, pod, require_root, spawn_logged, task,
+    wait_task_in,
+};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 
@@ -105,9 +108,8 @@ impl Door {
         let manifest = serde_json::json!({"libraries": [{"file": library(), "modules": modules}]});
         std::fs::write(d.join("modules.json"), manifest.to_string()).unwrap();
 
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nestguard"));
-        cmd.arg("agent")
-            .arg(format!("--work_dir={}", d.join("work").display()))
+        let mut cmd = agent_command();
+        cmd.arg(format!("--work_dir={}", d.join("work").display()))
             .arg(format!("--modules={}", d.join("modules.json").display()))
             .arg("--authorizer=io_nestguard_Authorizer")
             .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
@@ -129,17 +131,7 @@ impl Door {
             cmd.arg("--launcher=posix");
         }
         cmd.args(&setup.flags);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(d.join("agent.log"))
-            .unwrap();
-        let mut child = cmd
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("start nestguard agent");
+        let (child, line) = spawn_logged(&mut cmd, &d);
         let mut door = Door {
             dir,
             address: String::new(),
@@ -147,20 +139,8 @@ impl Door {
             cgroups_root,
             standalone: Vec::new(),
         };
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
         door.child = Some(child);
-        let address = line.split_whitespace().find(|w| w.starts_with("http://"));
-        assert!(
-            address.is_some(),
-            "agent did not start: {line}\n{}",
-            door.log()
-        );
-        door.address = address.unwrap().to_owned();
+        door.address = expect_address(&line, || door.log());
         door
     }
 
@@ -271,24 +251,7 @@ impl Door {
 
     /// Waits until the default executor reports `state` for `task`.
     fn wait_task(&self, sandbox: &Path, task: &str, state: &str) -> serde_json::Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(sandbox.join("stdout")).unwrap_or_default();
-            for line in text.lines() {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line)
-                    && v["task_id"] == task
-                    && v["state"] == state
-                {
-                    return v;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{task} never reached {state}:\n{text}\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_task_in(sandbox, task, state, || self.log())
     }
 }
 

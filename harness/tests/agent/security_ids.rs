@@ -8,10 +8,9 @@ use crate::agent_support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use agent_support::{OPS, TestAgent, pod, require_root, task};
+use agent_support::{OPS, TestAgent, agent_command, pod, refused_start, require_root, task};
 
 /// Every path below `root`, except the agent's own work directory and log.
 fn snapshot(root: &Path) -> BTreeSet<String> {
@@ -426,30 +425,14 @@ fn a_tampered_agent_id_stops_the_agent() {
     agent.sigkill();
     let root = agent.dir.path();
     std::fs::write(root.join("work/meta/agent_id"), "../../escaped-agent\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
-        .arg("agent")
-        .arg(format!("--work_dir={}", root.join("work").display()))
-        .arg(format!("--modules={}", root.join("modules.json").display()))
-        .arg("--port=0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the agent started on a tampered agent ID");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(!status.success(), "the agent started: {stderr}");
+    let stderr = refused_start(
+        agent_command()
+            .arg(format!("--work_dir={}", root.join("work").display()))
+            .arg(format!("--modules={}", root.join("modules.json").display()))
+            .arg("--port=0"),
+        Duration::from_secs(30),
+        "the agent started on a tampered agent ID",
+    );
     assert!(
         stderr.contains(
             "the stored agent ID is invalid: '../../escaped-agent' contains invalid characters"

@@ -5,9 +5,10 @@
 //! principal containing `:` are refused, naming the file and the place,
 //! never the secret.
 
+use crate::agent_support::{agent_command, refused_start};
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -369,32 +370,15 @@ fn the_agent_refuses_endless_inputs_at_once() {
         path
     };
     let run = |args: Vec<String>| -> String {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
-            .arg("agent")
-            .arg(format!("--work_dir={}", dir.path().join("work").display()))
-            .arg("--port=0")
-            .arg("--launcher=posix")
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + HANG;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the agent hung on its input");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-        assert!(!status.success(), "{stderr}");
-        stderr
+        refused_start(
+            agent_command()
+                .arg(format!("--work_dir={}", dir.path().join("work").display()))
+                .arg("--port=0")
+                .arg("--launcher=posix")
+                .args(args),
+            HANG,
+            "the agent hung on its input",
+        )
     };
     let fifo_text = format!("'{}' is a FIFO, expected a regular file", fifo.display());
     let err = run(vec![format!("--http_credentials={}", fifo.display())]);

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent_support::{INTRUDER, OPS, TestAgent, nested, pod, require_root, task};
+use agent_support::{INTRUDER, OPS, TestAgent, alive, nested, pod, require_root, task};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -178,20 +178,15 @@ fn running_pod(agent: &TestAgent) -> String {
 }
 
 fn wait_for(path: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && text.ends_with('\n')
-        {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    agent_support::poll(
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(path)
+                .ok()
+                .filter(|t| t.ends_with('\n'))
+        },
+        || format!("{} never written", path.display()),
+    )
 }
 
 // ----- hole 1: pod launch without authorization ------------------------------
@@ -689,15 +684,4 @@ fn damaged_pods_are_killed_only_by_authorized_callers() {
     // The intact pod still runs.
     let (_, body) = agent.get(&format!("/nestguard/v1/pods/{pod_a}"));
     assert!(body.contains("RUNNING"), "{body}");
-}
-
-/// Whether `pid` runs (a zombie does not).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
 }

@@ -6,12 +6,13 @@
 
 use crate::agent_support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use agent_support::{library, pod, require_root, task};
+use agent_support::{
+    agent_command, alive, library, pod, require_root, served_address, spawn_logged, task,
+};
 use nestguard::isolation::cgroups::owner;
 
 /// Where the cgroup file systems are mounted on the test hosts.
@@ -137,27 +138,16 @@ impl Agent {
         let manifest = serde_json::json!({"libraries": [{"file": library(), "modules": [
             {"name": "io_nestguard_Isolator", "parameters": params}]}]});
         std::fs::write(d.join("modules.json"), manifest.to_string()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
-            .arg("agent")
-            .arg(format!("--work_dir={}", self.work().display()))
-            .arg(format!("--modules={}", d.join("modules.json").display()))
-            .arg("--isolation=io_nestguard_Isolator")
-            .arg(format!("--cgroups_root={}", self.cgroups_root))
-            .arg("--port=0")
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(d.join("agent.log"))
-                    .unwrap(),
-            )
-            .spawn()
-            .expect("start nestguard agent");
-        let mut line = String::new();
-        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
-        match line.split_whitespace().find(|w| w.starts_with("http://")) {
+        let (mut child, line) = spawn_logged(
+            agent_command()
+                .arg(format!("--work_dir={}", self.work().display()))
+                .arg(format!("--modules={}", d.join("modules.json").display()))
+                .arg("--isolation=io_nestguard_Isolator")
+                .arg(format!("--cgroups_root={}", self.cgroups_root))
+                .arg("--port=0"),
+            d,
+        );
+        match served_address(&line) {
             Some(address) => {
                 self.address = address.to_owned();
                 self.child = Some(child);
@@ -261,17 +251,6 @@ fn nested(parent: &str, child: &str) -> serde_json::Value {
     serde_json::json!({"value": child, "parent": {"value": parent}})
 }
 
-fn alive(pid: i32) -> bool {
-    // A zombie is not alive: read the state from procfs.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
 /// Item 7: a second agent on the same cgroup root refuses to start, names
 /// the owner, and kills nothing; once the owner stopped, it starts.
 #[test]
@@ -304,13 +283,20 @@ fn second_agent_on_an_owned_cgroup_root_refuses_to_start() {
     assert!(log.contains(&root.0), "the root is named:\n{log}");
     // Nothing of A's was touched, now or a little later.
     std::thread::sleep(Duration::from_secs(2).saturating_sub(started.elapsed()));
+    keeper_lives_on_then_owner_stops(&mut a, pid);
+    let lock = owner::lock_path(Path::new(MOUNT_ROOT), Path::new(&root.0));
+    assert!(!lock.exists(), "a clean stop removes the lock file");
+    b.spawn();
+}
+
+/// Agent A's container "keeper" (supervised by `pid`) is alive and listed;
+/// then the owner stops cleanly, its container dying first.
+fn keeper_lives_on_then_owner_stops(a: &mut Agent, pid: i32) {
     assert!(alive(pid), "agent A's container was killed");
     let (status, body) = a.api(serde_json::json!({"type": "GET_CONTAINERS",
         "get_containers": {"show_standalone": true}}));
     assert_eq!(status, 200);
     assert!(body.contains("keeper"), "{body}");
-
-    // The owner stops cleanly (its container dies first); B may take over.
     let (status, _) = a.api(serde_json::json!({"type": "KILL_CONTAINER",
         "kill_container": {"container_id": {"value": "keeper"}, "signal": 9}}));
     assert_eq!(status, 200);
@@ -318,9 +304,6 @@ fn second_agent_on_an_owned_cgroup_root_refuses_to_start() {
         "wait_container": {"container_id": {"value": "keeper"}}}));
     assert!(body.contains(r#""exit_status":9"#), "{body}");
     assert!(a.stop().is_some_and(|s| s.success()));
-    let lock = owner::lock_path(Path::new(MOUNT_ROOT), Path::new(&root.0));
-    assert!(!lock.exists(), "a clean stop removes the lock file");
-    b.spawn();
 }
 
 /// A second agent naming the same root differently (`<root>/`,
@@ -355,18 +338,7 @@ fn second_agent_with_another_spelling_of_the_root_is_refused() {
             "{spelling}: the refusal says why:\n{log}"
         );
     }
-    assert!(alive(pid), "agent A's container was killed");
-    let (status, body) = a.api(serde_json::json!({"type": "GET_CONTAINERS",
-        "get_containers": {"show_standalone": true}}));
-    assert_eq!(status, 200);
-    assert!(body.contains("keeper"), "{body}");
-    let (status, _) = a.api(serde_json::json!({"type": "KILL_CONTAINER",
-        "kill_container": {"container_id": {"value": "keeper"}, "signal": 9}}));
-    assert_eq!(status, 200);
-    let (_, body) = a.api(serde_json::json!({"type": "WAIT_CONTAINER",
-        "wait_container": {"container_id": {"value": "keeper"}}}));
-    assert!(body.contains(r#""exit_status":9"#), "{body}");
-    assert!(a.stop().is_some_and(|s| s.success()));
+    keeper_lives_on_then_owner_stops(&mut a, pid);
 }
 
 /// Item 8: a truncated `executor.info` of a running pod destroys nothing:
@@ -389,28 +361,23 @@ fn truncated_executor_info_keeps_the_pod_running() {
     let pod_id = v["container_id"].as_str().unwrap().to_owned();
     // The task runs as a nested container of the executor's.
     let runtime = agent.work().join("run/containers").join(&pod_id);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let task_id = loop {
-        let found = std::fs::read_dir(runtime.join("containers"))
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|t| runtime.join("containers").join(t).join("pid").exists());
-        // Launched, and the agent is done with the launch (no marker left).
-        let launching = std::fs::read_dir(agent.work().join("meta/launching"))
-            .map(|d| d.count())
-            .unwrap_or(1);
-        if let (Some(t), 0) = (found, launching) {
-            break t;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "task never started\n{}",
-            agent.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let task_id = agent_support::poll(
+        Duration::from_secs(30),
+        || {
+            let found = std::fs::read_dir(runtime.join("containers"))
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|t| runtime.join("containers").join(t).join("pid").exists());
+            // Launched, and the agent is done with the launch (no marker left).
+            let launching = std::fs::read_dir(agent.work().join("meta/launching"))
+                .map(|d| d.count())
+                .unwrap_or(1);
+            found.filter(|_| launching == 0)
+        },
+        || format!("task never started\n{}", agent.log()),
+    );
     let executor_pid = agent.supervisor_pid(&[&pod_id]);
     let task_pid = agent.supervisor_pid(&[&pod_id, &task_id]);
 

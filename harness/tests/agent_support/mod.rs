@@ -5,6 +5,10 @@
 
 #![allow(dead_code, reason = "each test file uses a different part")]
 
+use crate::common;
+#[allow(unused_imports, reason = "not every test binary waits")]
+pub use crate::common::wait_until;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,16 +32,9 @@ pub const ACLS: &str = r#"{
   "remove_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
 }"#;
 
+/// True if we may run; see `common::root_or_skip`.
 pub fn require_root() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "this test needs root and CI=true forbids skipping it"
-    );
-    eprintln!("skipping: needs root");
-    false
+    common::root_or_skip("these tests")
 }
 
 /// `target/<profile>/deps/libnestguard.so` (where `cargo test` builds it).
@@ -90,42 +87,23 @@ impl TestAgent {
     /// Starts (or restarts) the agent process on the same directories.
     pub fn spawn(&mut self) {
         let d = self.dir.path();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
-            .arg("agent")
-            .arg(format!("--work_dir={}", d.join("work").display()))
-            .arg(format!("--modules={}", d.join("modules.json").display()))
-            .arg("--authorizer=io_nestguard_Authorizer")
-            .arg("--hooks=io_nestguard_CredentialHook")
-            .arg("--isolation=io_nestguard_Isolator")
-            .arg(format!(
-                "--http_credentials={}",
-                d.join("credentials.json").display()
-            ))
-            .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
-            .arg("--authenticate_http_readwrite")
-            .arg("--port=0")
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(d.join("agent.log"))
-                    .unwrap(),
-            )
-            .spawn()
-            .expect("start nestguard agent");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let address = line.split_whitespace().find(|w| w.starts_with("http://"));
-        assert!(
-            address.is_some(),
-            "agent did not start: {line}\n{}",
-            self.log()
+        let (child, line) = spawn_logged(
+            agent_command()
+                .arg(format!("--work_dir={}", d.join("work").display()))
+                .arg(format!("--modules={}", d.join("modules.json").display()))
+                .arg("--authorizer=io_nestguard_Authorizer")
+                .arg("--hooks=io_nestguard_CredentialHook")
+                .arg("--isolation=io_nestguard_Isolator")
+                .arg(format!(
+                    "--http_credentials={}",
+                    d.join("credentials.json").display()
+                ))
+                .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
+                .arg("--authenticate_http_readwrite")
+                .arg("--port=0"),
+            d,
         );
-        self.address = address.unwrap().to_owned();
+        self.address = expect_address(&line, || self.log());
         self.child = Some(child);
     }
 
@@ -210,24 +188,7 @@ impl TestAgent {
 
     /// Waits until the executor reported `state` for `task`; returns that line.
     pub fn wait_task(&self, sandbox: &Path, task: &str, state: &str) -> serde_json::Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(sandbox.join("stdout")).unwrap_or_default();
-            for line in text.lines() {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line)
-                    && v["task_id"] == task
-                    && v["state"] == state
-                {
-                    return v;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{task} never reached {state}; executor said:\n{text}\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_task_in(sandbox, task, state, || self.log())
     }
 }
 
@@ -355,16 +316,128 @@ pub fn remove_root_lock(root: &str) {
     }
 }
 
-/// Polls `condition` every 10 ms until it holds, and panics naming `what`
-/// once `timeout` has passed. Tests wait on conditions, not on time: a fixed
-/// sleep is too short on a busy machine and wasted on an idle one.
-pub fn wait_until(what: &str, timeout: std::time::Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + timeout;
-    while !condition() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
+/// `nestguard agent` (the built simulated agent), flags still to add.
+pub fn agent_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nestguard"));
+    cmd.arg("agent");
+    cmd
+}
+
+/// Starts `cmd` with its log appended to `dir/agent.log` and reads the first
+/// line it prints; returns the child and that line (the address it serves
+/// on, see [`served_address`], or nothing if it ended instead).
+pub fn spawn_logged(cmd: &mut Command, dir: &Path) -> (Child, String) {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("agent.log"))
+        .unwrap();
+    let mut child = cmd
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("start nestguard agent");
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    (child, line)
+}
+
+/// The `http://` address in the agent's first line, if it serves.
+pub fn served_address(line: &str) -> Option<&str> {
+    line.split_whitespace().find(|w| w.starts_with("http://"))
+}
+
+/// The address in the agent's first line; panics with `line` and the log
+/// (`log`) if the agent did not start.
+pub fn expect_address(line: &str, log: impl FnOnce() -> String) -> String {
+    match served_address(line) {
+        Some(address) => address.to_owned(),
+        None => panic!("agent did not start: {line}\n{}", log()),
     }
+}
+
+/// Runs `cmd`, which must refuse to start: fails with `hang` if it is still
+/// running after `timeout`, and asserts it exited unsuccessfully. Returns
+/// what it wrote to stderr.
+pub fn refused_start(cmd: &mut Command, timeout: Duration, hang: &str) -> String {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{hang}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success(), "the agent started: {stderr}");
+    stderr
+}
+
+/// Polls `found` every 50 ms until it returns a value; after `timeout`,
+/// panics with what `failure` says (evaluated then, so it can read the
+/// latest logs).
+pub fn poll<T>(
+    timeout: Duration,
+    mut found: impl FnMut() -> Option<T>,
+    failure: impl FnOnce() -> String,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = found() {
+            return v;
+        }
+        if Instant::now() >= deadline {
+            panic!("{}", failure());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the default executor in `sandbox` reported `state` for
+/// `task`; returns that line. `log` is the agent's log, for the failure.
+pub fn wait_task_in(
+    sandbox: &Path,
+    task: &str,
+    state: &str,
+    log: impl FnOnce() -> String,
+) -> serde_json::Value {
+    let stdout = sandbox.join("stdout");
+    poll(
+        Duration::from_secs(30),
+        || {
+            let text = std::fs::read_to_string(&stdout).unwrap_or_default();
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|v| v["task_id"] == task && v["state"] == state)
+        },
+        || {
+            let text = std::fs::read_to_string(&stdout).unwrap_or_default();
+            format!(
+                "{task} never reached {state}; executor said:\n{text}\n{}",
+                log()
+            )
+        },
+    )
+}
+
+/// Whether `pid` runs (a zombie does not).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }
