@@ -252,3 +252,24 @@ fn isolate_can_leave_the_freezer_to_mesos_launcher() {
     agent.iso().cleanup(&exec).unwrap();
     assert!(agent.cg().scan().unwrap().is_empty());
 }
+
+/// Pid 0 names no process (`cgroup.procs` would read it as the writer, the
+/// agent itself): isolate refuses it and the caller's cgroups stay as they were.
+#[test]
+fn isolate_refuses_pid_zero() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("pidzero", &[("isolation", "cgroups")]);
+    let exec = id("exec");
+    let mut c = config("true");
+    c.directory = agent.dir.path().to_string_lossy().into_owned();
+    c.resources = vec![scalar("mem", 64.0)];
+    agent.iso().prepare(&exec, &c).unwrap();
+    let before = read("/proc/self/cgroup");
+    let err = agent.iso().isolate(&exec, 0).unwrap_err();
+    assert!(err.to_string().contains("pid 0"), "{err}");
+    assert_eq!(read("/proc/self/cgroup"), before);
+    agent.iso().cleanup(&exec).unwrap();
+    assert!(agent.cg().scan().unwrap().is_empty());
+}

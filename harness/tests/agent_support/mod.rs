@@ -318,6 +318,14 @@ pub fn remove_root_lock(root: &str) {
 
 /// `nestguard agent` (the built simulated agent), flags still to add.
 pub fn agent_command() -> Command {
+    // The agent runs the launch helper from next to its own executable; it
+    // is the root package's binary, which only a workspace build makes.
+    let helper = Path::new(env!("CARGO_BIN_EXE_nestguard")).with_file_name("nestguard-launch");
+    assert!(
+        helper.exists(),
+        "{} is missing: run the harness's tests with `cargo test --workspace`",
+        helper.display()
+    );
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nestguard"));
     cmd.arg("agent");
     cmd

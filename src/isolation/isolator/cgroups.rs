@@ -231,6 +231,15 @@ impl Isolator for CgroupsIsolator {
     /// launcher already placed it); with `skip_freezer`, into all but the
     /// freezer.
     fn isolate(&self, id: &ContainerId, pid: u32) -> Result<()> {
+        // Pid 0 names no process: writing it to `cgroup.procs` would move
+        // the caller (the agent) into the container's cgroups. A launcher
+        // bug, refused rather than taken as "already gone".
+        if pid == 0 {
+            return Err(IsolatorError::Invalid(format!(
+                "cannot isolate pid 0 into container {}",
+                to_dotted(id)
+            )));
+        }
         // A launcher that starts the command before `isolate` (ours does,
         // after placing it in these cgroups itself) may see it exit first:
         // a process that no longer exists has nothing left to isolate.
