@@ -73,6 +73,13 @@ pub struct Cond {
 /// alternative list means the call matches unconditionally.
 pub type Rules = BTreeMap<u32, Vec<Vec<Cond>>>;
 
+/// Call number → alternatives, each a conjunction of conditions and the
+/// action it returns, tried in order: the first whose conditions all hold
+/// decides (an empty conjunction always holds); when none does, the call
+/// gets the filter's default. This is what lets one filter give each rule
+/// its own action (see "One filter" in `mod.rs`).
+pub type Decisions = BTreeMap<u32, Vec<(Vec<Cond>, u32)>>;
+
 fn stmt(code: u16, k: u32) -> sock_filter {
     sock_filter {
         code,
@@ -201,13 +208,32 @@ fn tree(intervals: &[(u32, Target)], base: usize, fix: &mut Fixups) -> Vec<sock_
 /// `matched`, every other call `mismatch`; a call of another architecture
 /// than `audit_arch` kills the process.
 pub fn build(rules: &Rules, audit_arch: u32, mismatch: u32, matched: u32) -> Vec<sock_filter> {
+    let decisions: Decisions = rules
+        .iter()
+        .map(|(&nr, alts)| {
+            let alts = if alts.is_empty() {
+                vec![(Vec::new(), matched)]
+            } else {
+                alts.iter().map(|a| (a.clone(), matched)).collect()
+            };
+            (nr, alts)
+        })
+        .collect();
+    build_decisions(&decisions, audit_arch, mismatch)
+}
+
+/// Builds one filter from per-call decisions: a call's first alternative
+/// whose conditions hold gives its action, a call with none (or not in
+/// `rules`) gets `default`; a call of another architecture than
+/// `audit_arch` kills the process.
+pub fn build_decisions(rules: &Decisions, audit_arch: u32, default: u32) -> Vec<sock_filter> {
     let mut p = vec![
         stmt(LD_W_ABS, ARCH),
         jump(JEQ_K, audit_arch, 1, 0),
         stmt(RET_K, libc::SECCOMP_RET_KILL_PROCESS),
     ];
     if rules.is_empty() {
-        p.push(stmt(RET_K, mismatch));
+        p.push(stmt(RET_K, default));
         return p;
     }
     p.push(stmt(LD_W_ABS, NR));
@@ -226,42 +252,52 @@ pub fn build(rules: &Rules, audit_arch: u32, mismatch: u32, matched: u32) -> Vec
             intervals.push((start, t));
         }
     };
-    push(0, Target::Ret(mismatch));
+    push(0, Target::Ret(default));
     for (&nr, alts) in rules {
         push(
             nr,
-            if alts.is_empty() {
-                Target::Ret(matched)
-            } else {
-                Target::Block(nr)
+            match alts.first() {
+                None => Target::Ret(default),
+                Some((conds, action)) if conds.is_empty() => Target::Ret(*action),
+                Some(_) => Target::Block(nr),
             },
         );
         if let Some(next) = nr.checked_add(1) {
-            push(next, Target::Ret(mismatch));
+            push(next, Target::Ret(default));
         }
     }
     let mut fix = Fixups::new();
     let base = p.len();
     p.extend(tree(&intervals, base, &mut fix));
-    // Argument blocks: each alternative's conditions, then `matched`; a
+    // Argument blocks: each alternative's conditions, then its action; a
     // failed condition jumps to the next alternative, after the last one
-    // comes `mismatch`.
+    // comes `default`. An alternative without conditions ends the block.
     let mut block_at = BTreeMap::new();
-    for (&nr, alts) in rules.iter().filter(|(_, a)| !a.is_empty()) {
+    for (&nr, alts) in rules
+        .iter()
+        .filter(|(_, a)| a.first().is_some_and(|(c, _)| !c.is_empty()))
+    {
         block_at.insert(nr, p.len());
-        for alt in alts {
+        let mut ended = false;
+        for (alt, action) in alts {
             let mut fails = Vec::new();
             for c in alt {
                 p.extend(condition(c));
                 fails.push(p.len() - 1);
             }
-            p.push(stmt(RET_K, matched));
+            p.push(stmt(RET_K, *action));
             let next = p.len();
             for f in fails {
                 p[f].k = (next - f - 1) as u32;
             }
+            if alt.is_empty() {
+                ended = true;
+                break;
+            }
         }
-        p.push(stmt(RET_K, mismatch));
+        if !ended {
+            p.push(stmt(RET_K, default));
+        }
     }
     for (at, nr) in fix {
         p[at].k = (block_at[&nr] - at - 1) as u32;

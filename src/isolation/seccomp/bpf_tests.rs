@@ -8,6 +8,7 @@ use seccompiler::{
 };
 
 use super::*;
+use crate::proto::mesos::seccomp::container_seccomp_profile::syscall::Arg;
 
 /// Runs a classic BPF program (the subset both layouts use) on a
 /// `seccomp_data` (nr, arch, args). Panics on anything else, and on a jump
@@ -112,27 +113,38 @@ fn interesting() -> Vec<u64> {
     v
 }
 
+/// What the kernel decides with `filters` installed in this order: it
+/// runs the newest first and keeps the strongest result, the first seen
+/// among equals (kernel/seccomp.c, `seccomp_run_filters`).
+fn run_stack(filters: &[BpfProgram], nr: u32, arch: u32, args: [u64; 6]) -> u32 {
+    let mut kept = libc::SECCOMP_RET_ALLOW;
+    for f in filters.iter().rev() {
+        let ret = run(f, nr, arch, args);
+        if precedence(ret) < precedence(kept) {
+            kept = ret;
+        }
+    }
+    kept
+}
+
 fn assert_same(old: &[BpfProgram], new: &[BpfProgram], args: &[[u64; 6]]) {
-    assert_eq!(old.len(), new.len());
     let arch = audit_arch().unwrap();
     let max = syscalls::Sysno::last().id() as u32 + 16;
     let numbers = (0..=max)
         .chain((0..=max).map(|n| n | 0x4000_0000))
         .chain([u32::MAX, 0x8000_0000]);
-    for (o, n) in old.iter().zip(new) {
-        for nr in numbers.clone() {
-            for a in args {
-                assert_eq!(
-                    run(o, nr, arch, *a),
-                    run(n, nr, arch, *a),
-                    "nr {nr} args {a:?}"
-                );
-            }
+    for nr in numbers {
+        for a in args {
             assert_eq!(
-                run(o, nr, 0x4000_0003, args[0]),
-                run(n, nr, 0x4000_0003, args[0])
+                run_stack(old, nr, arch, *a),
+                run_stack(new, nr, arch, *a),
+                "nr {nr} args {a:?}"
             );
         }
+        assert_eq!(
+            run_stack(old, nr, 0x4000_0003, args[0]),
+            run_stack(new, nr, 0x4000_0003, args[0])
+        );
     }
 }
 
@@ -148,6 +160,7 @@ fn default_profile_same_decisions_as_seccompiler() {
         .collect();
     for bounding in [docker, u64::MAX, 0] {
         let (old, new) = (old_compile(&p, bounding), compile(&p, bounding).unwrap());
+        assert_eq!(new.len(), 1, "one filter");
         assert_same(&old, &new, &args);
         let (o, n): (usize, usize) = (
             old.iter().map(Vec::len).sum(),
@@ -240,6 +253,89 @@ proptest! {
         for (nr, a0, a1) in inputs {
             let args = [a0, a1, 0, 0, 0, 0];
             prop_assert_eq!(run(&old, nr, arch, args), run(&new, nr, arch, args));
+        }
+    }
+}
+
+/// An action of a random profile rule (or default): every kind, and two
+/// errno values (equal strength, different results).
+fn profile_action() -> impl Strategy<Value = (i32, Option<u32>)> {
+    prop_oneof![
+        Just((Action::ActAllow as i32, None)),
+        Just((Action::ActErrno as i32, None)),
+        Just((Action::ActErrno as i32, Some(38))),
+        Just((Action::ActKill as i32, None)),
+        Just((Action::ActTrap as i32, None)),
+        Just((Action::ActTrace as i32, None)),
+    ]
+}
+
+fn profile_arg() -> impl Strategy<Value = Arg> {
+    (
+        0u32..2,
+        prop_oneof![
+            Just(Operator::CmpEq),
+            Just(Operator::CmpNe),
+            Just(Operator::CmpLt),
+            Just(Operator::CmpGe),
+            Just(Operator::CmpMaskedEq),
+        ],
+        0u64..4,
+        0u64..4,
+    )
+        .prop_map(|(index, op, value, value_two)| Arg {
+            index,
+            value,
+            value_two,
+            op: op as i32,
+        })
+}
+
+fn profile() -> impl Strategy<Value = ContainerSeccompProfile> {
+    // Calls every architecture we build for has.
+    let names = [
+        "read", "write", "close", "fstat", "lseek", "mmap", "openat", "getpid",
+    ];
+    let rule = (
+        prop::collection::btree_set(0..names.len(), 1..3),
+        profile_action(),
+        prop::collection::vec(profile_arg(), 0..3),
+    )
+        .prop_map(move |(picked, (action, errno_ret), args)| Syscall {
+            names: picked.into_iter().map(|i| names[i].to_string()).collect(),
+            action,
+            errno_ret,
+            args,
+            ..Default::default()
+        });
+    (profile_action(), prop::collection::vec(rule, 0..6)).prop_map(
+        |((default_action, default_errno_ret), syscalls)| ContainerSeccompProfile {
+            default_action,
+            default_errno_ret,
+            syscalls,
+            ..Default::default()
+        },
+    )
+}
+
+proptest! {
+    /// One filter with per-rule actions decides every call as the stacked
+    /// one-action filters (built by seccompiler) decide it together.
+    #[test]
+    fn one_filter_decides_as_stacked_filters(
+        p in profile(),
+        inputs in prop::collection::vec((0u32..600, 0u64..5, 0u64..5), 64),
+    ) {
+        let arch = audit_arch().unwrap();
+        let (old, new) = (old_compile(&p, u64::MAX), compile(&p, u64::MAX).unwrap());
+        prop_assert_eq!(new.len(), 1);
+        for (nr, a0, a1) in inputs {
+            let args = [a0, a1, 0, 0, 0, 0];
+            prop_assert_eq!(
+                run_stack(&old, nr, arch, args),
+                run_stack(&new, nr, arch, args),
+                "nr {} args {:?}", nr, args
+            );
         }
     }
 }
