@@ -185,7 +185,6 @@ fn requests(
                 subject: s.clone(),
                 action: Some(action as i32),
                 object: o.clone(),
-                ..Request::default()
             });
         }
     }

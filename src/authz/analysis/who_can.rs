@@ -129,11 +129,7 @@ impl WhoCan {
                     row.answers
                         .iter()
                         .filter(|(_, d)| d.allowed == allowed)
-                        .map(|(p, d)| {
-                            let mut a = d.to_json();
-                            a["principal"] = p.to_json();
-                            a
-                        })
+                        .map(|(p, d)| merge(json!({"principal": p.to_json()}), d.to_json()))
                         .collect()
                 };
                 v["allowed"] = json!(side(true));
@@ -258,15 +254,7 @@ impl Can {
                     a.answers
                         .iter()
                         .filter(|(_, v)| v.allowed == allowed)
-                        .map(|(t, v)| {
-                            let mut j = v.to_json();
-                            if let (Some(obj), Value::Object(target)) =
-                                (j.as_object_mut(), t.to_json())
-                            {
-                                obj.extend(target);
-                            }
-                            j
-                        })
+                        .map(|(t, v)| merge(t.to_json(), v.to_json()))
                         .collect()
                 };
                 json!({
@@ -283,4 +271,12 @@ impl Can {
             "actions": actions,
         })
     }
+}
+
+/// `a`'s fields, then `b`'s (both objects).
+fn merge(mut a: Value, b: Value) -> Value {
+    if let (Some(obj), Value::Object(more)) = (a.as_object_mut(), b) {
+        obj.extend(more);
+    }
+    a
 }
