@@ -1,5 +1,6 @@
 //! `nestguard acls check|explain`: validate and lint an ACL file, and show
-//! which entry decides a request.
+//! which entry decides a request; `who-can|can|diff|test` (policy analysis)
+//! live in `acls/analysis.rs`.
 //!
 //! Exit codes follow the Cedar CLI: `check` 0 valid / 1 invalid; `explain`
 //! 0 allowed / 2 denied / 1 error.
