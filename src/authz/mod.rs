@@ -10,6 +10,7 @@
 //! Mesos' rules, the oracle for property tests and the bench's baseline.
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 pub mod api;
 pub mod compile;
 pub mod evaluate;

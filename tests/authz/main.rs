@@ -3,6 +3,8 @@
 //! test binary (each binary costs a link); `authz_noalloc` stays apart, as it
 //! installs a counting global allocator.
 
+mod authz_analysis;
+mod authz_analysis_props;
 mod authz_corpus;
 mod authz_load_reload;
 mod authz_props;

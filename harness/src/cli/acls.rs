@@ -1,10 +1,13 @@
 //! `nestguard acls check|explain`: validate and lint an ACL file, and show
-//! which entry decides a request.
+//! which entry decides a request; `who-can|can|diff|test` (policy analysis)
+//! live in `acls/analysis.rs`.
 //!
 //! Exit codes follow the Cedar CLI: `check` 0 valid / 1 invalid; `explain`
 //! 0 allowed / 2 denied / 1 error.
 
 use std::process::ExitCode;
+
+mod analysis;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -27,6 +30,14 @@ pub enum AclsCommand {
     },
     /// Decide a request and print the deciding entry (exit 0 allowed, 2 denied, 1 error).
     Explain(ExplainArgs),
+    /// Every principal allowed an action, per object, with the deciding entries.
+    WhoCan(analysis::WhoCanArgs),
+    /// Everything one principal may do, with the deciding entries.
+    Can(analysis::CanArgs),
+    /// Every request two ACL files decide differently (exit 0 same, 1 different, 2 error).
+    Diff(analysis::DiffArgs),
+    /// Run table-driven policy tests (exit 0 all passed, 1 failures, 2 error).
+    Test(analysis::TestArgs),
 }
 
 /// Arguments of `acls explain`.
@@ -81,6 +92,10 @@ pub fn run(command: AclsCommand) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::from(1))
             }
         },
+        AclsCommand::WhoCan(args) => Ok(analysis::who_can(&args)),
+        AclsCommand::Can(args) => Ok(analysis::can(&args)),
+        AclsCommand::Diff(args) => Ok(analysis::diff(&args)),
+        AclsCommand::Test(args) => Ok(analysis::test(&args)),
     }
 }
 

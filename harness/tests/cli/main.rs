@@ -1,6 +1,7 @@
 //! The command line: authz and credentials subcommands, smoke tests, the
 //! demo, and that no secret leaks into output or logs. One test binary.
 
+mod acls_analysis_cli;
 mod authz_cli;
 mod cli_smoke;
 mod credentials_cli;

@@ -1,0 +1,192 @@
+//! `nestguard acls who-can|can|diff|test` on the example files: outputs and
+//! exit codes (diff: 0 same, 1 different, 2 error; test: 0 passed, 1 failed,
+//! 2 error).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn nestguard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nestguard"))
+        .args(args)
+        .output()
+        .expect("running nestguard")
+}
+
+fn example(name: &str) -> String {
+    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../acls")
+        .join(name);
+    p.to_str().expect("UTF-8 path").to_owned()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn who_can_lists_allowed_principals_per_user() {
+    let file = example("nested-containers.json");
+    let out = nestguard(&["acls", "who-can", &file, "KILL_NESTED_CONTAINER"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let expected = "user ci:
+  allowed  ci      manage_nested_containers[1] (5:5)
+  allowed  oncall  kill_nested_containers[0] (13:5)
+  allowed  ops     manage_nested_containers[0] (4:5)
+  denied   any other principal, unauthenticated
+user any other user:
+  allowed  oncall  kill_nested_containers[0] (13:5)
+  allowed  ops     manage_nested_containers[0] (4:5)
+  denied   ci, any other principal, unauthenticated
+";
+    assert!(stdout.ends_with(expected), "{stdout}");
+
+    let out = nestguard(&[
+        "acls",
+        "who-can",
+        &file,
+        "LAUNCH_NESTED_CONTAINER",
+        "--user",
+        "ci",
+        "--parent-user",
+        "ci",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let row = &v["objects"][0];
+    assert_eq!(row["parent_user"], "ci");
+    assert_eq!(row["user"], "ci");
+    let allowed: Vec<&Value> = row["allowed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["principal"])
+        .collect();
+    assert_eq!(allowed, ["ci", "ops"]);
+    let ci = &row["allowed"][0];
+    assert_eq!(ci["parent"]["list"], "manage_nested_containers");
+    assert_eq!(ci["parent"]["index"], 1);
+    assert_eq!(ci["child"]["list"], "launch_nested_containers_as_user");
+    assert_eq!(ci["child"]["index"], 1);
+    assert_eq!(row["denied"][0]["principal"], "oncall");
+    assert_eq!(row["denied"][1]["principal"]["other"], true);
+    assert_eq!(row["denied"][1]["decided_by"]["permissive"], false);
+    assert_eq!(row["denied"][2]["principal"]["unauthenticated"], true);
+
+    let out = nestguard(&["acls", "who-can", &file, "KILL"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("unknown action \"KILL\""));
+}
+
+#[test]
+fn can_lists_what_one_principal_may_do() {
+    let file = example("nested-containers.json");
+    let out = nestguard(&["acls", "can", &file, "ci"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("KILL_NESTED_CONTAINER (allowed for 1 of 2 objects):\n  user ci  manage_nested_containers[1] (5:5)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("executor user ci, command user ci  parent: manage_nested_containers[1] (5:5); child: launch_nested_containers_as_user[1] (9:5)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("denied for every object: 49 other actions (--json lists them)\n"),
+        "{stdout}"
+    );
+    let out = nestguard(&["acls", "can", &file, "--unauthenticated", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["principal"]["unauthenticated"], true);
+    assert!(
+        v["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["allowed"].as_array().unwrap().is_empty())
+    );
+}
+
+#[test]
+fn diff_exit_codes_and_changes() {
+    let old = example("nested-containers.json");
+    let new = example("nested-containers.next.json");
+    let out = nestguard(&["acls", "diff", &old, &old]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("decide alike"));
+
+    let out = nestguard(&["acls", "diff", &old, &new]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "KILL_NESTED_CONTAINER, principal oncall, user any other user: allowed -> denied
+  old: kill_nested_containers[0] (13:5)
+  new: no entry matched, permissive=false
+VIEW_CONTAINER, principal ci, user ci: denied -> allowed
+  old: no entry matched, permissive=false
+  new: view_containers[0] (19:5)
+2 of 315 requests decide differently
+"
+    );
+    let out = nestguard(&["acls", "diff", "--json", &old, &new]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["identical"], false);
+    assert_eq!(v["changes"][0]["action"], "KILL_NESTED_CONTAINER");
+    assert_eq!(v["changes"][0]["object"]["other"], true);
+    assert_eq!(v["changes"][0]["old"]["decided_by"]["line"], 13);
+
+    let out = nestguard(&["acls", "diff", &old, "/nonexistent/acls.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("/nonexistent/acls.json"));
+}
+
+#[test]
+fn test_runs_cases_with_located_failures() {
+    let cases = example("nested-containers.cases.json");
+    let out = nestguard(&["acls", "test", &example("nested-containers.json"), &cases]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "9 passed, 0 failed\n");
+
+    let out = nestguard(&[
+        "acls",
+        "test",
+        &example("nested-containers.next.json"),
+        &cases,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "{cases}:4:3: oncall kills under any executor: expected allow, got deny"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(lines[1], "8 passed, 1 failed");
+
+    let dir = tempfile::Builder::new()
+        .prefix("nestguard-acls-test")
+        .tempdir()
+        .unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "[\n  {\"action\": \"KILL_NESTED_CONTAINER\"}\n]\n").unwrap();
+    let out = nestguard(&[
+        "acls",
+        "test",
+        &example("nested-containers.json"),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("bad.json:2:3: case 0: missing field `expect`"),
+        "{err}"
+    );
+}
