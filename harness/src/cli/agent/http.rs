@@ -133,6 +133,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/slave(1)/api/v1", any(api))
         .route("/nestguard/v1/pods", post(launch_pod))
         .route("/nestguard/v1/pods/{id}", get(pod_status).delete(kill_pod))
+        .merge(super::executor_api::routes())
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&server),
             front_door,
@@ -576,7 +577,7 @@ async fn launch_pod(
 /// container without an executor. Authorization always comes first and a
 /// refusal is the same 403 whether the pod exists or not, so IDs cannot be
 /// probed; only an authorized caller learns that a pod is missing (404).
-fn may_manage_pod(
+pub(super) fn may_manage_pod(
     server: &Server,
     subject: Option<&Subject>,
     id: &str,
