@@ -1,6 +1,8 @@
 //! `nestguard pod run FILE`: submits a pod (a `nestguard.PodSpec` in JSON) to
 //! an agent, follows its tasks' states as the default executor reports them,
-//! prints a summary and removes the pod.
+//! prints a summary and removes the pod. It plays the framework: it
+//! acknowledges the executor's status updates, which lets the executor
+//! finish (Mesos' default executor exits once its updates are acknowledged).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
@@ -111,6 +113,7 @@ pub fn follow(
     };
     loop {
         read_new(&mut final_states)?;
+        acknowledge_updates(client, id)?;
         let status = client.request("GET", &format!("/nestguard/v1/pods/{id}"))?;
         let v: serde_json::Value = serde_json::from_str(&status.body).unwrap_or_default();
         if status.status != 200 || v["state"] == "TERMINATED" {
@@ -123,6 +126,31 @@ pub fn follow(
         tick();
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Acknowledges every status update of the pod the framework (us) has not
+/// acknowledged yet.
+pub fn acknowledge_updates(client: &AgentClient, id: &str) -> anyhow::Result<usize> {
+    let reply = client.request("GET", &format!("/nestguard/v1/pods/{id}/updates"))?;
+    if reply.status != 200 {
+        return Ok(0);
+    }
+    let v: serde_json::Value = serde_json::from_str(&reply.body).context("pod updates")?;
+    let mut acknowledged = 0;
+    for update in v["updates"].as_array().into_iter().flatten() {
+        let body = serde_json::json!({
+            "task_id": update["task_id"]["value"],
+            "uuid": update["uuid"],
+        });
+        let reply = client.post(
+            &format!("/nestguard/v1/pods/{id}/acknowledge"),
+            &body.to_string(),
+        )?;
+        if reply.status == 200 {
+            acknowledged += 1;
+        }
+    }
+    Ok(acknowledged)
 }
 
 /// Removes a pod (destroys its containers).

@@ -464,7 +464,7 @@ async fn pod_kill_task(
     } else {
         text(
             StatusCode::NOT_FOUND,
-            format!("Task {task_id} of pod {id} cannot be found"),
+            format!("Task {task_id} of pod {id} is not queued and its executor is not subscribed"),
         )
     }
 }

@@ -231,7 +231,7 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
             return drain_then(*response, request.into_body(), &limits).await;
         }
     };
-    let _slot = match &subject {
+    let slot = match &subject {
         Some(s) => match SubjectSlot::take(&server, s) {
             Some(slot) => Some(slot),
             None => {
@@ -275,7 +275,13 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
     };
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(Principal(subject));
-    next.run(request).await
+    let response = next.run(request).await;
+    // The slot is the subject's until the response body is sent: a stream
+    // (SUBSCRIBE) counts against its cap for as long as it lasts.
+    match slot {
+        Some(slot) => response.map(|body| super::door::hold(body, slot)),
+        None => response,
+    }
 }
 
 /// The `Content-Length` the client announced, if any.

@@ -35,8 +35,6 @@ struct ExecutorRuntime {
     /// Task groups not yet delivered (the stand-in for the master's
     /// RunTaskGroup queues them before the executor subscribes).
     queued: Vec<v1::TaskGroupInfo>,
-    /// Tasks delivered to the executor, by task id.
-    delivered: Vec<String>,
     /// The live stream: a counter (to tell connections apart) and its sender.
     connection: Option<(u64, EventSender)>,
 }
@@ -105,9 +103,6 @@ impl Agent {
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.to_owned()).or_default();
         if let Some((_, sender)) = &runtime.connection {
-            runtime
-                .delivered
-                .extend(group.tasks.iter().map(|t| t.task_id.value.clone()));
             let _ = sender.send(Event {
                 launch_group: Some(event::LaunchGroup { task_group: group }),
                 ..event(event::Type::LaunchGroup)
@@ -142,9 +137,6 @@ impl Agent {
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.clone()).or_default();
         for group in std::mem::take(&mut runtime.queued) {
-            runtime
-                .delivered
-                .extend(group.tasks.iter().map(|t| t.task_id.value.clone()));
             let _ = sender.send(Event {
                 launch_group: Some(event::LaunchGroup { task_group: group }),
                 ..event(event::Type::LaunchGroup)
@@ -180,27 +172,28 @@ impl Agent {
     }
 
     /// The framework's kill of a task (Mesos' `Slave::killTask`): a task
-    /// still queued is dropped from its group here, a delivered one gets
-    /// a KILL event. Returns whether the task was known.
+    /// still queued is dropped from its group here, any other goes to the
+    /// executor as a KILL event (an executor ignores tasks it does not
+    /// have; after an agent restart the agent does not know which tasks the
+    /// executor has, as it keeps no task checkpoints). False when the task
+    /// was not queued and the executor has no live stream.
     pub fn kill_task(&self, root: &str, task_id: &str) -> bool {
-        let mut all = self.executors_api.lock();
-        let Some(runtime) = all.get_mut(root) else {
-            return false;
-        };
-        let mut was_queued = false;
-        for group in &mut runtime.queued {
-            let before = group.tasks.len();
-            group.tasks.retain(|t| t.task_id.value != task_id);
-            was_queued |= group.tasks.len() != before;
+        {
+            let mut all = self.executors_api.lock();
+            let Some(runtime) = all.get_mut(root) else {
+                return false;
+            };
+            let mut was_queued = false;
+            for group in &mut runtime.queued {
+                let before = group.tasks.len();
+                group.tasks.retain(|t| t.task_id.value != task_id);
+                was_queued |= group.tasks.len() != before;
+            }
+            runtime.queued.retain(|g| !g.tasks.is_empty());
+            if was_queued {
+                return true;
+            }
         }
-        runtime.queued.retain(|g| !g.tasks.is_empty());
-        if was_queued {
-            return true;
-        }
-        if !runtime.delivered.iter().any(|t| t == task_id) {
-            return false;
-        }
-        drop(all);
         self.send_event(
             root,
             Event {
@@ -212,17 +205,7 @@ impl Agent {
                 }),
                 ..event(event::Type::Kill)
             },
-        );
-        true
-    }
-
-    /// The tasks delivered to the executor of `root`.
-    pub fn delivered_tasks(&self, root: &str) -> Vec<String> {
-        self.executors_api
-            .lock()
-            .get(root)
-            .map(|r| r.delivered.clone())
-            .unwrap_or_default()
+        )
     }
 
     /// Tells the executor to shut down (SHUTDOWN) and forgets its API state.

@@ -24,6 +24,7 @@ use super::recovery::exited;
 use super::registry::{Agent, ApiError, ExecutorRecord, lock};
 use crate::cli::agent::abi::codes;
 use crate::cli::agent::pod_admission;
+use crate::cli::executor::{RESTART_POLICY_LABEL, TRANSIENT_LABEL};
 use crate::cli::wire::twin;
 
 impl Agent {
@@ -97,6 +98,7 @@ impl Agent {
                 // frameworks (slave.cpp, executorEnvironment).
                 env_var("MESOS_RECOVERY_TIMEOUT", "15mins"),
                 env_var("MESOS_SUBSCRIPTION_BACKOFF_MAX", "2secs"),
+                env_var("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "5secs"),
             ],
         };
         let executor_command = pod.executor.command.clone();
@@ -177,14 +179,6 @@ impl Agent {
         Ok(termination)
     }
 }
-
-/// The label carrying a task's restart policy (nestguard's pod extension,
-/// JSON of `nestguard.RestartPolicy`) in LAUNCH_GROUP: Mesos' TaskInfo has
-/// no such field, and labels reach the executor unchanged through a real
-/// Mesos master and agent too.
-pub const RESTART_POLICY_LABEL: &str = "io.nestguard.restart_policy";
-/// The label marking a transient task ("true").
-pub const TRANSIENT_LABEL: &str = "io.nestguard.transient";
 
 /// The task group a pod's tasks form, as the master would send it.
 pub fn task_group(pod: &PodSpec) -> mesos::v1::TaskGroupInfo {
