@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use base64::Engine;
-use nestguard::proto::mesos::v1::executor::{Event, event};
+use nestguard::proto::mesos::v1::executor::Event;
 use prost::Message;
 
 use crate::agent_support::{OPS, TestAgent, pod, poll, require_root, task};

@@ -94,6 +94,12 @@ impl TestAgent {
 
     /// Starts (or restarts) the agent process on the same directories.
     pub fn spawn(&mut self) {
+        // A restart keeps the port, as a Mesos agent's does: executors
+        // reconnect to the address they were given.
+        let port = self
+            .address
+            .rsplit_once(':')
+            .map_or("0".to_owned(), |(_, p)| p.trim_end_matches('/').to_owned());
         let d = self.dir.path();
         let (child, line) = spawn_logged(
             agent_command()
@@ -108,7 +114,7 @@ impl TestAgent {
                 ))
                 .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
                 .arg("--authenticate_http_readwrite")
-                .arg("--port=0")
+                .arg(format!("--port={port}"))
                 .args(&self.extra_args),
             d,
         );
