@@ -54,6 +54,17 @@ pub struct PodOutcome {
     pub exit_status: Option<i64>,
     /// The last state of every task.
     pub final_states: BTreeMap<String, String>,
+    /// The executor's status updates we acknowledged (as its framework).
+    pub acknowledged: usize,
+}
+
+/// Kills one task of a pod as its framework does: the executor gets a
+/// KILL event.
+pub fn kill_task(client: &AgentClient, id: &str, task: &str) -> anyhow::Result<u16> {
+    let body = serde_json::json!({ "task_id": task }).to_string();
+    Ok(client
+        .post(&format!("/nestguard/v1/pods/{id}/kill"), &body)?
+        .status)
 }
 
 /// Submits a pod; returns its executor container id and sandbox.
@@ -85,6 +96,7 @@ pub fn follow(
     let stdout = sandbox.join("stdout");
     let mut offset = 0u64;
     let mut final_states = BTreeMap::new();
+    let mut acknowledged = 0;
     let mut read_new = |final_states: &mut BTreeMap<String, String>| -> anyhow::Result<()> {
         let Ok(mut file) = std::fs::File::open(&stdout) else {
             return Ok(());
@@ -113,7 +125,7 @@ pub fn follow(
     };
     loop {
         read_new(&mut final_states)?;
-        acknowledge_updates(client, id)?;
+        acknowledged += acknowledge_updates(client, id)?;
         let status = client.request("GET", &format!("/nestguard/v1/pods/{id}"))?;
         let v: serde_json::Value = serde_json::from_str(&status.body).unwrap_or_default();
         if status.status != 200 || v["state"] == "TERMINATED" {
@@ -121,6 +133,7 @@ pub fn follow(
             return Ok(PodOutcome {
                 exit_status: v["exit_status"].as_i64(),
                 final_states,
+                acknowledged,
             });
         }
         tick();

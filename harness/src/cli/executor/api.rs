@@ -6,6 +6,10 @@
 //! sent as `Bearer`), and how long to keep reconnecting
 //! (`MESOS_RECOVERY_TIMEOUT`, `MESOS_SUBSCRIPTION_BACKOFF_MAX`). So the same
 //! binary runs under nestguard's agent and under a real Mesos agent.
+//!
+//! Calls and events are protobuf, as Mesos' executor library sends them:
+//! a newer agent's messages carry fields this build does not know, which
+//! protobuf decoding skips (JSON decoding would refuse them).
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -14,6 +18,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use nestguard::proto::mesos::v1;
 use nestguard::proto::mesos::v1::executor::{Call, Event, call};
+use prost::Message;
 
 use crate::cli::agent::flags::parse_duration;
 use crate::cli::client::Credential;
@@ -144,8 +149,8 @@ impl ExecutorApi {
     fn request(&self, agent: &ureq::Agent) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         let mut request = agent
             .post(self.url())
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json");
+            .header("Content-Type", "application/x-protobuf")
+            .header("Accept", "application/x-protobuf");
         if let Some(h) = self.env.credential.header() {
             request = request.header("Authorization", &h);
         }
@@ -165,7 +170,7 @@ impl ExecutorApi {
         });
         let response = self
             .request(&self.stream)
-            .send(nestguard::json::to_json(&call))
+            .send(&call.encode_to_vec()[..])
             .with_context(|| format!("SUBSCRIBE to {}", self.url()))?;
         let status = response.status().as_u16();
         let mut body = response.into_body();
@@ -192,7 +197,7 @@ impl ExecutorApi {
     fn send(&self, call: &Call) -> anyhow::Result<()> {
         let mut response = self
             .request(&self.calls)
-            .send(nestguard::json::to_json(call))
+            .send(&call.encode_to_vec()[..])
             .with_context(|| format!("POST {}", self.url()))?;
         let status = response.status().as_u16();
         if status != 202 {
@@ -216,9 +221,8 @@ impl EventReader {
         let mut chunk = [0u8; 16 * 1024];
         loop {
             if let Some(record) = self.ready.pop_front() {
-                let text = std::str::from_utf8(&record).context("an event is not UTF-8")?;
-                let event: Event = nestguard::json::from_json(text)
-                    .with_context(|| format!("decoding event {text}"))?;
+                let event = Event::decode(record.as_slice())
+                    .context("decoding an event of the SUBSCRIBE stream")?;
                 return Ok(Some(event));
             }
             let n = self
