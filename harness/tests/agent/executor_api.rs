@@ -204,11 +204,27 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
     let agent = TestAgent::start();
     let spec = custom_pod(serde_json::json!([
         task("app", "sleep 60"),
-        task("side", "sleep 60")
+        task("side", "sleep 60"),
+        task("early", "sleep 60")
     ]));
     let eid = executor_id(&spec);
     let (pod_id, _) = agent.launch_pod(&spec);
     let token = token(&agent, FRAMEWORK, &eid, &pod_id);
+
+    // A task killed while still queued never reaches the executor; the
+    // agent itself reports it killed.
+    let (status, _) = agent.curl(
+        Some(OPS),
+        &format!("/nestguard/v1/pods/{pod_id}/kill"),
+        r#"{"task_id":"early"}"#,
+    );
+    assert_eq!(status, 202);
+    let pending = pending_updates(&agent, &pod_id);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["task_id"]["value"], "early");
+    assert_eq!(pending[0]["state"], "TASK_KILLED");
+    assert_eq!(pending[0]["source"], "SOURCE_SLAVE");
+    assert_eq!(acknowledge(&agent, &pod_id, &pending[0]), 200);
 
     // Claims that do not match the call: Mesos' 403 and text.
     let other = self::token(&agent, FRAMEWORK, "someone-else", &pod_id);
@@ -347,6 +363,24 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
     assert_eq!(shutdown["type"], "SHUTDOWN", "{shutdown}");
     let (status, _) = subscribe(&agent, Some(&token), &eid, false, &[]);
     assert_eq!(status, 401, "the dead pod's token is refused");
+
+    // An executor whose every task was killed before delivery is shut down
+    // when it subscribes.
+    let spec = custom_pod(serde_json::json!([task("only", "sleep 60")]));
+    let eid = executor_id(&spec);
+    let (pod_id, _) = agent.launch_pod(&spec);
+    let token = self::token(&agent, FRAMEWORK, &eid, &pod_id);
+    let kill = format!("/nestguard/v1/pods/{pod_id}/kill");
+    assert_eq!(agent.curl(Some(OPS), &kill, r#"{"task_id":"only"}"#).0, 202);
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_eq!(stream.next(&agent).unwrap()["type"], "SUBSCRIBED");
+    assert_eq!(
+        stream.next_non_heartbeat(&agent).unwrap()["type"],
+        "SHUTDOWN"
+    );
+    assert_eq!(agent.delete(&format!("/nestguard/v1/pods/{pod_id}")).0, 200);
 }
 
 fn uuid_bytes() -> Box<[u8; 16]> {

@@ -459,7 +459,13 @@ async fn pod_kill_task(
             "Expecting a JSON object with 'task_id'",
         );
     };
-    if server.agent.kill_task(&id, &task_id) {
+    let agent = Arc::clone(&server.agent);
+    let root = id.clone();
+    let task = task_id.clone();
+    let known = blocking(move || Ok(agent.kill_task(&root, &task)))
+        .await
+        .unwrap_or(false);
+    if known {
         StatusCode::ACCEPTED.into_response()
     } else {
         text(

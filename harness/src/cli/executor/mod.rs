@@ -432,8 +432,17 @@ impl Executor {
                 }
                 return false;
             }
-            if let Some(slot) = self.lock().tasks.get_mut(&name) {
-                slot.container = Some(child.clone());
+            let killed_meanwhile = {
+                let mut s = self.lock();
+                let stopping = s.stopping;
+                s.tasks.get_mut(&name).is_some_and(|slot| {
+                    slot.container = Some(child.clone());
+                    slot.killed || stopping
+                })
+            };
+            if killed_meanwhile {
+                // KILL or SHUTDOWN arrived while the launch was in flight.
+                let _ = self.client.kill_nested(&child, libc::SIGKILL);
             }
             let mut detail = serde_json::json!({"restarts": restarts});
             if restarts > 0 {

@@ -32,6 +32,9 @@ struct ExecutorRuntime {
     /// Subscribed at least once since the agent started (Mesos' RUNNING;
     /// otherwise REGISTERING).
     subscribed: bool,
+    /// A task group was queued in this agent's life (so an executor that
+    /// subscribes with none queued had all its tasks killed before delivery).
+    ever_queued: bool,
     /// Task groups not yet delivered (the stand-in for the master's
     /// RunTaskGroup queues them before the executor subscribes).
     queued: Vec<v1::TaskGroupInfo>,
@@ -102,6 +105,7 @@ impl Agent {
     pub(super) fn queue_task_group(&self, root: &str, group: v1::TaskGroupInfo) {
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.to_owned()).or_default();
+        runtime.ever_queued = true;
         if let Some((_, sender)) = &runtime.connection {
             let _ = sender.send(Event {
                 launch_group: Some(event::LaunchGroup { task_group: group }),
@@ -136,7 +140,10 @@ impl Agent {
         let _ = sender.send(subscribed);
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.clone()).or_default();
+        let nothing_to_run = !runtime.subscribed && runtime.ever_queued;
+        let mut delivered = false;
         for group in std::mem::take(&mut runtime.queued) {
+            delivered = true;
             let _ = sender.send(Event {
                 launch_group: Some(event::LaunchGroup { task_group: group }),
                 ..event(event::Type::LaunchGroup)
@@ -144,6 +151,11 @@ impl Agent {
         }
         for (task_id, uuid) in already_acknowledged {
             let _ = sender.send(acknowledged(&task_id, uuid));
+        }
+        if nothing_to_run && !delivered {
+            // Every task was killed before delivery: as Mesos shuts down an
+            // executor it never sent a task (`Slave::subscribe`).
+            let _ = sender.send(event(event::Type::Shutdown));
         }
         runtime.subscribed = true;
         let id = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -178,21 +190,37 @@ impl Agent {
     /// executor has, as it keeps no task checkpoints). False when the task
     /// was not queued and the executor has no live stream.
     pub fn kill_task(&self, root: &str, task_id: &str) -> bool {
+        let mut was_queued = false;
         {
             let mut all = self.executors_api.lock();
             let Some(runtime) = all.get_mut(root) else {
                 return false;
             };
-            let mut was_queued = false;
             for group in &mut runtime.queued {
                 let before = group.tasks.len();
                 group.tasks.retain(|t| t.task_id.value != task_id);
                 was_queued |= group.tasks.len() != before;
             }
             runtime.queued.retain(|g| !g.tasks.is_empty());
-            if was_queued {
-                return true;
+        }
+        if was_queued {
+            // The framework hears of it from the agent, as from Mesos'
+            // `killTask` for a task the executor never got.
+            let status = v1::TaskStatus {
+                task_id: v1::TaskId {
+                    value: task_id.to_owned(),
+                },
+                state: v1::TaskState::TaskKilled as i32,
+                message: Some("Killed before delivery to the executor".into()),
+                source: Some(v1::task_status::Source::Slave as i32),
+                reason: Some(v1::task_status::Reason::TaskKilledDuringLaunch as i32),
+                uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+                ..Default::default()
+            };
+            if let Err(e) = self.status_update(root, status) {
+                tracing::warn!(container_id = %root, task_id, error = ?e, "recording TASK_KILLED failed");
             }
+            return true;
         }
         self.send_event(
             root,
