@@ -241,6 +241,38 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
         (status, body.err().unwrap().as_str()),
         (400, "Executor cannot be found")
     );
+    // HEARTBEAT is accepted before anything is looked up (Mesos allows
+    // dummy IDs in it).
+    let heartbeat =
+        r#"{"type":"HEARTBEAT","framework_id":{"value":"x"},"executor_id":{"value":"y"}}"#;
+    assert_eq!(
+        agent.curl_bearer(&token, "/api/v1/executor", heartbeat).0,
+        202
+    );
+    // Content-Type is matched exactly, as Mesos does; only POST.
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{}/api/v1/executor", agent.address);
+    let bearer = format!("Bearer {token}");
+    let mut reply = http
+        .post(&url)
+        .header("Authorization", &bearer)
+        .header("Content-Type", "application/json; charset=utf-8")
+        .send(heartbeat)
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 415);
+    assert_eq!(
+        reply.body_mut().read_to_string().unwrap(),
+        "Expecting 'Content-Type' of application/json or application/x-protobuf"
+    );
+    let reply = http
+        .get(&url)
+        .header("Authorization", &bearer)
+        .call()
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 405);
     // UPDATE before SUBSCRIBE: not subscribed.
     let uuid = *uuid_bytes();
     let (status, body) = agent.curl_bearer(
@@ -306,6 +338,18 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
         &update_call(&eid, "app", "TASK_RUNNING", &uuid),
     );
     assert_eq!(pending_updates(&agent, &pod_id).len(), 1);
+    // The executor cannot acknowledge its own updates (nor kill tasks):
+    // those are the framework's.
+    let ack = serde_json::json!({"task_id": "app", "uuid": pending[0]["uuid"]}).to_string();
+    let own = format!("/nestguard/v1/pods/{pod_id}/acknowledge");
+    assert_eq!(agent.curl_bearer(&token, &own, &ack).0, 403);
+    let own_kill = format!("/nestguard/v1/pods/{pod_id}/kill");
+    assert_eq!(
+        agent
+            .curl_bearer(&token, &own_kill, r#"{"task_id":"app"}"#)
+            .0,
+        403
+    );
     assert_eq!(acknowledge(&agent, &pod_id, &pending[0]), 200);
     let acked = stream.next_non_heartbeat(&agent).unwrap();
     assert_eq!(acked["type"], "ACKNOWLEDGED", "{acked}");

@@ -400,6 +400,19 @@ async fn pod_updates(
     }
 }
 
+/// Refuses an executor token on the framework's routes: acknowledging
+/// updates and killing tasks are the scheduler's (in Mesos they come from
+/// the master); an executor acknowledging its own updates would lose them.
+fn framework_only(subject: Option<&Subject>) -> Result<(), ApiError> {
+    match subject {
+        Some(s) if s.value.is_none() => Err(ApiError::Forbidden(format!(
+            "{}: an executor token cannot act as the framework",
+            subject_text(Some(s))
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The framework acknowledges an update: `{"task_id": ..., "uuid": base64}`.
 async fn pod_acknowledge(
     State(server): State<Arc<Server>>,
@@ -412,7 +425,9 @@ async fn pod_acknowledge(
         subject.as_ref(),
         &id,
         Action::KillStandaloneContainer,
-    ) {
+    )
+    .and_then(|()| framework_only(subject.as_ref()))
+    {
         return e.into_response();
     }
     let parsed: Option<(String, Vec<u8>)> = serde_json::from_slice::<serde_json::Value>(&body)
@@ -447,7 +462,9 @@ async fn pod_kill_task(
         subject.as_ref(),
         &id,
         Action::KillStandaloneContainer,
-    ) {
+    )
+    .and_then(|()| framework_only(subject.as_ref()))
+    {
         return e.into_response();
     }
     let task_id = serde_json::from_slice::<serde_json::Value>(&body)
