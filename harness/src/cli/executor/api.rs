@@ -48,25 +48,27 @@ pub struct ExecutorEnv {
     pub shutdown_grace: Duration,
 }
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn duration_var(name: &str, default: Duration) -> anyhow::Result<Duration> {
-    match var(name) {
-        Some(v) => parse_duration(&v).map_err(|e| anyhow::anyhow!("{name}={v}: {e}")),
-        None => Ok(default),
-    }
-}
-
 impl ExecutorEnv {
     /// Reads the environment as Mesos' executor library does.
     pub fn from_env() -> anyhow::Result<ExecutorEnv> {
+        ExecutorEnv::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the variables `get` returns (an empty value counts as unset).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<ExecutorEnv> {
+        let var = |name: &str| get(name).filter(|v| !v.is_empty());
+        let duration = |name: &str, default: Duration| -> anyhow::Result<Duration> {
+            match var(name) {
+                Some(v) => parse_duration(&v).map_err(|e| anyhow::anyhow!("{name}={v}: {e}")),
+                None => Ok(default),
+            }
+        };
         let base = match (var("MESOS_SLAVE_PID"), var("MESOS_AGENT_ENDPOINT")) {
             // `slave(1)@10.0.0.1:5051`: the routes live under the process id.
             (Some(pid), _) => {
                 let (id, address) = pid
                     .split_once('@')
+                    .filter(|(id, address)| !id.is_empty() && !address.is_empty())
                     .with_context(|| format!("MESOS_SLAVE_PID={pid}: expected ID@IP:PORT"))?;
                 format!("http://{address}/{id}")
             }
@@ -88,9 +90,9 @@ impl ExecutorEnv {
             executor_id: var("MESOS_EXECUTOR_ID").context("MESOS_EXECUTOR_ID is not set")?,
             credential,
             // Mesos' defaults (slave/constants.hpp).
-            recovery_timeout: duration_var("MESOS_RECOVERY_TIMEOUT", Duration::from_secs(900))?,
-            backoff_max: duration_var("MESOS_SUBSCRIPTION_BACKOFF_MAX", Duration::from_secs(2))?,
-            shutdown_grace: duration_var(
+            recovery_timeout: duration("MESOS_RECOVERY_TIMEOUT", Duration::from_secs(900))?,
+            backoff_max: duration("MESOS_SUBSCRIPTION_BACKOFF_MAX", Duration::from_secs(2))?,
+            shutdown_grace: duration(
                 "MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD",
                 Duration::from_secs(5),
             )?,
@@ -235,5 +237,78 @@ impl EventReader {
             }
             self.ready.extend(self.decoder.feed(&chunk[..n])?);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> anyhow::Result<ExecutorEnv> {
+        let vars: std::collections::HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        ExecutorEnv::from_vars(|name| vars.get(name).cloned())
+    }
+
+    const IDS: [(&str, &str); 2] = [("MESOS_FRAMEWORK_ID", "fw"), ("MESOS_EXECUTOR_ID", "ex")];
+
+    #[test]
+    fn a_mesos_agents_environment() {
+        let mut vars = IDS.to_vec();
+        vars.extend([
+            ("MESOS_SLAVE_PID", "slave(1)@10.0.0.7:5051"),
+            ("MESOS_AGENT_ENDPOINT", "10.0.0.7:5051"),
+            ("MESOS_EXECUTOR_AUTHENTICATION_TOKEN", "t0ken"),
+            ("MESOS_RECOVERY_TIMEOUT", "15mins"),
+            ("MESOS_SUBSCRIPTION_BACKOFF_MAX", "2secs"),
+            ("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "5secs"),
+        ]);
+        let e = env(&vars).unwrap();
+        assert_eq!(e.base, "http://10.0.0.7:5051/slave(1)");
+        assert_eq!(
+            ExecutorApi::new(e.clone()).url(),
+            "http://10.0.0.7:5051/slave(1)/api/v1/executor"
+        );
+        assert_eq!(
+            (e.framework_id.as_str(), e.executor_id.as_str()),
+            ("fw", "ex")
+        );
+        assert!(matches!(e.credential, Credential::Bearer(ref t) if t == "t0ken"));
+        assert_eq!(e.recovery_timeout, Duration::from_secs(900));
+        assert_eq!(e.backoff_max, Duration::from_secs(2));
+        assert_eq!(e.shutdown_grace, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn endpoint_only_and_defaults() {
+        let mut vars = IDS.to_vec();
+        vars.push(("MESOS_AGENT_ENDPOINT", "127.0.0.1:5051"));
+        let e = env(&vars).unwrap();
+        assert_eq!(e.base, "http://127.0.0.1:5051");
+        assert!(matches!(e.credential, Credential::None));
+        assert_eq!(e.recovery_timeout, Duration::from_secs(900));
+    }
+
+    #[test]
+    fn missing_or_bad_variables_are_named() {
+        let err = env(&IDS).unwrap_err().to_string();
+        assert!(err.contains("MESOS_SLAVE_PID"), "{err}");
+        let err = env(&[("MESOS_SLAVE_PID", "nohost")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected ID@IP:PORT"), "{err}");
+        let err = env(&[("MESOS_AGENT_ENDPOINT", "h:1")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("MESOS_FRAMEWORK_ID"), "{err}");
+        let mut vars = IDS.to_vec();
+        vars.extend([
+            ("MESOS_AGENT_ENDPOINT", "h:1"),
+            ("MESOS_RECOVERY_TIMEOUT", "soon"),
+        ]);
+        let err = env(&vars).unwrap_err().to_string();
+        assert!(err.contains("MESOS_RECOVERY_TIMEOUT=soon"), "{err}");
     }
 }

@@ -563,3 +563,53 @@ fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_extension_labels_become_a_pod_task() {
+        let policy = r#"{"type":"ON_FAILURE","max_restarts":2}"#;
+        let task = v1::TaskInfo {
+            name: "t".into(),
+            task_id: v1::TaskId { value: "t".into() },
+            labels: Some(v1::Labels {
+                labels: vec![
+                    v1::Label {
+                        key: RESTART_POLICY_LABEL.into(),
+                        value: Some(policy.into()),
+                    },
+                    v1::Label {
+                        key: TRANSIENT_LABEL.into(),
+                        value: Some("true".into()),
+                    },
+                ],
+            }),
+            ..Default::default()
+        };
+        let pod = pod_task(task.clone());
+        assert_eq!(pod.task.task_id.value, "t");
+        assert!(pod.transient());
+        let p = pod.restart_policy.unwrap();
+        assert_eq!(p.max_restarts, Some(2));
+        assert_eq!(
+            p.r#type(),
+            nestguard::proto::nestguard::restart_policy::Type::OnFailure
+        );
+        // Without labels (any framework's task group): no policy, not transient.
+        let plain = pod_task(v1::TaskInfo {
+            labels: None,
+            ..task
+        });
+        assert!(plain.restart_policy.is_none() && !plain.transient());
+    }
+
+    #[test]
+    fn dotted_container_ids_round_trip() {
+        let id = from_dotted("root.child.grandchild");
+        assert_eq!(id.value, "grandchild");
+        assert_eq!(to_dotted(&id), "root.child.grandchild");
+        assert_eq!(to_dotted(&from_dotted("root")), "root");
+    }
+}
