@@ -33,6 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/mesos/authentication/authentication.proto",
         "proto/mesos/module/module.proto",
         "proto/mesos/v1/agent/agent.proto",
+        "proto/mesos/v1/executor/executor.proto",
         "proto/nestguard/pod.proto",
     ];
     for p in &protos {

@@ -35,7 +35,7 @@ impl std::fmt::Debug for Credential {
 }
 
 impl Credential {
-    fn header(&self) -> Option<String> {
+    pub(crate) fn header(&self) -> Option<String> {
         match self {
             Credential::None => None,
             Credential::Basic { principal, secret } => Some(format!(

@@ -4,6 +4,12 @@
 //! restart policy) sharing a directory of the executor's sandbox, shows a
 //! call denied with 403 and the deciding ACL, kills the app, prints the
 //! final statuses, and cleans up everything it made.
+//!
+//! The pod goes the way it goes under Mesos: the agent queues its task group
+//! and starts nestguard's default executor, which subscribes to the v1
+//! executor API, gets the tasks as LAUNCH_GROUP, and reports each state as
+//! a status update that the demo (in the framework's role) acknowledges;
+//! the app is killed by the framework's kill, a KILL event.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -356,10 +362,13 @@ pub fn run() -> anyhow::Result<ExitCode> {
     })?;
     step(
         started,
-        "'ops' kills the app: a non-transient task ending for good ends the pod",
+        "'ops' (the framework) kills the app: a KILL event to the executor; a non-transient task ending for good ends the pod",
     );
-    let reply = ops.kill_nested(&app, libc::SIGKILL)?;
-    println!("           -> HTTP {}", reply.status);
+    let status = pod::kill_task(&ops, &pod_id, "app")?;
+    println!("           -> HTTP {status}");
+    if status != 202 {
+        bail!("the framework's kill of the app was refused: {status}");
+    }
 
     let outcome = follower
         .join()
@@ -367,6 +376,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
     step(
         started,
         &format!("pod ended; executor exit status {:?}", outcome.exit_status),
+    );
+    println!(
+        "executor API: {} status updates from the executor acknowledged by the framework",
+        outcome.acknowledged
     );
     println!("\nfinal task states:");
     for (task, state) in &outcome.final_states {

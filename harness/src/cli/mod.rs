@@ -8,6 +8,7 @@ mod demo;
 mod executor;
 mod library;
 mod pod;
+mod recordio;
 mod smoke;
 mod wire;
 

@@ -1,6 +1,8 @@
 //! `nestguard pod run FILE`: submits a pod (a `nestguard.PodSpec` in JSON) to
 //! an agent, follows its tasks' states as the default executor reports them,
-//! prints a summary and removes the pod.
+//! prints a summary and removes the pod. It plays the framework: it
+//! acknowledges the executor's status updates, which lets the executor
+//! finish (Mesos' default executor exits once its updates are acknowledged).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
@@ -52,6 +54,17 @@ pub struct PodOutcome {
     pub exit_status: Option<i64>,
     /// The last state of every task.
     pub final_states: BTreeMap<String, String>,
+    /// The executor's status updates we acknowledged (as its framework).
+    pub acknowledged: usize,
+}
+
+/// Kills one task of a pod as its framework does: the executor gets a
+/// KILL event.
+pub fn kill_task(client: &AgentClient, id: &str, task: &str) -> anyhow::Result<u16> {
+    let body = serde_json::json!({ "task_id": task }).to_string();
+    Ok(client
+        .post(&format!("/nestguard/v1/pods/{id}/kill"), &body)?
+        .status)
 }
 
 /// Submits a pod; returns its executor container id and sandbox.
@@ -83,6 +96,7 @@ pub fn follow(
     let stdout = sandbox.join("stdout");
     let mut offset = 0u64;
     let mut final_states = BTreeMap::new();
+    let mut acknowledged = 0;
     let mut read_new = |final_states: &mut BTreeMap<String, String>| -> anyhow::Result<()> {
         let Ok(mut file) = std::fs::File::open(&stdout) else {
             return Ok(());
@@ -111,6 +125,7 @@ pub fn follow(
     };
     loop {
         read_new(&mut final_states)?;
+        acknowledged += acknowledge_updates(client, id)?;
         let status = client.request("GET", &format!("/nestguard/v1/pods/{id}"))?;
         let v: serde_json::Value = serde_json::from_str(&status.body).unwrap_or_default();
         if status.status != 200 || v["state"] == "TERMINATED" {
@@ -118,11 +133,37 @@ pub fn follow(
             return Ok(PodOutcome {
                 exit_status: v["exit_status"].as_i64(),
                 final_states,
+                acknowledged,
             });
         }
         tick();
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Acknowledges every status update of the pod the framework (us) has not
+/// acknowledged yet.
+pub fn acknowledge_updates(client: &AgentClient, id: &str) -> anyhow::Result<usize> {
+    let reply = client.request("GET", &format!("/nestguard/v1/pods/{id}/updates"))?;
+    if reply.status != 200 {
+        return Ok(0);
+    }
+    let v: serde_json::Value = serde_json::from_str(&reply.body).context("pod updates")?;
+    let mut acknowledged = 0;
+    for update in v["updates"].as_array().into_iter().flatten() {
+        let body = serde_json::json!({
+            "task_id": update["task_id"]["value"],
+            "uuid": update["uuid"],
+        });
+        let reply = client.post(
+            &format!("/nestguard/v1/pods/{id}/acknowledge"),
+            &body.to_string(),
+        )?;
+        if reply.status == 200 {
+            acknowledged += 1;
+        }
+    }
+    Ok(acknowledged)
 }
 
 /// Removes a pod (destroys its containers).

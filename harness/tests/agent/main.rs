@@ -8,6 +8,9 @@ mod agent_support;
 mod common;
 
 mod agent_e2e;
+mod executor_api;
+#[path = "../../src/cli/recordio.rs"]
+mod recordio;
 mod security_http;
 mod security_ids;
 mod security_inputs;

@@ -48,10 +48,17 @@ pub struct TestAgent {
     pub address: String,
     child: Option<Child>,
     cgroups_root: String,
+    /// More agent flags, on every (re)start.
+    extra_args: Vec<String>,
 }
 
 impl TestAgent {
     pub fn start() -> TestAgent {
+        TestAgent::start_with(&[])
+    }
+
+    /// [`TestAgent::start`] with more agent flags.
+    pub fn start_with(extra_args: &[&str]) -> TestAgent {
         let dir = tempfile::Builder::new()
             .prefix("nestguard-e2e-")
             .tempdir()
@@ -79,6 +86,7 @@ impl TestAgent {
             address: String::new(),
             child: None,
             cgroups_root,
+            extra_args: extra_args.iter().map(|a| (*a).to_owned()).collect(),
         };
         agent.spawn();
         agent
@@ -86,6 +94,12 @@ impl TestAgent {
 
     /// Starts (or restarts) the agent process on the same directories.
     pub fn spawn(&mut self) {
+        // A restart keeps the port, as a Mesos agent's does: executors
+        // reconnect to the address they were given.
+        let port = self
+            .address
+            .rsplit_once(':')
+            .map_or("0".to_owned(), |(_, p)| p.trim_end_matches('/').to_owned());
         let d = self.dir.path();
         let (child, line) = spawn_logged(
             agent_command()
@@ -100,7 +114,8 @@ impl TestAgent {
                 ))
                 .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
                 .arg("--authenticate_http_readwrite")
-                .arg("--port=0"),
+                .arg(format!("--port={port}"))
+                .args(&self.extra_args),
             d,
         );
         self.address = expect_address(&line, || self.log());

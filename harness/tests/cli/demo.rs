@@ -26,12 +26,19 @@ fn demo_runs_and_leaves_nothing() {
         "TASK_FINISHED    backup",
         "TASK_KILLED      app",
         "cleaned up: pod destroyed, agent stopped, work directory removed",
+        "status updates from the executor acknowledged by the framework",
     ] {
         assert!(
             stdout.contains(expected),
             "missing {expected:?} in:\n{stdout}"
         );
     }
+    // The executor went through the executor API: its updates were
+    // acknowledged (it exits only then).
+    assert!(
+        !stdout.contains("executor API: 0 status updates"),
+        "no update was acknowledged:\n{stdout}"
+    );
     // Nothing of the demo's is left: its cgroups root and temp directory.
     let leftovers: Vec<_> = std::fs::read_dir("/sys/fs/cgroup")
         .into_iter()

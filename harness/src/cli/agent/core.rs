@@ -5,8 +5,11 @@
 
 mod authorization;
 mod containers;
+mod executors;
 mod pods;
 mod recovery;
 mod registry;
+mod status_updates;
 
+pub use self::executors::Lookup;
 pub use self::registry::{Agent, ApiError, Launched, Modules};

@@ -9,6 +9,11 @@
 //! timer also runs while a kept-alive connection waits for its next request,
 //! a connection with no request in progress is closed after the shorter of
 //! the two.
+//!
+//! A request counts as in progress until its response body is sent, not
+//! when its headers are: a streaming response (the executor API's
+//! SUBSCRIBE) keeps its connection busy, so it is neither idle nor closed
+//! by the idle timeout, for as long as it streams ([`hold`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
@@ -107,6 +113,42 @@ impl Drop for InFlight {
     }
 }
 
+/// A response body that keeps `guard` alive until the body is sent (or
+/// dropped because the client went away): a request's in-flight mark, a
+/// subject's request slot. A streaming response holds them for the
+/// stream's life, not only until its headers go out.
+pub fn hold<G: Send + Sync + Unpin + 'static>(body: Body, guard: G) -> Body {
+    Body::new(Held {
+        body,
+        _guard: guard,
+    })
+}
+
+struct Held<G> {
+    body: Body,
+    _guard: G,
+}
+
+impl<G: Unpin> http_body::Body for Held<G> {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Resolves once the connection has had no request in progress for `idle`.
 async fn idle_for(mut rx: watch::Receiver<Activity>, idle: Duration) {
     loop {
@@ -187,8 +229,7 @@ pub async fn serve(
                 let mut router = router.clone();
                 async move {
                     let response = router.call(request).await;
-                    drop(guard);
-                    response
+                    response.map(|r| r.map(|body| hold(body, guard)))
                 }
             });
             let connection = builder.serve_connection(TokioIo::new(stream), service);

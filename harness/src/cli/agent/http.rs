@@ -133,6 +133,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/slave(1)/api/v1", any(api))
         .route("/nestguard/v1/pods", post(launch_pod))
         .route("/nestguard/v1/pods/{id}", get(pod_status).delete(kill_pod))
+        .merge(super::executor_api::routes())
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&server),
             front_door,
@@ -230,7 +231,7 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
             return drain_then(*response, request.into_body(), &limits).await;
         }
     };
-    let _slot = match &subject {
+    let slot = match &subject {
         Some(s) => match SubjectSlot::take(&server, s) {
             Some(slot) => Some(slot),
             None => {
@@ -274,7 +275,13 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
     };
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(Principal(subject));
-    next.run(request).await
+    let response = next.run(request).await;
+    // The slot is the subject's until the response body is sent: a stream
+    // (SUBSCRIBE) counts against its cap for as long as it lasts.
+    match slot {
+        Some(slot) => response.map(|body| super::door::hold(body, slot)),
+        None => response,
+    }
 }
 
 /// The `Content-Length` the client announced, if any.
@@ -576,7 +583,7 @@ async fn launch_pod(
 /// container without an executor. Authorization always comes first and a
 /// refusal is the same 403 whether the pod exists or not, so IDs cannot be
 /// probed; only an authorized caller learns that a pod is missing (404).
-fn may_manage_pod(
+pub(super) fn may_manage_pod(
     server: &Server,
     subject: Option<&Subject>,
     id: &str,

@@ -24,6 +24,7 @@ pub(crate) mod bindings;
 mod core;
 mod decision;
 mod door;
+mod executor_api;
 pub mod flags;
 mod http;
 pub mod manifest;

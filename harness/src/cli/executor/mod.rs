@@ -1,90 +1,118 @@
 //! `nestguard executor`: nestguard's default executor. It runs inside a pod's
-//! executor container, launches each task as a nested container through the
-//! agent API with only the credentials the agent injected, waits on them,
-//! applies restart policies, and kills the rest when a task fails for good.
+//! executor container and behaves as Mesos' default executor does
+//! (src/launcher/default_executor.cpp): it subscribes to the agent's v1
+//! executor API ([`api`]), gets its tasks from LAUNCH_GROUP, launches each
+//! task as a nested container of `SUBSCRIBED.container_id` through the
+//! operator API with only the credentials the agent injected, waits on
+//! them, applies restart policies (nestguard's pod extension, carried in
+//! task labels), kills the rest when a task fails for good, and kills a
+//! task on KILL and everything on SHUTDOWN.
 //!
-//! Task states are printed to stdout as JSON lines named as Mesos names them
-//! (TASK_RUNNING, TASK_RESTARTING, TASK_FINISHED, TASK_FAILED, TASK_KILLED);
-//! `nestguard pod run` follows them.
+//! Every state change is an UPDATE (a TaskStatus with a fresh uuid, source
+//! SOURCE_EXECUTOR) kept until the agent's ACKNOWLEDGED arrives; after a
+//! lost connection (an agent restart) the executor re-subscribes with the
+//! updates still unacknowledged. It exits once its tasks are terminal and
+//! every update was acknowledged (or at SHUTDOWN).
+//!
+//! States are also printed to stdout as JSON lines (with the container id,
+//! exit status and restart count, and TASK_RESTARTING, which Mesos has no
+//! state for), for people and tests reading the sandbox.
 
+pub mod api;
 pub mod policy;
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use nestguard::proto::nestguard::{PodSpec, PodTask};
+use nestguard::proto::mesos::v1;
+use nestguard::proto::mesos::v1::executor::{Event, event};
+use nestguard::proto::nestguard::{PodTask, RestartPolicy};
 
+use self::api::{ExecutorApi, ExecutorEnv};
 use self::policy::{Decision, Exit, decide, ends_pod};
-use super::client::{AgentClient, Credential, exit_status};
-use super::wire::twin;
+use super::client::{AgentClient, exit_status};
 
-/// One state change, as printed.
-fn report(task: &str, state: &str, container: Option<&str>, extra: serde_json::Value) {
-    let mut line = serde_json::json!({ "task_id": task, "state": state });
-    if let Some(c) = container {
-        line["container_id"] = serde_json::json!(c);
-    }
-    if let (Some(obj), serde_json::Value::Object(more)) = (line.as_object_mut(), extra) {
-        obj.extend(more);
-    }
-    println!("{line}");
+/// The task label carrying a task's restart policy in LAUNCH_GROUP (JSON of
+/// `nestguard.RestartPolicy`, nestguard's pod extension): Mesos' TaskInfo
+/// has no such field, and labels reach the executor unchanged through a
+/// real Mesos master and agent too.
+pub const RESTART_POLICY_LABEL: &str = "io.nestguard.restart_policy";
+/// The task label marking a transient task (`true`).
+pub const TRANSIENT_LABEL: &str = "io.nestguard.transient";
+
+/// One task's bookkeeping.
+#[derive(Default)]
+struct TaskSlot {
+    /// Its running container (dotted id).
+    container: Option<String>,
+    /// KILL arrived: no more restarts.
+    killed: bool,
+    /// Terminal.
+    done: bool,
+    /// Ended well (finished, or a transient task's failure).
+    ok: bool,
 }
 
 #[derive(Default)]
-struct Shared {
-    /// Set when the pod is being torn down: no more restarts.
+struct State {
+    /// `SUBSCRIBED.container_id`: the parent of the task containers.
+    root: Option<String>,
+    /// Updates sent and not yet acknowledged, in order.
+    unacknowledged: Vec<v1::TaskStatus>,
+    tasks: BTreeMap<String, TaskSlot>,
+    /// A task failed for good, or SHUTDOWN: no more (re)starts.
     stopping: bool,
-    /// Running task containers (task id → dotted container id).
-    running: Vec<(String, String)>,
+    /// SHUTDOWN (or LAUNCH, which the default executor does not support).
+    shutdown: bool,
 }
 
-fn credential_from_env() -> Credential {
-    if let Ok(token) = std::env::var("MESOS_EXECUTOR_AUTHENTICATION_TOKEN") {
-        return Credential::Bearer(token);
-    }
-    match (
-        std::env::var("MESOS_PRINCIPAL"),
-        std::env::var("MESOS_SECRET"),
-    ) {
-        (Ok(principal), Ok(secret)) => Credential::Basic { principal, secret },
-        _ => Credential::None,
-    }
+struct Executor {
+    api: ExecutorApi,
+    client: AgentClient,
+    state: Mutex<State>,
 }
 
 /// Runs the executor (inside the executor container).
 pub fn run() -> anyhow::Result<ExitCode> {
-    let endpoint =
-        std::env::var("MESOS_AGENT_ENDPOINT").context("MESOS_AGENT_ENDPOINT is not set")?;
-    let sandbox =
-        PathBuf::from(std::env::var("MESOS_SANDBOX").context("MESOS_SANDBOX is not set")?);
-    let root = std::env::var("NESTGUARD_EXECUTOR_CONTAINER_ID")
-        .context("NESTGUARD_EXECUTOR_CONTAINER_ID is not set")?;
-    let spec_path = sandbox.join("pod.json");
-    let text = std::fs::read_to_string(&spec_path)
-        .with_context(|| format!("reading {}", spec_path.display()))?;
-    let pod: PodSpec = nestguard::json::from_json(&text)
-        .with_context(|| format!("parsing {}", spec_path.display()))?;
-    let client = Arc::new(AgentClient::new(
-        &format!("http://{endpoint}"),
-        credential_from_env(),
-    ));
-    let shared = Arc::new(Mutex::new(Shared::default()));
-
-    let handles: Vec<_> = pod
-        .tasks
-        .iter()
-        .cloned()
-        .map(|task| {
-            let (client, shared, root) = (Arc::clone(&client), Arc::clone(&shared), root.clone());
-            std::thread::spawn(move || run_task(&client, &shared, &root, &task))
-        })
-        .collect();
-    let mut ok = true;
-    for h in handles {
-        ok &= h.join().unwrap_or(false);
+    let env = ExecutorEnv::from_env()?;
+    let client = AgentClient::new(&env.base, env.credential.clone());
+    let executor = Arc::new(Executor {
+        api: ExecutorApi::new(env),
+        client,
+        state: Mutex::new(State::default()),
+    });
+    let mut disconnected_since: Option<Instant> = None;
+    loop {
+        if executor.finished() {
+            break;
+        }
+        let unacknowledged = executor.lock().unacknowledged.clone();
+        match executor.api.subscribe(&unacknowledged) {
+            Ok(reader) => {
+                disconnected_since = None;
+                if executor.follow(reader) {
+                    break;
+                }
+            }
+            Err(e) => eprintln!("executor: {e:#}"),
+        }
+        let since = *disconnected_since.get_or_insert_with(Instant::now);
+        if since.elapsed() > executor.api.env().recovery_timeout {
+            eprintln!("executor: the agent stayed unreachable; shutting down");
+            executor.shutdown();
+            break;
+        }
+        // A random wait up to the maximum, as Mesos' executor library backs off.
+        let max = executor.api.env().backoff_max.as_millis().max(1) as u64;
+        let mut r = [0u8; 8];
+        let _ = getrandom::fill(&mut r);
+        std::thread::sleep(Duration::from_millis(u64::from_le_bytes(r) % max));
     }
+    executor.wait_tasks_gone(Duration::from_secs(10));
+    let ok = executor.lock().tasks.values().all(|t| t.ok);
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
@@ -92,34 +120,431 @@ pub fn run() -> anyhow::Result<ExitCode> {
     })
 }
 
-fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
-    shared
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+impl Executor {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 
-/// Kills every other running task (the pod failed for good).
-fn stop_pod(client: &AgentClient, shared: &Mutex<Shared>, except: &str) {
-    let running = {
-        let mut s = lock(shared);
-        s.stopping = true;
-        s.running.clone()
-    };
-    for (task, container) in running.into_iter().filter(|(t, _)| t != except) {
-        if let Err(e) = client.kill_nested(&container, libc::SIGKILL) {
-            eprintln!("executor: killing task {task}: {e:#}");
+    /// Done: shut down with every task ended, or every task ended and
+    /// every update acknowledged.
+    fn finished(&self) -> bool {
+        let s = self.lock();
+        let all_done = s.tasks.values().all(|t| t.done);
+        (s.shutdown && all_done) || (!s.tasks.is_empty() && all_done && s.unacknowledged.is_empty())
+    }
+
+    fn wait_tasks_gone(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.lock().tasks.values().all(|t| t.done) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Handles the events of one stream; true when the executor is done.
+    fn follow(self: &Arc<Self>, mut reader: api::EventReader) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            loop {
+                let next = reader.next_event();
+                let end = !matches!(next, Ok(Some(_)));
+                if tx.send(next).is_err() || end {
+                    return;
+                }
+            }
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(Ok(Some(event))) => self.handle(event),
+                Ok(Ok(None)) => {
+                    eprintln!("executor: the agent closed the event stream");
+                    return self.finished();
+                }
+                Ok(Err(e)) => {
+                    eprintln!("executor: event stream broken: {e:#}");
+                    return self.finished();
+                }
+                Err(RecvTimeoutError::Timeout) if self.finished() => return true,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return self.finished(),
+            }
+        }
+    }
+
+    fn handle(self: &Arc<Self>, event: Event) {
+        match event.r#type() {
+            event::Type::Subscribed => {
+                let root = event
+                    .subscribed
+                    .and_then(|s| s.container_id)
+                    .map(|c| to_dotted(&c));
+                if root.is_none() {
+                    eprintln!("executor: SUBSCRIBED without a container_id; cannot launch tasks");
+                }
+                self.lock().root = root;
+            }
+            event::Type::LaunchGroup => {
+                let tasks = event
+                    .launch_group
+                    .map(|l| l.task_group.tasks)
+                    .unwrap_or_default();
+                for task in tasks {
+                    let name = task.task_id.value.clone();
+                    {
+                        let mut s = self.lock();
+                        if s.tasks.contains_key(&name) {
+                            continue;
+                        }
+                        s.tasks.insert(name.clone(), TaskSlot::default());
+                    }
+                    let me = Arc::clone(self);
+                    std::thread::spawn(move || {
+                        let task = pod_task(task);
+                        let ok = me.run_task(&task);
+                        let mut s = me.lock();
+                        if let Some(slot) = s.tasks.get_mut(&name) {
+                            slot.done = true;
+                            slot.ok = ok;
+                        }
+                    });
+                }
+            }
+            event::Type::Launch => {
+                // As Mesos' default executor: single tasks are not its job.
+                eprintln!(
+                    "executor: LAUNCH is not supported by the default executor; shutting down"
+                );
+                self.shutdown();
+            }
+            event::Type::Kill => {
+                if let Some(kill) = event.kill {
+                    let grace = kill
+                        .kill_policy
+                        .and_then(|p| p.grace_period)
+                        .map(|d| Duration::from_nanos(u64::try_from(d.nanoseconds).unwrap_or(0)));
+                    self.kill_task(&kill.task_id.value, grace);
+                }
+            }
+            event::Type::Acknowledged => {
+                if let Some(ack) = event.acknowledged {
+                    self.lock()
+                        .unacknowledged
+                        .retain(|s| s.uuid.as_deref() != Some(&ack.uuid[..]));
+                }
+            }
+            event::Type::Shutdown => self.shutdown(),
+            event::Type::Error => {
+                let message = event.error.map(|e| e.message).unwrap_or_default();
+                eprintln!("executor: the agent reported an error: {message}");
+            }
+            event::Type::Message | event::Type::Heartbeat | event::Type::Unknown => {}
+        }
+    }
+
+    /// KILL: no more restarts; SIGTERM, then SIGKILL after the grace period.
+    fn kill_task(self: &Arc<Self>, task: &str, grace: Option<Duration>) {
+        let container = {
+            let mut s = self.lock();
+            let Some(slot) = s.tasks.get_mut(task) else {
+                return;
+            };
+            slot.killed = true;
+            slot.container.clone()
+        };
+        if let Some(container) = container {
+            let grace = grace.unwrap_or(self.api.env().shutdown_grace);
+            let me = Arc::clone(self);
+            std::thread::spawn(move || me.terminate(&container, grace));
+        }
+    }
+
+    fn terminate(&self, container: &str, grace: Duration) {
+        let _ = self.client.kill_nested(container, libc::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            let running = self
+                .lock()
+                .tasks
+                .values()
+                .any(|t| t.container.as_deref() == Some(container));
+            if !running {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.client.kill_nested(container, libc::SIGKILL);
+    }
+
+    /// SHUTDOWN: kill every task, launch nothing more.
+    fn shutdown(&self) {
+        let running: Vec<String> = {
+            let mut s = self.lock();
+            s.shutdown = true;
+            s.stopping = true;
+            for slot in s.tasks.values_mut() {
+                slot.killed = true;
+            }
+            s.tasks
+                .values()
+                .filter_map(|t| t.container.clone())
+                .collect()
+        };
+        for container in running {
+            if let Err(e) = self.client.kill_nested(&container, libc::SIGKILL) {
+                eprintln!("executor: killing {container}: {e:#}");
+            }
+        }
+    }
+
+    /// Kills every other running task (the pod failed for good).
+    fn stop_pod(&self, except: &str) {
+        let running: Vec<(String, String)> = {
+            let mut s = self.lock();
+            s.stopping = true;
+            s.tasks
+                .iter()
+                .filter(|(t, _)| t.as_str() != except)
+                .filter_map(|(t, slot)| slot.container.clone().map(|c| (t.clone(), c)))
+                .collect()
+        };
+        for (task, container) in running {
+            if let Err(e) = self.client.kill_nested(&container, libc::SIGKILL) {
+                eprintln!("executor: killing task {task}: {e:#}");
+            }
+        }
+    }
+
+    /// Prints a state change and, for Mesos' states, sends it as an UPDATE.
+    fn report(&self, task: &str, state: &str, container: Option<&str>, extra: serde_json::Value) {
+        let mut line = serde_json::json!({ "task_id": task, "state": state });
+        if let Some(c) = container {
+            line["container_id"] = serde_json::json!(c);
+        }
+        if let (Some(obj), serde_json::Value::Object(more)) = (line.as_object_mut(), extra) {
+            obj.extend(more);
+        }
+        println!("{line}");
+        let Some(mesos_state) = v1::TaskState::from_str_name(state) else {
+            return; // TASK_RESTARTING: nestguard's, printed only
+        };
+        let status = v1::TaskStatus {
+            task_id: v1::TaskId {
+                value: task.to_owned(),
+            },
+            state: mesos_state as i32,
+            message: line["message"].as_str().map(str::to_owned),
+            timestamp: Some(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64()),
+            ),
+            executor_id: Some(v1::ExecutorId {
+                value: self.api.env().executor_id.clone(),
+            }),
+            source: Some(v1::task_status::Source::Executor as i32),
+            uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+            container_status: container.map(|c| v1::ContainerStatus {
+                container_id: Some(from_dotted(c)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        self.lock().unacknowledged.push(status.clone());
+        // Kept until acknowledged; a failure here is retried a few times (a
+        // re-subscription in progress), then left to the next SUBSCRIBE.
+        for attempt in 0..5 {
+            match self.api.update(&status) {
+                Ok(()) => return,
+                Err(e) if attempt == 4 => {
+                    eprintln!(
+                        "executor: UPDATE {state} of {task} kept for the next subscription: {e:#}"
+                    );
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    }
+
+    /// Runs one task through its restarts; true if it ended well.
+    fn run_task(&self, task: &PodTask) -> bool {
+        let info = &task.task;
+        let name = info.task_id.value.clone();
+        let command: Option<v1::CommandInfo> = info.command.as_ref().map(super::wire::twin);
+        let container: Option<v1::ContainerInfo> = info.container.as_ref().map(super::wire::twin);
+        let mut restarts = 0u32;
+        self.report(&name, "TASK_STARTING", None, serde_json::json!({}));
+        loop {
+            let (stopping, killed, root) = {
+                let s = self.lock();
+                let killed = s.tasks.get(&name).is_some_and(|t| t.killed);
+                (s.stopping, killed, s.root.clone())
+            };
+            if stopping || killed {
+                let why = if killed {
+                    "killed"
+                } else {
+                    "the pod is stopping"
+                };
+                self.report(
+                    &name,
+                    "TASK_KILLED",
+                    None,
+                    serde_json::json!({"message": why}),
+                );
+                return false;
+            }
+            let Some(root) = root else {
+                self.report(
+                    &name,
+                    "TASK_FAILED",
+                    None,
+                    serde_json::json!({"message": "the agent gave no executor container id"}),
+                );
+                return false;
+            };
+            let child = format!("{root}.{}", uuid::Uuid::new_v4());
+            let reply = match self
+                .client
+                .launch_nested(&child, command.clone(), container.clone())
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    self.report(
+                        &name,
+                        "TASK_FAILED",
+                        None,
+                        serde_json::json!({"message": format!("{e:#}")}),
+                    );
+                    return false;
+                }
+            };
+            if reply.status != 200 {
+                let message = format!("launch refused: {} {}", reply.status, reply.body);
+                self.report(
+                    &name,
+                    "TASK_FAILED",
+                    Some(&child),
+                    serde_json::json!({"message": message}),
+                );
+                if !task.transient() {
+                    self.stop_pod(&name);
+                }
+                return false;
+            }
+            let killed_meanwhile = {
+                let mut s = self.lock();
+                let stopping = s.stopping;
+                s.tasks.get_mut(&name).is_some_and(|slot| {
+                    slot.container = Some(child.clone());
+                    slot.killed || stopping
+                })
+            };
+            if killed_meanwhile {
+                // KILL or SHUTDOWN arrived while the launch was in flight.
+                let _ = self.client.kill_nested(&child, libc::SIGKILL);
+            }
+            let mut detail = serde_json::json!({"restarts": restarts});
+            if restarts > 0 {
+                detail["message"] = serde_json::json!(format!("restarted ({restarts})"));
+            }
+            self.report(&name, "TASK_RUNNING", Some(&child), detail);
+            let status = wait_surviving_restarts(&self.client, &child);
+            let (stopping, killed) = {
+                let mut s = self.lock();
+                let slot = s.tasks.get_mut(&name);
+                let killed = slot.as_ref().is_some_and(|t| t.killed);
+                if let Some(slot) = slot {
+                    slot.container = None;
+                }
+                (s.stopping, killed)
+            };
+            let exit = Exit::from_raw(status);
+            let signalled =
+                matches!(exit, Exit::Signal(s) if s == libc::SIGKILL || s == libc::SIGTERM);
+            let killed = killed || signalled;
+            let decision = if killed || stopping {
+                Decision::Failed
+            } else {
+                decide(task.restart_policy.as_ref(), exit, restarts)
+            };
+            let detail = serde_json::json!({"exit_status": status, "message": exit.to_string(), "restarts": restarts});
+            match decision {
+                Decision::Restart { delay, attempt } => {
+                    self.report(&name, "TASK_RESTARTING", Some(&child), detail);
+                    restarts = attempt;
+                    std::thread::sleep(delay);
+                }
+                Decision::Finished => {
+                    self.report(&name, "TASK_FINISHED", Some(&child), detail);
+                    return true;
+                }
+                Decision::Failed => {
+                    let state = if killed || stopping {
+                        "TASK_KILLED"
+                    } else {
+                        "TASK_FAILED"
+                    };
+                    self.report(&name, state, Some(&child), detail);
+                    if ends_pod(task, &decision) && !stopping {
+                        self.stop_pod(&name);
+                    }
+                    return task.transient() && !killed;
+                }
+            }
         }
     }
 }
 
-/// How long the executor keeps retrying while the agent is unreachable (an
-/// agent restart), as Mesos' default executor keeps reconnecting.
-const AGENT_RECOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// A LAUNCH_GROUP task with nestguard's pod extension read from its labels
+/// (a bad label is ignored: the task runs without a restart policy).
+fn pod_task(task: v1::TaskInfo) -> PodTask {
+    let label = |key: &str| {
+        task.labels
+            .as_ref()
+            .and_then(|l| l.labels.iter().find(|l| l.key == key))
+            .and_then(|l| l.value.clone())
+    };
+    let restart_policy = label(RESTART_POLICY_LABEL).and_then(|json| {
+        nestguard::json::from_json::<RestartPolicy>(&json)
+            .map_err(|e| eprintln!("executor: ignoring label {RESTART_POLICY_LABEL}: {e}"))
+            .ok()
+    });
+    let transient = label(TRANSIENT_LABEL).map(|v| v == "true");
+    PodTask {
+        task: super::wire::twin(&task),
+        restart_policy,
+        transient,
+    }
+}
+
+fn to_dotted(id: &v1::ContainerId) -> String {
+    match &id.parent {
+        Some(parent) => format!("{}.{}", to_dotted(parent), id.value),
+        None => id.value.clone(),
+    }
+}
+
+fn from_dotted(dotted: &str) -> v1::ContainerId {
+    let mut id: Option<v1::ContainerId> = None;
+    for part in dotted.split('.') {
+        id = Some(v1::ContainerId {
+            value: part.to_owned(),
+            parent: id.map(Box::new),
+        });
+    }
+    id.unwrap_or_default()
+}
+
+/// How long the executor keeps retrying a WAIT while the agent is
+/// unreachable (an agent restart), as Mesos' default executor keeps
+/// reconnecting.
+const AGENT_RECOVERY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// WAIT_NESTED_CONTAINER, retried while the agent is down or recovering;
 /// a container the agent no longer knows reads as killed.
 fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
-    let deadline = std::time::Instant::now() + AGENT_RECOVERY_TIMEOUT;
+    let deadline = Instant::now() + AGENT_RECOVERY_TIMEOUT;
     loop {
         match client.wait_nested(child) {
             Ok(reply) if reply.status == 200 => {
@@ -132,96 +557,59 @@ fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
             ),
             Err(e) => eprintln!("executor: agent unreachable while waiting on {child}: {e:#}"),
         }
-        if std::time::Instant::now() > deadline {
+        if Instant::now() > deadline {
             return libc::SIGKILL;
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-/// Runs one task through its restarts; true if it ended well.
-fn run_task(client: &AgentClient, shared: &Mutex<Shared>, root: &str, task: &PodTask) -> bool {
-    let info = &task.task;
-    let name = info.task_id.value.clone();
-    let command = info.command.as_ref().map(twin);
-    let container = info.container.as_ref().map(twin);
-    let mut restarts = 0u32;
-    loop {
-        if lock(shared).stopping {
-            report(
-                &name,
-                "TASK_KILLED",
-                None,
-                serde_json::json!({"message": "the pod is stopping"}),
-            );
-            return false;
-        }
-        let child = format!("{root}.{}", uuid::Uuid::new_v4());
-        let reply = match client.launch_nested(&child, command.clone(), container.clone()) {
-            Ok(r) => r,
-            Err(e) => {
-                report(
-                    &name,
-                    "TASK_FAILED",
-                    None,
-                    serde_json::json!({"message": format!("{e:#}")}),
-                );
-                return false;
-            }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_extension_labels_become_a_pod_task() {
+        let policy = r#"{"type":"ON_FAILURE","max_restarts":2}"#;
+        let task = v1::TaskInfo {
+            name: "t".into(),
+            task_id: v1::TaskId { value: "t".into() },
+            labels: Some(v1::Labels {
+                labels: vec![
+                    v1::Label {
+                        key: RESTART_POLICY_LABEL.into(),
+                        value: Some(policy.into()),
+                    },
+                    v1::Label {
+                        key: TRANSIENT_LABEL.into(),
+                        value: Some("true".into()),
+                    },
+                ],
+            }),
+            ..Default::default()
         };
-        if reply.status != 200 {
-            let message = format!("launch refused: {} {}", reply.status, reply.body);
-            report(
-                &name,
-                "TASK_FAILED",
-                Some(&child),
-                serde_json::json!({"message": message}),
-            );
-            if !task.transient() {
-                stop_pod(client, shared, &name);
-            }
-            return false;
-        }
-        lock(shared).running.push((name.clone(), child.clone()));
-        report(
-            &name,
-            "TASK_RUNNING",
-            Some(&child),
-            serde_json::json!({"restarts": restarts}),
+        let pod = pod_task(task.clone());
+        assert_eq!(pod.task.task_id.value, "t");
+        assert!(pod.transient());
+        let p = pod.restart_policy.unwrap();
+        assert_eq!(p.max_restarts, Some(2));
+        assert_eq!(
+            p.r#type(),
+            nestguard::proto::nestguard::restart_policy::Type::OnFailure
         );
-        let status = wait_surviving_restarts(client, &child);
-        lock(shared).running.retain(|(_, c)| *c != child);
-        let exit = Exit::from_raw(status);
-        let killed = matches!(exit, Exit::Signal(s) if s == libc::SIGKILL || s == libc::SIGTERM);
-        let stopping = lock(shared).stopping;
-        let decision = if killed || stopping {
-            Decision::Failed
-        } else {
-            decide(task.restart_policy.as_ref(), exit, restarts)
-        };
-        let detail = serde_json::json!({"exit_status": status, "message": exit.to_string(), "restarts": restarts});
-        match decision {
-            Decision::Restart { delay, attempt } => {
-                report(&name, "TASK_RESTARTING", Some(&child), detail);
-                restarts = attempt;
-                std::thread::sleep(delay);
-            }
-            Decision::Finished => {
-                report(&name, "TASK_FINISHED", Some(&child), detail);
-                return true;
-            }
-            Decision::Failed => {
-                let state = if killed || stopping {
-                    "TASK_KILLED"
-                } else {
-                    "TASK_FAILED"
-                };
-                report(&name, state, Some(&child), detail);
-                if ends_pod(task, &decision) && !stopping {
-                    stop_pod(client, shared, &name);
-                }
-                return task.transient() && !killed;
-            }
-        }
+        // Without labels (any framework's task group): no policy, not transient.
+        let plain = pod_task(v1::TaskInfo {
+            labels: None,
+            ..task
+        });
+        assert!(plain.restart_policy.is_none() && !plain.transient());
+    }
+
+    #[test]
+    fn dotted_container_ids_round_trip() {
+        let id = from_dotted("root.child.grandchild");
+        assert_eq!(id.value, "grandchild");
+        assert_eq!(to_dotted(&id), "root.child.grandchild");
+        assert_eq!(to_dotted(&from_dotted("root")), "root");
     }
 }

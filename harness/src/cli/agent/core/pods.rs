@@ -1,6 +1,15 @@
 //! Pods: an executor container running nestguard's default executor (or
 //! a CUSTOM executor's command), checkpointed so that a restarted agent
 //! knows it, and destroyed with everything nested in it.
+//!
+//! `POST /nestguard/v1/pods` is the harness's stand-in for what a Mesos
+//! master sends an agent for a scheduler's LAUNCH_GROUP (the agent's
+//! `RunTaskGroupMessage`): it queues the task group and starts the executor;
+//! the executor gets the group as LAUNCH_GROUP when it subscribes to the
+//! executor API ([`super::executors`]). The other pod routes stand in for
+//! the framework's side of that API: its status updates and their
+//! acknowledgements ([`super::status_updates`]), KILL of a task, and the
+//! teardown (SHUTDOWN, then destroy).
 
 use std::sync::Arc;
 
@@ -15,6 +24,8 @@ use super::recovery::exited;
 use super::registry::{Agent, ApiError, ExecutorRecord, lock};
 use crate::cli::agent::abi::codes;
 use crate::cli::agent::pod_admission;
+use crate::cli::executor::{RESTART_POLICY_LABEL, TRANSIENT_LABEL};
+use crate::cli::wire::twin;
 
 impl Agent {
     /// Launches a pod: its executor container running nestguard's default
@@ -63,9 +74,7 @@ impl Agent {
         };
         self.checkpoint_executor(&record)
             .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
-        let spec_path = sandbox.join("pod.json");
-        std::fs::write(&spec_path, nestguard::json::to_json(&pod))
-            .map_err(|e| ApiError::Internal(format!("writing {}: {e}", spec_path.display())))?;
+        self.open_sandbox_path(&sandbox)?;
 
         let fw_id = pod
             .framework
@@ -81,8 +90,15 @@ impl Agent {
                 env_var("MESOS_SANDBOX", sandbox.to_string_lossy()),
                 env_var("MESOS_SLAVE_ID", self.layout.agent_id.clone()),
                 env_var("MESOS_AGENT_ENDPOINT", self.endpoint()),
+                // Mesos' executor library builds `/slave(1)/api/v1/executor`
+                // from the agent's libprocess PID.
+                env_var("MESOS_SLAVE_PID", format!("slave(1)@{}", self.endpoint())),
                 env_var("MESOS_CHECKPOINT", "1"),
-                env_var("NESTGUARD_EXECUTOR_CONTAINER_ID", id.value.clone()),
+                // What a Mesos agent gives executors of checkpointing
+                // frameworks (slave.cpp, executorEnvironment).
+                env_var("MESOS_RECOVERY_TIMEOUT", "15mins"),
+                env_var("MESOS_SUBSCRIPTION_BACKOFF_MAX", "2secs"),
+                env_var("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "5secs"),
             ],
         };
         let executor_command = pod.executor.command.clone();
@@ -107,12 +123,14 @@ impl Agent {
             ..Default::default()
         };
         lock(&self.state).executors.insert(id.value.clone(), record);
+        self.queue_task_group(&id.value, task_group(&pod));
         let marker = LaunchMarker::create(self.layout.launch_marker(&id.value));
         let started = marker.and_then(|_marker| {
             self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env]))
         });
         if let Err(e) = started {
             lock(&self.state).executors.remove(&id.value);
+            self.shutdown_executor(&id.value);
             let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
             return Err(e);
         }
@@ -142,6 +160,9 @@ impl Agent {
                 "Container {root} cannot be found"
             )));
         }
+        // The teardown a framework's TEARDOWN causes: SHUTDOWN first (an
+        // executor with a live stream hears it), then destroy.
+        self.shutdown_executor(root);
         let status = self.modules.launcher.destroy(&id)?.unwrap_or(9);
         let termination = exited(status, recovery_error);
         let mut state = lock(&self.state);
@@ -153,7 +174,78 @@ impl Agent {
         }
         state.executors.remove(root);
         drop(state);
+        self.forget_updates(root);
         let _ = std::fs::remove_dir_all(self.layout.executor_meta(root));
         Ok(termination)
+    }
+}
+
+/// The task group a pod's tasks form, as the master would send it.
+pub fn task_group(pod: &PodSpec) -> mesos::v1::TaskGroupInfo {
+    let tasks = pod
+        .tasks
+        .iter()
+        .map(|t| {
+            let mut task = t.task.clone();
+            let mut labels = task.labels.take().unwrap_or_default();
+            if let Some(policy) = &t.restart_policy {
+                labels.labels.push(mesos::Label {
+                    key: RESTART_POLICY_LABEL.into(),
+                    value: Some(nestguard::json::to_json(policy)),
+                });
+            }
+            if t.transient() {
+                labels.labels.push(mesos::Label {
+                    key: TRANSIENT_LABEL.into(),
+                    value: Some("true".into()),
+                });
+            }
+            if !labels.labels.is_empty() {
+                task.labels = Some(labels);
+            }
+            twin(&task)
+        })
+        .collect();
+    mesos::v1::TaskGroupInfo { tasks }
+}
+
+impl Agent {
+    /// Lets the executor's user reach its sandbox, as Mesos' agent does
+    /// (its work directory's levels are 0755): the agent's directories on
+    /// the way (`slaves/<agent>/frameworks/<fw>/executors/<ex>/runs`) get
+    /// 0711, traversable but not listable, so a user reaches only the
+    /// sandboxes it owns (each is 0750, chowned to its user at launch).
+    /// The sandbox's `containers` directory, where the task containers'
+    /// sandboxes go, is made here too, 0711 for the same reason.
+    /// `--work_dir` itself is the operator's: it must be traversable.
+    fn open_sandbox_path(&self, sandbox: &std::path::Path) -> Result<(), ApiError> {
+        use std::os::unix::fs::PermissionsExt;
+        let fail = |path: &std::path::Path, e: &dyn std::fmt::Display| {
+            ApiError::Internal(format!(
+                "Failed to make '{}' traversable: {e}",
+                path.display()
+            ))
+        };
+        let containers = sandbox.join("containers");
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, &containers, 0o711)
+            .map_err(|e| fail(&containers, &e))?;
+        let mut levels = vec![containers];
+        let mut dir = sandbox.parent();
+        while let Some(d) = dir {
+            if d == self.layout.work_dir || !d.starts_with(&self.layout.work_dir) {
+                break;
+            }
+            levels.push(d.to_path_buf());
+            dir = d.parent();
+        }
+        for level in levels {
+            // Opened without following links, below the work dir.
+            let fd = nestguard::beneath::open_dir(&self.layout.work_dir, &level)
+                .map_err(|e| fail(&level, &e))?;
+            std::fs::File::from(fd)
+                .set_permissions(std::fs::Permissions::from_mode(0o711))
+                .map_err(|e| fail(&level, &e))?;
+        }
+        Ok(())
     }
 }

@@ -104,6 +104,10 @@ pub struct Agent {
     endpoint: Mutex<String>,
     pub(super) nestguard_exe: PathBuf,
     pub(super) state: Mutex<Registry>,
+    /// The executor API's state of each executor.
+    pub(super) executors_api: super::executors::Executors,
+    /// Status updates awaiting the framework's acknowledgement.
+    pub(super) status_updates: super::status_updates::StatusUpdates,
 }
 
 #[derive(Default)]
@@ -125,6 +129,8 @@ impl Agent {
             endpoint: Mutex::new(String::new()),
             nestguard_exe,
             state: Mutex::new(Registry::default()),
+            executors_api: Default::default(),
+            status_updates: Default::default(),
         }
     }
 

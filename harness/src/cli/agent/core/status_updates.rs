@@ -1,0 +1,280 @@
+//! The status update manager (Mesos' `TaskStatusUpdateManager`): the task
+//! status updates an executor sent until the framework acknowledges them,
+//! checkpointed per executor so that a restarted agent still has them, and
+//! the ACKNOWLEDGED events that go back to the executor.
+//!
+//! The framework's side is played by the pod client (the stand-in for the
+//! master, see [`super::pods`]): it reads the pending updates and
+//! acknowledges them by uuid. Mesos forwards one update per task at a time
+//! and retries; the stand-in shows every pending update at once, which is
+//! what a polling client needs.
+//!
+//! The checkpoint is `meta/executors/<root>/updates`: JSON (Mesos' JSON of
+//! each `TaskStatus`, the acknowledged uuids in base64), rewritten
+//! atomically on every change. It is read lazily, the first time an
+//! executor's updates are needed after a start, so recovery needs no step
+//! of its own.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use base64::Engine;
+use nestguard::proto::mesos::v1;
+
+use super::registry::{Agent, ApiError};
+
+/// Acknowledged uuids remembered per executor (to answer an executor that
+/// re-sends an update the framework already acknowledged).
+const ACKNOWLEDGED_KEPT: usize = 4096;
+/// Executor MESSAGEs kept for the framework per executor.
+const MESSAGES_KEPT: usize = 1024;
+/// The largest checkpoint read back.
+const CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
+
+/// Every executor's update stream, by root container id.
+#[derive(Default)]
+pub struct StatusUpdates {
+    inner: Mutex<HashMap<String, UpdateStream>>,
+}
+
+#[derive(Default, Clone)]
+struct UpdateStream {
+    /// Sent by the executor, not yet acknowledged by the framework, in order.
+    pending: Vec<v1::TaskStatus>,
+    /// Uuids the framework acknowledged, oldest first.
+    acknowledged: VecDeque<Vec<u8>>,
+    /// Executor messages for the framework (not checkpointed, as in Mesos).
+    messages: VecDeque<Vec<u8>>,
+}
+
+/// What became of an update the executor sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Submitted {
+    /// New: pending for the framework.
+    Pending,
+    /// Already pending (a re-sent update): nothing changes.
+    Duplicate,
+    /// The framework already acknowledged it: ACKNOWLEDGED goes back.
+    AlreadyAcknowledged,
+}
+
+impl StatusUpdates {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, UpdateStream>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+impl Agent {
+    fn updates_path(&self, root: &str) -> std::path::PathBuf {
+        self.layout.executor_meta(root).join("updates")
+    }
+
+    /// Runs `f` on the update stream of `root`, read from its checkpoint the
+    /// first time; `f` returns whether it changed the stream, which is then
+    /// checkpointed before anything else sees it.
+    fn with_updates<T>(
+        &self,
+        root: &str,
+        f: impl FnOnce(&mut UpdateStream) -> (T, bool),
+    ) -> Result<T, ApiError> {
+        let mut all = self.status_updates.lock();
+        if !all.contains_key(root) {
+            let loaded = self.read_updates(root)?;
+            all.insert(root.to_owned(), loaded);
+        }
+        let Some(stream) = all.get_mut(root) else {
+            return Err(ApiError::Internal("update stream vanished".into()));
+        };
+        let (value, changed) = f(stream);
+        if changed {
+            self.write_updates(root, stream)?;
+        }
+        Ok(value)
+    }
+
+    fn read_updates(&self, root: &str) -> Result<UpdateStream, ApiError> {
+        let path = self.updates_path(root);
+        let bytes = match nestguard::checkpoint::read_bounded(&path, CHECKPOINT_MAX) {
+            Ok(bytes) => bytes,
+            Err(_) if !path.exists() => return Ok(UpdateStream::default()),
+            Err(e) => return Err(ApiError::Internal(format!("{e}"))),
+        };
+        let broken = |what: String| {
+            ApiError::Internal(format!(
+                "Failed to recover status updates from '{}': {what}",
+                path.display()
+            ))
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| broken(e.to_string()))?;
+        let mut stream = UpdateStream::default();
+        for (i, status) in value["pending"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let status: v1::TaskStatus = nestguard::json::from_json(&status.to_string())
+                .map_err(|e| broken(format!("pending[{i}]: {e}")))?;
+            stream.pending.push(status);
+        }
+        for (i, uuid) in value["acknowledged"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let uuid = uuid
+                .as_str()
+                .and_then(|u| b64().decode(u).ok())
+                .ok_or_else(|| broken(format!("acknowledged[{i}]: expected base64")))?;
+            stream.acknowledged.push_back(uuid);
+        }
+        tracing::info!(container_id = %root, pending = stream.pending.len(),
+            "recovered checkpointed status updates");
+        Ok(stream)
+    }
+
+    fn write_updates(&self, root: &str, stream: &UpdateStream) -> Result<(), ApiError> {
+        let dir = self.layout.executor_meta(root);
+        if !dir.is_dir() {
+            // The executor is gone (killed): nothing to keep.
+            return Ok(());
+        }
+        let body = serde_json::json!({
+            "pending": stream.pending.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
+            "acknowledged": stream.acknowledged.iter().map(|u| b64().encode(u)).collect::<Vec<_>>(),
+        });
+        let path = self.updates_path(root);
+        nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| {
+            ApiError::Internal(format!(
+                "Failed to checkpoint status update in '{}': {e}",
+                path.display()
+            ))
+        })
+    }
+
+    /// UPDATE from the executor of `root` (validated by the caller).
+    pub fn status_update(&self, root: &str, status: v1::TaskStatus) -> Result<(), ApiError> {
+        let task_id = status.task_id.value.clone();
+        let uuid = status.uuid.clone().unwrap_or_default();
+        let submitted = self.with_updates(root, |stream| submit(stream, status))?;
+        tracing::info!(container_id = %root, task_id = %task_id, outcome = ?submitted, "status update");
+        if submitted == Submitted::AlreadyAcknowledged {
+            self.send_acknowledged(root, &task_id, uuid);
+        }
+        Ok(())
+    }
+
+    /// A re-subscription's unacknowledged updates: the new ones become
+    /// pending; returns (task id, uuid) of those already acknowledged, for
+    /// which the executor gets ACKNOWLEDGED again.
+    pub(super) fn resubmit_updates(
+        &self,
+        root: &str,
+        updates: Vec<v1::TaskStatus>,
+    ) -> Result<Vec<(String, Vec<u8>)>, ApiError> {
+        self.with_updates(root, |stream| {
+            let mut acknowledged = Vec::new();
+            let mut changed = false;
+            for status in updates {
+                let task_id = status.task_id.value.clone();
+                let uuid = status.uuid.clone().unwrap_or_default();
+                let (outcome, _) = submit(stream, status);
+                match outcome {
+                    Submitted::Pending => changed = true,
+                    Submitted::Duplicate => {}
+                    Submitted::AlreadyAcknowledged => acknowledged.push((task_id, uuid)),
+                }
+            }
+            (acknowledged, changed)
+        })
+    }
+
+    /// The updates of `root` the framework has not acknowledged yet.
+    pub fn pending_updates(&self, root: &str) -> Result<Vec<v1::TaskStatus>, ApiError> {
+        self.with_updates(root, |stream| (stream.pending.clone(), false))
+    }
+
+    /// The executor messages of `root` (oldest first).
+    pub fn executor_messages(&self, root: &str) -> Vec<Vec<u8>> {
+        self.status_updates
+            .lock()
+            .get(root)
+            .map(|s| s.messages.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// MESSAGE from the executor of `root`, kept for the framework.
+    pub fn executor_message(&self, root: &str, data: Vec<u8>) -> Result<(), ApiError> {
+        self.with_updates(root, |stream| {
+            if stream.messages.len() == MESSAGES_KEPT {
+                stream.messages.pop_front();
+            }
+            stream.messages.push_back(data);
+            ((), false)
+        })
+    }
+
+    /// The framework acknowledges the update `uuid` of `task_id`: it is no
+    /// longer pending, and the executor gets ACKNOWLEDGED (now, or when it
+    /// re-subscribes and re-sends the update).
+    pub fn acknowledge_update(
+        &self,
+        root: &str,
+        task_id: &str,
+        uuid: &[u8],
+    ) -> Result<(), ApiError> {
+        let found = self.with_updates(root, |stream| {
+            let Some(at) = stream
+                .pending
+                .iter()
+                .position(|s| s.task_id.value == task_id && s.uuid.as_deref() == Some(uuid))
+            else {
+                return (false, false);
+            };
+            stream.pending.remove(at);
+            if stream.acknowledged.len() == ACKNOWLEDGED_KEPT {
+                stream.acknowledged.pop_front();
+            }
+            stream.acknowledged.push_back(uuid.to_vec());
+            (true, true)
+        })?;
+        if !found {
+            return Err(ApiError::NotFound(format!(
+                "No pending status update {} for task {task_id}",
+                b64().encode(uuid)
+            )));
+        }
+        let delivered = self.send_acknowledged(root, task_id, uuid.to_vec());
+        tracing::info!(container_id = %root, task_id, delivered, "status update acknowledged");
+        Ok(())
+    }
+
+    /// Forgets the updates of an executor that is gone.
+    pub(super) fn forget_updates(&self, root: &str) {
+        self.status_updates.lock().remove(root);
+    }
+}
+
+fn submit(stream: &mut UpdateStream, status: v1::TaskStatus) -> (Submitted, bool) {
+    let uuid = status.uuid.clone().unwrap_or_default();
+    if stream.acknowledged.contains(&uuid) {
+        return (Submitted::AlreadyAcknowledged, false);
+    }
+    if stream
+        .pending
+        .iter()
+        .any(|s| s.uuid.as_deref() == Some(&uuid[..]))
+    {
+        return (Submitted::Duplicate, false);
+    }
+    stream.pending.push(status);
+    (Submitted::Pending, true)
+}

@@ -1,0 +1,493 @@
+//! `POST /api/v1/executor` (and `/slave(1)/api/v1/executor`, the path
+//! Mesos' executor library builds from `MESOS_SLAVE_PID`): the v1 executor
+//! API as Mesos 1.11's agent serves it (`Http::executor`,
+//! src/slave/http.cpp:730-890), with the same checks in the same order and
+//! the same texts:
+//!
+//! 1. POST only (405);
+//! 2. `Content-Type` exactly JSON or protobuf (415), the body a `Call`
+//!    (400 "Failed to parse body into ...");
+//! 3. `validateExecutorCall` (400 "Failed to validate Executor::Call: ...");
+//! 4. SUBSCRIBE needs an `Accept` allowing JSON or protobuf (406);
+//!    HEARTBEAT is answered 202 at once;
+//! 5. the framework and executor must be known (400);
+//! 6. an authenticated caller's claims must name this framework, executor
+//!    and the executor's container (`verifyExecutorClaims`, 403 with
+//!    Mesos' text) — Mesos' `--authenticate_http_executors`; here the
+//!    agent's one authentication setting covers every route;
+//! 7. an executor that has not subscribed since the agent started may only
+//!    SUBSCRIBE (403 "Executor is not subscribed").
+//!
+//! SUBSCRIBE answers 200 with a stream of RecordIO-framed events in the
+//! accepted format; UPDATE and MESSAGE answer 202. The pod routes at the
+//! end are the framework's side, for the harness's pod client (see
+//! [`super::core`]'s pods).
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Extension, Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use base64::Engine;
+use nestguard::proto::mesos::authorization::{Action, Subject};
+use nestguard::proto::mesos::v1;
+use nestguard::proto::mesos::v1::executor::{Call, Event, call};
+use prost::Message;
+use tokio::sync::mpsc;
+
+use super::core::{Agent, ApiError, Lookup};
+use super::decision::subject_text;
+use super::http::{Principal, Server, may_manage_pod};
+use super::media::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
+use crate::cli::recordio;
+
+/// The executor API's routes and the pod client's update routes; merged
+/// into the agent's router, behind its front door.
+pub fn routes() -> Router<Arc<Server>> {
+    Router::new()
+        .route("/api/v1/executor", any(executor))
+        .route("/slave(1)/api/v1/executor", any(executor))
+        .route("/nestguard/v1/pods/{id}/updates", get(pod_updates))
+        .route("/nestguard/v1/pods/{id}/acknowledge", post(pod_acknowledge))
+        .route("/nestguard/v1/pods/{id}/kill", post(pod_kill_task))
+}
+
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    (status, body.into()).into_response()
+}
+
+/// A call that passed the checks, with its executor's root container.
+struct Checked {
+    call: Call,
+    root: String,
+    format: Format,
+}
+
+async fn executor(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let checked = match check(&server.agent, subject.as_ref(), &method, &headers, &body) {
+        Ok(Some(checked)) => checked,
+        Ok(None) => return StatusCode::ACCEPTED.into_response(),
+        Err(response) => return *response,
+    };
+    let agent = Arc::clone(&server.agent);
+    let result = match checked.call.r#type() {
+        call::Type::Subscribe => return subscribe(&agent, checked),
+        call::Type::Update => {
+            let status = checked.call.update.map(|u| u.status).unwrap_or_default();
+            let root = checked.root;
+            blocking(move || agent.status_update(&root, status)).await
+        }
+        call::Type::Message => {
+            let data = checked.call.message.map(|m| m.data).unwrap_or_default();
+            agent.executor_message(&checked.root, data)
+        }
+        call::Type::Heartbeat => Ok(()),
+        call::Type::Unknown => {
+            tracing::warn!("received an UNKNOWN executor call");
+            return StatusCode::NOT_IMPLEMENTED.into_response();
+        }
+    };
+    match result {
+        Ok(()) => StatusCode::ACCEPTED.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(format!("worker failed: {e}")))?
+}
+
+/// Mesos' checks in Mesos' order; `Ok(None)` is a HEARTBEAT (202).
+fn check(
+    agent: &Agent,
+    subject: Option<&Subject>,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Option<Checked>, Box<Response>> {
+    let fail = |status: StatusCode, message: String| Box::new(text(status, message));
+    if method != Method::POST {
+        let mut response = text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return Err(Box::new(response));
+    }
+    let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
+        return Err(fail(
+            StatusCode::BAD_REQUEST,
+            "Expecting 'Content-Type' to be present".into(),
+        ));
+    };
+    let call = match content_type.to_str().unwrap_or("") {
+        APPLICATION_PROTOBUF => Call::decode(body).map_err(|_| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                "Failed to parse body into Call protobuf".into(),
+            )
+        })?,
+        APPLICATION_JSON => {
+            let text_body = std::str::from_utf8(body).map_err(|e| {
+                fail(
+                    StatusCode::BAD_REQUEST,
+                    format!("Failed to parse body into JSON: {e}"),
+                )
+            })?;
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(text_body) {
+                return Err(fail(
+                    StatusCode::BAD_REQUEST,
+                    format!("Failed to parse body into JSON: {e}"),
+                ));
+            }
+            nestguard::json::from_json::<Call>(text_body).map_err(|e| {
+                fail(
+                    StatusCode::BAD_REQUEST,
+                    format!("Failed to convert JSON into Call protobuf: {e}"),
+                )
+            })?
+        }
+        _ => {
+            return Err(fail(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("Expecting 'Content-Type' of {APPLICATION_JSON} or {APPLICATION_PROTOBUF}"),
+            ));
+        }
+    };
+    if let Err(e) = validate(&call) {
+        return Err(fail(
+            StatusCode::BAD_REQUEST,
+            format!("Failed to validate Executor::Call: {e}"),
+        ));
+    }
+    let format = match call.r#type() {
+        call::Type::Subscribe if accepts(headers, APPLICATION_JSON) => Format::Json,
+        call::Type::Subscribe if accepts(headers, APPLICATION_PROTOBUF) => Format::Protobuf,
+        call::Type::Subscribe => {
+            return Err(fail(
+                StatusCode::NOT_ACCEPTABLE,
+                format!(
+                    "Expecting 'Accept' to allow '{APPLICATION_PROTOBUF}' or '{APPLICATION_JSON}'"
+                ),
+            ));
+        }
+        call::Type::Heartbeat => return Ok(None),
+        _ => Format::Json,
+    };
+    let record = agent
+        .find_executor(&call.framework_id.value, &call.executor_id.value)
+        .map_err(|missing| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                match missing {
+                    Lookup::NoFramework => "Framework cannot be found".into(),
+                    Lookup::NoExecutor => "Executor cannot be found".into(),
+                },
+            )
+        })?;
+    let root = record.container_id.value.clone();
+    if let Some(subject) = subject
+        && let Err(e) = verify_claims(subject, &call, &root)
+    {
+        tracing::info!(subject = %subject_text(Some(subject)), reason = %e, "executor call refused; 403");
+        return Err(fail(StatusCode::FORBIDDEN, e));
+    }
+    if call.r#type() != call::Type::Subscribe && !agent.executor_subscribed(&root) {
+        return Err(fail(
+            StatusCode::FORBIDDEN,
+            "Executor is not subscribed".into(),
+        ));
+    }
+    Ok(Some(Checked { call, root, format }))
+}
+
+/// Mesos' `validateExecutorCall` (src/common/validation.cpp), texts included.
+fn validate(call: &Call) -> Result<(), String> {
+    if call.r#type.is_none() {
+        return Err("Expecting 'type' to be present".into());
+    }
+    if call.executor_id.value.is_empty() {
+        return Err("Expecting 'executor_id' to be present".into());
+    }
+    if call.framework_id.value.is_empty() {
+        return Err("Expecting 'framework_id' to be present".into());
+    }
+    let (eid, fid) = (&call.executor_id.value, &call.framework_id.value);
+    match call.r#type() {
+        call::Type::Subscribe if call.subscribe.is_none() => {
+            Err("Expecting 'subscribe' to be present".into())
+        }
+        call::Type::Update => {
+            let Some(update) = &call.update else {
+                return Err("Expecting 'update' to be present".into());
+            };
+            let status = &update.status;
+            let Some(uuid) = &status.uuid else {
+                return Err("Expecting 'uuid' to be present".into());
+            };
+            if uuid::Uuid::from_slice(uuid).is_err() {
+                return Err(format!("Not a valid UUID: {} bytes", uuid.len()));
+            }
+            if let Some(other) = &status.executor_id
+                && other.value != *eid
+            {
+                return Err(format!(
+                    "ExecutorID in Call: {eid} does not match ExecutorID in TaskStatus: {}",
+                    other.value
+                ));
+            }
+            if status.source != Some(v1::task_status::Source::Executor as i32) {
+                return Err(format!(
+                    "Received Call from executor {eid} of framework {fid} with invalid source, expecting 'SOURCE_EXECUTOR'"
+                ));
+            }
+            if status.state() == v1::TaskState::TaskStaging {
+                return Err(format!(
+                    "Received TASK_STAGING from executor {eid} of framework {fid} which is not allowed"
+                ));
+            }
+            Ok(())
+        }
+        call::Type::Message if call.message.is_none() => {
+            Err("Expecting 'message' to be present".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Mesos' `verifyExecutorClaims` (src/slave/http.cpp:698-728): the caller's
+/// `fid`, `eid` and `cid` claims must name the call's framework and
+/// executor and the executor's container.
+fn verify_claims(subject: &Subject, call: &Call, container: &str) -> Result<(), String> {
+    let claim = |key: &str| {
+        subject
+            .claims
+            .iter()
+            .flat_map(|c| c.labels.iter())
+            .find(|l| l.key == key)
+            .and_then(|l| l.value.as_deref())
+    };
+    let who = subject_text(Some(subject));
+    let (fid, eid) = (&call.framework_id.value, &call.executor_id.value);
+    if claim("fid") != Some(fid.as_str()) {
+        return Err(format!(
+            "Authenticated principal '{who}' does not contain an 'fid' claim with the framework ID {fid}, which is set in the call"
+        ));
+    }
+    if claim("eid") != Some(eid.as_str()) {
+        return Err(format!(
+            "Authenticated principal '{who}' does not contain an 'eid' claim with the executor ID {eid}, which is set in the call"
+        ));
+    }
+    if claim("cid") != Some(container) {
+        return Err(format!(
+            "Authenticated principal '{who}' does not contain a 'cid' claim with the correct active ContainerID"
+        ));
+    }
+    Ok(())
+}
+
+fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
+    let Checked { call, root, format } = checked;
+    let record = match agent.executor(&root) {
+        Some(record) => record,
+        None => return text(StatusCode::BAD_REQUEST, "Executor cannot be found"),
+    };
+    let unacknowledged = call
+        .subscribe
+        .map(|s| {
+            s.unacknowledged_updates
+                .into_iter()
+                .map(|u| u.status)
+                .collect()
+        })
+        .unwrap_or_default();
+    let events = match agent.subscribe_executor(&record, unacknowledged) {
+        Ok(events) => events,
+        Err(e) => return e.into_response(),
+    };
+    let mut response = Response::new(Body::new(EventStream { events, format }));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.media_type()),
+    );
+    response
+}
+
+/// The body of a SUBSCRIBE response: each event as one RecordIO record,
+/// until the agent drops the stream (a re-subscription, SHUTDOWN, the pod
+/// destroyed). The client closing the connection drops this body, and the
+/// next event sent to it finds the stream gone.
+struct EventStream {
+    events: mpsc::UnboundedReceiver<Event>,
+    format: Format,
+}
+
+impl http_body::Body for EventStream {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some(event)) => {
+                let record = recordio::encode(&self.format.encode(&event));
+                Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(record)))))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+fn json(body: &serde_json::Value) -> Response {
+    ([(header::CONTENT_TYPE, APPLICATION_JSON)], body.to_string()).into_response()
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+/// The framework's view: the updates it has not acknowledged (Mesos' JSON
+/// of each `TaskStatus`) and the executor's messages (base64).
+async fn pod_updates(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(e) = may_manage_pod(
+        &server,
+        subject.as_ref(),
+        &id,
+        Action::ViewStandaloneContainer,
+    ) {
+        return e.into_response();
+    }
+    if server.agent.executor(&id).is_none() {
+        return text(
+            StatusCode::NOT_FOUND,
+            format!("Container {id} cannot be found"),
+        );
+    }
+    let agent = Arc::clone(&server.agent);
+    let root = id.clone();
+    match blocking(move || agent.pending_updates(&root)).await {
+        Ok(updates) => json(&serde_json::json!({
+            "updates": updates.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
+            "messages": server.agent.executor_messages(&id).iter().map(|m| b64().encode(m)).collect::<Vec<_>>(),
+        })),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Refuses an executor token on the framework's routes: acknowledging
+/// updates and killing tasks are the scheduler's (in Mesos they come from
+/// the master); an executor acknowledging its own updates would lose them.
+fn framework_only(subject: Option<&Subject>) -> Result<(), ApiError> {
+    match subject {
+        Some(s) if s.value.is_none() => Err(ApiError::Forbidden(format!(
+            "{}: an executor token cannot act as the framework",
+            subject_text(Some(s))
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The framework acknowledges an update: `{"task_id": ..., "uuid": base64}`.
+async fn pod_acknowledge(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = may_manage_pod(
+        &server,
+        subject.as_ref(),
+        &id,
+        Action::KillStandaloneContainer,
+    )
+    .and_then(|()| framework_only(subject.as_ref()))
+    {
+        return e.into_response();
+    }
+    let parsed: Option<(String, Vec<u8>)> = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| {
+            let task = v["task_id"].as_str()?.to_owned();
+            let uuid = b64().decode(v["uuid"].as_str()?).ok()?;
+            Some((task, uuid))
+        });
+    let Some((task_id, uuid)) = parsed else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "Expecting a JSON object with 'task_id' and 'uuid' (base64)",
+        );
+    };
+    let agent = Arc::clone(&server.agent);
+    match blocking(move || agent.acknowledge_update(&id, &task_id, &uuid)).await {
+        Ok(()) => StatusCode::OK.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The framework kills a task: `{"task_id": ...}`; the executor gets KILL.
+async fn pod_kill_task(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = may_manage_pod(
+        &server,
+        subject.as_ref(),
+        &id,
+        Action::KillStandaloneContainer,
+    )
+    .and_then(|()| framework_only(subject.as_ref()))
+    {
+        return e.into_response();
+    }
+    let task_id = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v["task_id"].as_str().map(str::to_owned));
+    let Some(task_id) = task_id else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "Expecting a JSON object with 'task_id'",
+        );
+    };
+    let agent = Arc::clone(&server.agent);
+    let root = id.clone();
+    let task = task_id.clone();
+    let known = blocking(move || Ok(agent.kill_task(&root, &task)))
+        .await
+        .unwrap_or(false);
+    if known {
+        StatusCode::ACCEPTED.into_response()
+    } else {
+        text(
+            StatusCode::NOT_FOUND,
+            format!("Task {task_id} of pod {id} is not queued and its executor is not subscribed"),
+        )
+    }
+}
