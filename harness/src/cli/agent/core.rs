@@ -8,5 +8,6 @@ mod containers;
 mod pods;
 mod recovery;
 mod registry;
+mod views;
 
-pub use self::registry::{Agent, ApiError, Launched, Modules};
+pub use self::registry::{Agent, ApiError, ExecutorRecord, Launched, Modules};

@@ -19,7 +19,7 @@ use nestguard::proto::nestguard::PodSpec;
 use super::abi::{Authentication, HttpAuthenticator};
 use super::api::{blocking, dispatch};
 use super::core::{Agent, ApiError};
-use super::negotiation::{APPLICATION_JSON, decode_call};
+use super::negotiation::{APPLICATION_JSON, Rejection, decode_call, negotiate};
 
 /// Shared server state.
 pub struct Server {
@@ -31,6 +31,10 @@ pub struct Server {
     pub bodies: BodyLimits,
     /// Requests in progress per authenticated subject.
     pub per_subject: SubjectLimits,
+    /// What the agent says about itself (flags, address).
+    pub details: super::api::AgentDetails,
+    /// The metrics registry.
+    pub metrics: Arc<super::metrics::Metrics>,
 }
 
 /// Caps the requests one authenticated subject (a principal, or an executor
@@ -124,21 +128,23 @@ pub struct BodyLimits {
 #[derive(Debug, Clone)]
 pub struct Principal(pub Option<Subject>);
 
-/// The routes. Every API route is behind [`front_door`]; `/health` is
-/// open, as Mesos' is.
+/// The routes. Every API route is behind [`front_door`]; `/health` and
+/// `/version` are open, as Mesos' are. Add a route to the list its
+/// authentication needs.
 pub fn router(server: Arc<Server>) -> Router {
     Router::new()
         .route("/api/v1", any(api))
         .route("/slave(1)/api/v1", any(api))
         .route("/nestguard/v1/pods", post(launch_pod))
         .route("/nestguard/v1/pods/{id}", get(pod_status).delete(kill_pod))
+        .merge(super::endpoints::authenticated_routes())
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&server),
             front_door,
         ))
         // The front door enforces the body limit itself.
         .layer(DefaultBodyLimit::disable())
-        .route("/health", get(|| async { "OK" }))
+        .merge(super::endpoints::open_routes())
         .with_state(server)
 }
 
@@ -321,11 +327,21 @@ async fn api(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (call, format) = match decode_call(&method, &headers, &body) {
+    let decoded = negotiate(&method, &headers)
+        .and_then(|media| decode_call(&media, &body).map(|call| (call, media)));
+    let (call, media) = match decoded {
         Ok(ok) => ok,
-        Err(rejection) => return text(rejection.0, rejection.1),
+        Err(Rejection(status, body)) => {
+            let mut response = text(status, body);
+            if status == StatusCode::METHOD_NOT_ALLOWED {
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            return response;
+        }
     };
-    match dispatch(&server.agent, subject.as_ref(), call, format).await {
+    match dispatch(&server, subject.as_ref(), call, media).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }

@@ -25,9 +25,11 @@ pub(crate) mod bindings;
 mod core;
 mod decision;
 mod door;
+mod endpoints;
 pub mod flags;
 mod http;
 pub mod manifest;
+mod metrics;
 mod negotiation;
 mod paths;
 mod pod_admission;
@@ -288,6 +290,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         let recovering = Arc::clone(&agent);
         tokio::task::spawn_blocking(move || recovering.recover()).await??;
         println!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
+        let metrics = agent_metrics(&agent);
         let server = Arc::new(http::Server {
             agent,
             authenticator,
@@ -297,6 +300,13 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
                 read_timeout: flags.http_body_read_timeout,
             },
             per_subject: http::SubjectLimits::new(flags.max_requests_per_principal as usize),
+            details: api::AgentDetails {
+                flags: flags.values(),
+                hostname: address.ip().to_string(),
+                port: address.port(),
+                started: std::time::SystemTime::now(),
+            },
+            metrics,
         });
         let limits = door::Limits {
             header_read_timeout: flags.http_header_read_timeout,
@@ -308,6 +318,22 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The registry with the agent-level metrics it has (Mesos' names).
+fn agent_metrics(agent: &Arc<Agent>) -> Arc<metrics::Metrics> {
+    let metrics = Arc::new(metrics::Metrics::default());
+    let started = std::time::Instant::now();
+    metrics.register("slave/uptime_secs", move || started.elapsed().as_secs_f64());
+    let a = Arc::clone(agent);
+    metrics.register("slave/executors_running", move || {
+        a.running_executors().len() as f64
+    });
+    let a = Arc::clone(agent);
+    metrics.register("slave/containers_running", move || {
+        a.running_containers() as f64
+    });
+    metrics
 }
 
 async fn shutdown() {

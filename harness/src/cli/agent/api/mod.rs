@@ -1,22 +1,37 @@
-//! `POST /api/v1`: the dispatch of a decoded agent call to its handler.
+//! `POST /api/v1`: the dispatch of a decoded agent call to its handler, one
+//! arm per call type as Mesos' `Http::_api` (src/slave/http.cpp:570-672).
+//! The match has no wildcard, so a call type added to the proto does not
+//! compile until it is answered.
+
+mod containers;
+mod info;
+mod providers;
+mod state;
+mod streams;
 
 use std::sync::Arc;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use nestguard::proto::mesos::authorization::{Action, Subject};
-use nestguard::proto::mesos::v1::agent::{Call, call, response};
-use nestguard::proto::mesos::{self, ContainerId, v1};
+use nestguard::proto::mesos::authorization::Subject;
+use nestguard::proto::mesos::v1::agent::{Call, call};
 
-use super::core::{Agent, ApiError, Launched};
-use super::negotiation::Format;
-use crate::cli::wire::twin;
+pub use self::info::{AgentDetails, version_info};
+use super::core::ApiError;
+use super::http::Server;
+use super::negotiation::{Format, MediaTypes};
 
-fn unversioned(id: &v1::ContainerId) -> ContainerId {
-    twin(id)
+/// Runs a blocking step of a call (module calls) off the async workers.
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(format!("worker failed: {e}")))?
 }
 
-fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
+/// 200 with `message` in `format`, typed as Mesos types it.
+pub(super) fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
     format: Format,
     message: &M,
 ) -> Response {
@@ -28,198 +43,55 @@ fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
     response
 }
 
-pub(super) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::Internal(format!("worker failed: {e}")))?
-}
+/// libprocess' `NotImplemented()`.
+pub const NOT_IMPLEMENTED_BODY: &str = "501 Not Implemented.";
 
-fn launched(result: Launched) -> Response {
-    match result {
-        Launched::Now => StatusCode::OK.into_response(),
-        Launched::Already => StatusCode::ACCEPTED.into_response(),
-    }
-}
-
-fn wait_response(kind: call::Type, t: &mesos::slave::ContainerTermination) -> v1::agent::Response {
-    let exit_status = t.status;
-    let state = t.state;
-    let reason = t.reason;
-    let message = t.message.clone();
-    match kind {
-        call::Type::WaitNestedContainer => v1::agent::Response {
-            r#type: Some(response::Type::WaitNestedContainer as i32),
-            wait_nested_container: Some(response::WaitNestedContainer {
-                exit_status,
-                state,
-                reason,
-                message,
-                limitation: None,
-            }),
-            ..Default::default()
-        },
-        _ => v1::agent::Response {
-            r#type: Some(response::Type::WaitContainer as i32),
-            wait_container: Some(response::WaitContainer {
-                exit_status,
-                state,
-                reason,
-                message,
-                limitation: None,
-            }),
-            ..Default::default()
-        },
-    }
-}
-
+/// Answers one decoded, validated call.
 pub(super) async fn dispatch(
-    agent: &Arc<Agent>,
+    server: &Arc<Server>,
     subject: Option<&Subject>,
     call: Call,
-    format: Format,
+    media: MediaTypes,
 ) -> Result<Response, ApiError> {
-    let kind = call::Type::try_from(call.r#type.unwrap_or(0)).unwrap_or(call::Type::Unknown);
-    let nested_or = |id: &ContainerId, nested: Action, standalone: Action| {
-        if id.parent.is_some() {
-            nested
-        } else {
-            standalone
-        }
-    };
+    use call::Type;
+    let agent = &server.agent;
+    let format = media.response_format();
+    let kind = Type::try_from(call.r#type.unwrap_or(0)).unwrap_or(Type::Unknown);
+    tracing::info!(call = kind.as_str_name(), "processing agent call");
     match kind {
-        call::Type::LaunchNestedContainer | call::Type::LaunchContainer => {
-            let (id, command, container, resources, limits) =
-                match (call.launch_nested_container, call.launch_container) {
-                    (Some(l), _) => (
-                        unversioned(&l.container_id),
-                        l.command,
-                        l.container,
-                        Vec::new(),
-                        Default::default(),
-                    ),
-                    (_, Some(l)) => (
-                        unversioned(&l.container_id),
-                        l.command,
-                        l.container,
-                        l.resources,
-                        l.limits,
-                    ),
-                    _ => {
-                        return Err(ApiError::BadRequest(
-                            "Expecting 'launch_container' to be present".into(),
-                        ));
-                    }
-                };
-            let command: Option<mesos::CommandInfo> = command.map(|c| twin(&c));
-            let container: Option<mesos::ContainerInfo> = container.map(|c| twin(&c));
-            let resources: Vec<mesos::Resource> = resources.iter().map(twin).collect();
-            let limits: std::collections::BTreeMap<String, mesos::value::Scalar> = limits
-                .iter()
-                .map(|(k, v)| (k.clone(), mesos::value::Scalar { value: v.value }))
-                .collect();
-            let action = nested_or(
-                &id,
-                Action::LaunchNestedContainer,
-                Action::LaunchStandaloneContainer,
-            );
-            // The agent always passes a command (empty when absent) to the authorizer.
-            let for_authz = command.clone().unwrap_or_default();
-            agent.authorize(subject, action, &id, Some(&for_authz))?;
-            let agent = Arc::clone(agent);
-            Ok(launched(
-                blocking(move || agent.launch(&id, command, container, resources, limits)).await?,
-            ))
+        Type::Unknown => Ok((StatusCode::NOT_IMPLEMENTED, NOT_IMPLEMENTED_BODY).into_response()),
+        Type::GetHealth => Ok(info::health(format)),
+        Type::GetFlags => info::flags(server, subject, format),
+        Type::GetVersion => Ok(info::version(format)),
+        Type::GetMetrics => Ok(info::metrics(server, format)),
+        Type::GetLoggingLevel => Ok(info::logging_level(format)),
+        Type::SetLoggingLevel => info::set_logging_level(server, subject, call),
+        Type::GetAgent => Ok(info::agent(server, format)),
+        Type::ListFiles | Type::ReadFile => Ok(streams::not_served(kind)),
+        Type::GetState => Ok(state::state(server, subject, format)),
+        Type::GetFrameworks => Ok(state::frameworks(server, subject, format)),
+        Type::GetExecutors => Ok(state::executors(server, subject, format)),
+        Type::GetTasks => Ok(state::tasks(server, subject, format)),
+        Type::GetOperations => Ok(providers::operations(format)),
+        Type::GetResourceProviders => Ok(providers::resource_providers(format)),
+        Type::AddResourceProviderConfig
+        | Type::UpdateResourceProviderConfig
+        | Type::RemoveResourceProviderConfig => providers::config(server, subject),
+        Type::MarkResourceProviderGone => providers::mark_gone(server, subject, call),
+        Type::PruneImages => providers::prune_images(server, subject),
+        Type::GetContainers
+        | Type::LaunchNestedContainer
+        | Type::WaitNestedContainer
+        | Type::KillNestedContainer
+        | Type::RemoveNestedContainer
+        | Type::LaunchContainer
+        | Type::WaitContainer
+        | Type::KillContainer
+        | Type::RemoveContainer => {
+            containers::container_call(agent, subject, kind, call, format).await
         }
-        call::Type::WaitNestedContainer | call::Type::WaitContainer => {
-            let id = match (&call.wait_nested_container, &call.wait_container) {
-                (Some(w), _) => unversioned(&w.container_id),
-                (_, Some(w)) => unversioned(&w.container_id),
-                _ => {
-                    return Err(ApiError::BadRequest(
-                        "Expecting 'wait_container' to be present".into(),
-                    ));
-                }
-            };
-            agent.authorize(
-                subject,
-                nested_or(
-                    &id,
-                    Action::WaitNestedContainer,
-                    Action::WaitStandaloneContainer,
-                ),
-                &id,
-                None,
-            )?;
-            let termination = agent.wait(&id).await?;
-            Ok(encoded(format, &wait_response(kind, &termination)))
-        }
-        call::Type::KillNestedContainer | call::Type::KillContainer => {
-            let (id, signal) = match (&call.kill_nested_container, &call.kill_container) {
-                (Some(k), _) => (unversioned(&k.container_id), k.signal),
-                (_, Some(k)) => (unversioned(&k.container_id), k.signal),
-                _ => {
-                    return Err(ApiError::BadRequest(
-                        "Expecting 'kill_container' to be present".into(),
-                    ));
-                }
-            };
-            agent.authorize(
-                subject,
-                nested_or(
-                    &id,
-                    Action::KillNestedContainer,
-                    Action::KillStandaloneContainer,
-                ),
-                &id,
-                None,
-            )?;
-            let agent = Arc::clone(agent);
-            blocking(move || agent.kill(&id, signal.unwrap_or(libc::SIGKILL))).await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        call::Type::RemoveNestedContainer | call::Type::RemoveContainer => {
-            let id = match (&call.remove_nested_container, &call.remove_container) {
-                (Some(r), _) => unversioned(&r.container_id),
-                (_, Some(r)) => unversioned(&r.container_id),
-                _ => {
-                    return Err(ApiError::BadRequest(
-                        "Expecting 'remove_container' to be present".into(),
-                    ));
-                }
-            };
-            agent.authorize(
-                subject,
-                nested_or(
-                    &id,
-                    Action::RemoveNestedContainer,
-                    Action::RemoveStandaloneContainer,
-                ),
-                &id,
-                None,
-            )?;
-            let agent = Arc::clone(agent);
-            blocking(move || agent.remove(&id)).await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        call::Type::GetContainers => {
-            let get = call.get_containers.unwrap_or_default();
-            let containers = agent.list(
-                subject,
-                get.show_nested.unwrap_or(false),
-                get.show_standalone.unwrap_or(false),
-            );
-            let response = v1::agent::Response {
-                r#type: Some(response::Type::GetContainers as i32),
-                get_containers: Some(response::GetContainers { containers }),
-                ..Default::default()
-            };
-            Ok(encoded(format, &response))
-        }
-        other => Err(ApiError::BadRequest(format!(
-            "Unsupported call {}: this agent serves the container calls only",
-            other.as_str_name()
-        ))),
+        Type::LaunchNestedContainerSession
+        | Type::AttachContainerInput
+        | Type::AttachContainerOutput => Ok(streams::not_served(kind)),
     }
 }

@@ -1,0 +1,57 @@
+//! Read-only views of the agent's state and authorization for the
+//! operator calls (GET_FLAGS, GET_FRAMEWORKS, ...) that are not about one
+//! container: the API layer asks through these and never locks the
+//! registry itself.
+
+use nestguard::proto::mesos::authorization::{Action, Object, Subject};
+
+use super::registry::{Agent, ApiError, ExecutorRecord, lock};
+
+impl Agent {
+    /// Authorizes `action` on `object` (None: Mesos' object-less approvers,
+    /// e.g. VIEW_FLAGS); a refusal is 403 with the deciding ACL logged.
+    pub fn authorize_action(
+        &self,
+        subject: Option<&Subject>,
+        action: Action,
+        object: Option<Object>,
+    ) -> Result<(), ApiError> {
+        self.authorize_object(subject, action, object.unwrap_or_default())
+    }
+
+    /// Whether `subject` may see `object` under `action` (a listing filter:
+    /// no 403, no explanation).
+    pub fn may_view(&self, subject: Option<&Subject>, action: Action, object: Object) -> bool {
+        self.allowed_to_view(subject, action, object)
+    }
+
+    /// The executors whose containers run, in container-ID order.
+    pub fn running_executors(&self) -> Vec<ExecutorRecord> {
+        let state = lock(&self.state);
+        state
+            .executors
+            .values()
+            .filter(|e| {
+                state
+                    .containers
+                    .get(&e.container_id.value)
+                    .is_some_and(|c| c.termination.borrow().is_none())
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The number of containers (executors', nested and standalone) that run.
+    pub fn running_containers(&self) -> usize {
+        lock(&self.state)
+            .containers
+            .values()
+            .filter(|c| c.termination.borrow().is_none())
+            .count()
+    }
+
+    /// The agent's ID (the work directory's, stable across restarts).
+    pub fn agent_id(&self) -> &str {
+        &self.layout.agent_id
+    }
+}

@@ -1,0 +1,139 @@
+//! The HTTP endpoints operators use besides `/api/v1`, in Mesos' shapes:
+//! `/health` (src/slave/http.cpp:1016: 200, empty body, no
+//! authentication), `/version` (libprocess' VersionProcess: a JSON object
+//! of the version info), `/flags` (:955-1000: `{"flags": {...}}`, VIEW_FLAGS
+//! or 403), `/state` (:1380, the frameworks and executors the principal
+//! may view) and `/metrics/snapshot` (a flat JSON object of metric values).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use nestguard::proto::mesos::authorization::{Action, Object};
+
+use super::api::{AgentDetails, version_info};
+use super::http::{Principal, Server};
+use super::negotiation::APPLICATION_JSON;
+
+fn json(value: &serde_json::Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, APPLICATION_JSON)],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+/// The open endpoints (no authentication, as in Mesos).
+pub fn open_routes() -> Router<Arc<Server>> {
+    Router::new()
+        .route("/health", get(|| async { StatusCode::OK }))
+        .route(
+            "/version",
+            get(|| async { json(&nestguard::json::to_json_value(&version_info())) }),
+        )
+}
+
+/// The endpoints behind the front door.
+pub fn authenticated_routes() -> Router<Arc<Server>> {
+    Router::new()
+        .route("/flags", get(flags))
+        .route("/state", get(state))
+        .route("/metrics/snapshot", get(metrics))
+}
+
+fn flag_object(details: &AgentDetails) -> serde_json::Value {
+    serde_json::Value::Object(
+        details
+            .flags
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+async fn flags(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+) -> Response {
+    match server
+        .agent
+        .authorize_action(subject.as_ref(), Action::ViewFlags, None)
+    {
+        Ok(()) => json(&serde_json::json!({ "flags": flag_object(&server.details) })),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn metrics(State(server): State<Arc<Server>>) -> Response {
+    let snapshot: serde_json::Map<String, serde_json::Value> = server
+        .metrics
+        .snapshot()
+        .into_iter()
+        .map(|(k, v)| (k, serde_json::json!(v)))
+        .collect();
+    json(&serde_json::Value::Object(snapshot))
+}
+
+async fn state(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+) -> Response {
+    let agent = &server.agent;
+    let subject = subject.as_ref();
+    let mut frameworks: Vec<serde_json::Value> = Vec::new();
+    for e in agent.running_executors() {
+        let framework = Object {
+            framework_info: Some(e.framework.clone()),
+            ..Default::default()
+        };
+        if !agent.may_view(subject, Action::ViewFramework, framework) {
+            continue;
+        }
+        let executor = Object {
+            executor_info: Some(e.executor.clone()),
+            framework_info: Some(e.framework.clone()),
+            ..Default::default()
+        };
+        let executors = if agent.may_view(subject, Action::ViewExecutor, executor) {
+            vec![serde_json::json!({
+                "id": e.executor.executor_id.value,
+                "name": e.executor.name,
+                "container": e.container_id.value,
+                "directory": e.sandbox.to_string_lossy(),
+                "tasks": [],
+            })]
+        } else {
+            Vec::new()
+        };
+        frameworks.push(serde_json::json!({
+            "id": e.framework.id.as_ref().map(|id| id.value.clone()),
+            "name": e.framework.name,
+            "user": e.framework.user,
+            "principal": e.framework.principal,
+            "executors": executors,
+        }));
+    }
+    let details = &server.details;
+    let start_time = details
+        .started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let mut body = serde_json::json!({
+        "version": version_info().version,
+        "id": agent.agent_id(),
+        "hostname": details.hostname,
+        "port": details.port,
+        "start_time": start_time,
+        "frameworks": frameworks,
+        "completed_frameworks": [],
+    });
+    // Mesos shows the flags only to those who may view them.
+    if agent.may_view(subject, Action::ViewFlags, Object::default()) {
+        body["flags"] = flag_object(details);
+    }
+    json(&body)
+}
