@@ -52,11 +52,16 @@ pub struct TestAgent {
 
 impl TestAgent {
     pub fn start() -> TestAgent {
+        TestAgent::start_with_acls(ACLS)
+    }
+
+    /// An agent whose authorizer reads `acls`.
+    pub fn start_with_acls(acls: &str) -> TestAgent {
         let dir = tempfile::Builder::new()
             .prefix("nestguard-e2e-")
             .tempdir()
             .unwrap();
-        std::fs::write(dir.path().join("acls.json"), ACLS).unwrap();
+        std::fs::write(dir.path().join("acls.json"), acls).unwrap();
         let creds = format!(
             r#"{{"credentials":[{{"principal":"{}","secret":"{}"}},{{"principal":"{}","secret":"{}"}}]}}"#,
             OPS.0, OPS.1, INTRUDER.0, INTRUDER.1

@@ -132,7 +132,10 @@ async fn state(
         "completed_frameworks": [],
     });
     // Mesos shows the flags only to those who may view them.
-    if agent.may_view(subject, Action::ViewFlags, Object::default()) {
+    if agent
+        .authorize_action(subject, Action::ViewFlags, None)
+        .is_ok()
+    {
         body["flags"] = flag_object(details);
     }
     json(&body)

@@ -6,6 +6,7 @@
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 
 use super::registry::{Agent, ApiError, ExecutorRecord, lock};
+use crate::cli::agent::decision::{deciding_acl, log_decision};
 
 impl Agent {
     /// Authorizes `action` on `object` (None: Mesos' object-less approvers,
@@ -16,7 +17,20 @@ impl Agent {
         action: Action,
         object: Option<Object>,
     ) -> Result<(), ApiError> {
-        self.authorize_object(subject, action, object.unwrap_or_default())
+        let Some((authorizer, request, allowed)) = self.decide(subject, action, object) else {
+            return Ok(());
+        };
+        let acl = if allowed {
+            String::new()
+        } else {
+            deciding_acl(authorizer.explain(&request).ok().as_deref())
+        };
+        log_decision(&request, allowed, &acl);
+        if allowed {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(acl))
+        }
     }
 
     /// Whether `subject` may see `object` under `action` (a listing filter:

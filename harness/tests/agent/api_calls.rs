@@ -1,0 +1,423 @@
+//! The agent's operator calls through a running agent, each in JSON and in
+//! protobuf with the project's generated `mesos.v1.agent` types, with the
+//! authorization Mesos applies; the operator endpoints; and Mesos' refusal
+//! texts on the wire.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use base64::Engine;
+use nestguard::proto::mesos::v1::agent::{Call, Response, call, response};
+use prost::Message;
+
+use crate::agent_support::{INTRUDER, OPS, TestAgent, pod, require_root, task};
+
+/// ops may view and change everything; intruder may view nothing (and the
+/// framework's `root` user is not among what it may view).
+const ACLS: &str = r#"{
+  "permissive": false,
+  "run_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "kill_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "view_flags": [{"principals": {"values": ["ops"]}, "flags": {"type": "ANY"}}],
+  "set_log_level": [{"principals": {"values": ["ops"]}, "level": {"type": "ANY"}}],
+  "view_frameworks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "view_executors": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "prune_images": [{"principals": {"values": ["ops"]}, "images": {"type": "ANY"}}],
+  "modify_resource_provider_configs": [{"principals": {"values": ["ops"]}, "resource_providers": {"type": "ANY"}}]
+}"#;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Wire {
+    Json,
+    Protobuf,
+}
+
+impl Wire {
+    fn media(self) -> &'static str {
+        match self {
+            Wire::Json => "application/json",
+            Wire::Protobuf => "application/x-protobuf",
+        }
+    }
+
+    fn encode(self, call: &Call) -> Vec<u8> {
+        match self {
+            Wire::Json => nestguard::json::to_json(call).into_bytes(),
+            Wire::Protobuf => call.encode_to_vec(),
+        }
+    }
+
+    fn decode(self, body: &[u8]) -> Response {
+        match self {
+            Wire::Json => nestguard::json::from_json(std::str::from_utf8(body).unwrap()).unwrap(),
+            Wire::Protobuf => Response::decode(body).unwrap(),
+        }
+    }
+}
+
+/// One HTTP/1.1 request on its own connection: (status, headers, body).
+fn request(
+    agent: &TestAgent,
+    method: &str,
+    path: &str,
+    auth: Option<(&str, &str)>,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String, Vec<u8>) {
+    let host = agent.address.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(host).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some((p, s)) = auth {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{p}:{s}"));
+        head.push_str(&format!("Authorization: Basic {token}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let mut body = raw[split + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body);
+    }
+    (status, head, body)
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&raw[..eol]).unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
+        raw = &raw[eol + 2 + size + 2..];
+    }
+}
+
+fn api(agent: &TestAgent, who: (&str, &str), wire: Wire, call: &Call) -> (u16, Vec<u8>) {
+    let (status, _, body) = request(
+        agent,
+        "POST",
+        "/api/v1",
+        Some(who),
+        &[("Content-Type", wire.media()), ("Accept", wire.media())],
+        &wire.encode(call),
+    );
+    (status, body)
+}
+
+fn typed(kind: call::Type) -> Call {
+    Call {
+        r#type: Some(kind as i32),
+        ..Default::default()
+    }
+}
+
+fn ok(agent: &TestAgent, who: (&str, &str), wire: Wire, call: &Call) -> Response {
+    let (status, body) = api(agent, who, wire, call);
+    assert_eq!(
+        status,
+        200,
+        "{call:?} in {wire:?}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    wire.decode(&body)
+}
+
+#[test]
+fn simple_calls_in_json_and_protobuf() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    for wire in [Wire::Json, Wire::Protobuf] {
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetHealth));
+        assert_eq!(r.r#type, Some(response::Type::GetHealth as i32));
+        assert!(r.get_health.unwrap().healthy);
+
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetVersion));
+        assert_eq!(
+            r.get_version.unwrap().version_info.version,
+            env!("CARGO_PKG_VERSION")
+        );
+
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetFlags));
+        let flags = r.get_flags.unwrap().flags;
+        let work_dir = agent.dir.path().join("work");
+        assert!(
+            flags
+                .iter()
+                .any(|f| f.name == "work_dir"
+                    && f.value.as_deref() == Some(work_dir.to_str().unwrap())),
+            "{flags:?}"
+        );
+        // VIEW_FLAGS refused: Mesos' Forbidden().
+        assert_eq!(
+            api(&agent, INTRUDER, wire, &typed(call::Type::GetFlags)),
+            (403, b"403 Forbidden.".to_vec())
+        );
+
+        let mut metrics = typed(call::Type::GetMetrics);
+        metrics.get_metrics = Some(call::GetMetrics { timeout: None });
+        let r = ok(&agent, OPS, wire, &metrics);
+        let names: Vec<String> = r
+            .get_metrics
+            .unwrap()
+            .metrics
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        for name in [
+            "slave/uptime_secs",
+            "slave/executors_running",
+            "slave/containers_running",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{names:?}");
+        }
+
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetAgent));
+        let info = r.get_agent.unwrap().agent_info.unwrap();
+        assert!(!info.id.unwrap().value.is_empty());
+        assert_eq!(
+            format!("http://{}:{}", info.hostname, info.port.unwrap()),
+            agent.address
+        );
+
+        // SET_LOGGING_LEVEL: SET_LOG_LEVEL, then the level holds.
+        let mut set = typed(call::Type::SetLoggingLevel);
+        set.set_logging_level = Some(call::SetLoggingLevel {
+            level: 1,
+            duration: nestguard::proto::mesos::v1::DurationInfo {
+                nanoseconds: 60_000_000_000,
+            },
+        });
+        assert_eq!(api(&agent, INTRUDER, wire, &set).0, 403);
+        assert_eq!(api(&agent, OPS, wire, &set).0, 200);
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetLoggingLevel));
+        assert_eq!(r.get_logging_level.unwrap().level, 1);
+        set.set_logging_level.as_mut().unwrap().level = 0;
+        assert_eq!(api(&agent, OPS, wire, &set).0, 200);
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetLoggingLevel));
+        assert_eq!(r.get_logging_level.unwrap().level, 0);
+
+        // What this agent has none of, answered as Mesos 1.11 does.
+        assert_eq!(
+            api(&agent, OPS, wire, &typed(call::Type::Unknown)),
+            (501, b"501 Not Implemented.".to_vec())
+        );
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetOperations));
+        assert_eq!(r.r#type, Some(response::Type::GetOperations as i32));
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetResourceProviders));
+        assert_eq!(r.r#type, Some(response::Type::GetResourceProviders as i32));
+        assert_eq!(
+            api(&agent, OPS, wire, &typed(call::Type::PruneImages)).0,
+            200
+        );
+        assert_eq!(
+            api(&agent, INTRUDER, wire, &typed(call::Type::PruneImages)).0,
+            403
+        );
+        let mut remove = typed(call::Type::RemoveResourceProviderConfig);
+        remove.remove_resource_provider_config = Some(call::RemoveResourceProviderConfig {
+            r#type: "org.apache.mesos.rp.local.storage".into(),
+            name: "test".into(),
+        });
+        assert_eq!(
+            api(&agent, OPS, wire, &remove),
+            (
+                500,
+                b"Missing required flag --resource_provider_config_dir".to_vec()
+            )
+        );
+        assert_eq!(api(&agent, INTRUDER, wire, &remove).0, 403);
+        let mut gone = typed(call::Type::MarkResourceProviderGone);
+        gone.mark_resource_provider_gone = Some(call::MarkResourceProviderGone {
+            resource_provider_id: nestguard::proto::mesos::v1::ResourceProviderId {
+                value: "rp".into(),
+            },
+        });
+        // No ACL list for it: the non-permissive authorizer refuses.
+        assert_eq!(api(&agent, OPS, wire, &gone).0, 403);
+    }
+}
+
+#[test]
+fn state_calls_filter_per_principal() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let spec = pod(serde_json::json!([task("sleeper", "sleep 600")]));
+    let (_root, _sandbox) = agent.launch_pod(&spec);
+    let executor_id = spec["executor"]["executor_id"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for wire in [Wire::Json, Wire::Protobuf] {
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetFrameworks));
+        let frameworks = r.get_frameworks.unwrap().frameworks;
+        assert_eq!(frameworks.len(), 1, "{frameworks:?}");
+        assert_eq!(frameworks[0].framework_info.name, "e2e");
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetExecutors));
+        let executors = r.get_executors.unwrap().executors;
+        assert_eq!(executors.len(), 1);
+        assert_eq!(executors[0].executor_info.executor_id.value, executor_id);
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetState));
+        let state = r.get_state.unwrap();
+        assert_eq!(state.get_frameworks.unwrap().frameworks.len(), 1);
+        assert_eq!(state.get_executors.unwrap().executors.len(), 1);
+        assert!(
+            ok(&agent, OPS, wire, &typed(call::Type::GetTasks))
+                .get_tasks
+                .is_some()
+        );
+
+        // Filtered, not refused: 200 with nothing in it.
+        let r = ok(&agent, INTRUDER, wire, &typed(call::Type::GetFrameworks));
+        assert!(r.get_frameworks.unwrap().frameworks.is_empty());
+        let r = ok(&agent, INTRUDER, wire, &typed(call::Type::GetExecutors));
+        assert!(r.get_executors.unwrap().executors.is_empty());
+        let r = ok(&agent, INTRUDER, wire, &typed(call::Type::GetState));
+        let state = r.get_state.unwrap();
+        assert!(state.get_frameworks.unwrap().frameworks.is_empty());
+        assert!(state.get_executors.unwrap().executors.is_empty());
+    }
+    // /state filters the same way, and shows flags only to VIEW_FLAGS.
+    let (status, _, body) = request(&agent, "GET", "/state", Some(OPS), &[], b"");
+    assert_eq!(status, 200);
+    let state: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        state["frameworks"][0]["executors"][0]["id"],
+        executor_id.as_str()
+    );
+    assert!(state["flags"]["work_dir"].is_string());
+    let (status, _, body) = request(&agent, "GET", "/state", Some(INTRUDER), &[], b"");
+    assert_eq!(status, 200);
+    let state: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(state["frameworks"], serde_json::json!([]));
+    assert!(state.get("flags").is_none());
+}
+
+#[test]
+fn operator_endpoints_and_refusals_on_the_wire() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    // /health: open, 200, empty body.
+    let (status, _, body) = request(&agent, "GET", "/health", None, &[], b"");
+    assert_eq!((status, body.as_slice()), (200, b"".as_slice()));
+    // /version: open.
+    let (status, _, body) = request(&agent, "GET", "/version", None, &[], b"");
+    assert_eq!(status, 200);
+    let version: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(version["version"], env!("CARGO_PKG_VERSION"));
+    // /flags: authenticated, VIEW_FLAGS.
+    assert_eq!(request(&agent, "GET", "/flags", None, &[], b"").0, 401);
+    let (status, _, body) = request(&agent, "GET", "/flags", Some(OPS), &[], b"");
+    assert_eq!(status, 200);
+    let flags: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(flags["flags"]["authenticate_http_readwrite"], "true");
+    let (status, _, body) = request(&agent, "GET", "/flags", Some(INTRUDER), &[], b"");
+    assert_eq!(
+        (status, body.as_slice()),
+        (403, b"403 Forbidden.".as_slice())
+    );
+    // /metrics/snapshot: authenticated.
+    assert_eq!(
+        request(&agent, "GET", "/metrics/snapshot", None, &[], b"").0,
+        401
+    );
+    let (status, _, body) = request(&agent, "GET", "/metrics/snapshot", Some(OPS), &[], b"");
+    assert_eq!(status, 200);
+    let metrics: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(metrics["slave/executors_running"], 0.0);
+    assert!(metrics["slave/uptime_secs"].as_f64().unwrap() >= 0.0);
+
+    // Mesos' refusals, as the agent sends them.
+    let health = br#"{"type":"GET_HEALTH"}"#;
+    for (headers, status, text) in [
+        (
+            vec![("Content-Type", "application/json; charset=utf-8")],
+            415,
+            "Expecting 'Content-Type' of application/json or application/x-protobuf or application/recordio",
+        ),
+        (
+            vec![
+                ("Content-Type", "application/json"),
+                ("Accept", "application/recordio"),
+            ],
+            406,
+            "Streaming response is not supported for GET_HEALTH call",
+        ),
+    ] {
+        let (got, _, body) = request(&agent, "POST", "/api/v1", Some(OPS), &headers, health);
+        assert_eq!(
+            (got, String::from_utf8_lossy(&body).as_ref()),
+            (status, text)
+        );
+    }
+    let (got, head, body) = request(&agent, "GET", "/api/v1", Some(OPS), &[], b"");
+    assert_eq!(got, 405);
+    assert!(head.to_ascii_lowercase().contains("allow: post"), "{head}");
+    assert_eq!(
+        body,
+        b"405 Method Not Allowed. Expecting one of { 'POST' }, but received 'GET'"
+    );
+    let (got, _, body) = request(
+        &agent,
+        "POST",
+        "/api/v1",
+        Some(OPS),
+        &[("Content-Type", "application/x-protobuf")],
+        b"\xff\xff\xff",
+    );
+    assert_eq!(
+        (got, body.as_slice()),
+        (
+            400,
+            b"Failed to parse body into a protobuf object".as_slice()
+        )
+    );
+    let (got, _, body) = request(
+        &agent,
+        "POST",
+        "/api/v1",
+        Some(OPS),
+        &[("Content-Type", "application/json")],
+        br#"{"type":"READ_FILE","read_file":{"offset":0}}"#,
+    );
+    assert_eq!(
+        (got, body.as_slice()),
+        (400, b"Missing required fields: read_file.path".as_slice())
+    );
+    let (got, _, body) = request(
+        &agent,
+        "POST",
+        "/api/v1",
+        Some(OPS),
+        &[("Content-Type", "application/json")],
+        b"\"GET_HEALTH\"",
+    );
+    assert_eq!(
+        (got, body.as_slice()),
+        (400, b"Expecting a JSON object".as_slice())
+    );
+}
