@@ -4,6 +4,7 @@
 //! compile until it is answered.
 
 mod containers;
+pub mod files;
 mod info;
 mod providers;
 mod state;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nestguard::proto::mesos::authorization::Subject;
-use nestguard::proto::mesos::v1::agent::{Call, call};
+use nestguard::proto::mesos::v1::agent::{Call, Response as AgentResponse, call, response};
 
 pub use self::info::{AgentDetails, version_info};
 use super::core::ApiError;
@@ -67,7 +68,8 @@ pub(super) async fn dispatch(
         Type::GetLoggingLevel => Ok(info::logging_level(format)),
         Type::SetLoggingLevel => info::set_logging_level(server, subject, call),
         Type::GetAgent => Ok(info::agent(server, format)),
-        Type::ListFiles | Type::ReadFile => Ok(streams::not_served(kind)),
+        Type::ListFiles => list_files(server, subject, call, format).await,
+        Type::ReadFile => read_file(server, subject, call, format).await,
         Type::GetState => Ok(state::state(server, subject, format)),
         Type::GetFrameworks => Ok(state::frameworks(server, subject, format)),
         Type::GetExecutors => Ok(state::executors(server, subject, format)),
@@ -94,4 +96,61 @@ pub(super) async fn dispatch(
         | Type::AttachContainerInput
         | Type::AttachContainerOutput => Ok(streams::not_served(kind)),
     }
+}
+
+/// LIST_FILES (src/slave/http.cpp:1179-1226).
+async fn list_files(
+    server: &Arc<Server>,
+    subject: Option<&Subject>,
+    call: Call,
+    format: Format,
+) -> Result<Response, ApiError> {
+    let path = call.list_files.map(|l| l.path).unwrap_or_default();
+    let agent = Arc::clone(&server.agent);
+    let subject = subject.cloned();
+    let listed = blocking(move || Ok(files::browse(&agent, subject.as_ref(), &path))).await?;
+    Ok(match listed {
+        Ok(file_infos) => encoded(
+            format,
+            &AgentResponse {
+                r#type: Some(response::Type::ListFiles as i32),
+                list_files: Some(response::ListFiles { file_infos }),
+                ..Default::default()
+            },
+        ),
+        Err(e) => e.into_api_response(),
+    })
+}
+
+/// READ_FILE (src/slave/http.cpp:3196-3243).
+async fn read_file(
+    server: &Arc<Server>,
+    subject: Option<&Subject>,
+    call: Call,
+    format: Format,
+) -> Result<Response, ApiError> {
+    let read = call.read_file.unwrap_or_default();
+    let agent = Arc::clone(&server.agent);
+    let subject = subject.cloned();
+    let got = blocking(move || {
+        Ok(files::read(
+            &agent,
+            subject.as_ref(),
+            read.offset,
+            read.length,
+            &read.path,
+        ))
+    })
+    .await?;
+    Ok(match got {
+        Ok((size, data)) => encoded(
+            format,
+            &AgentResponse {
+                r#type: Some(response::Type::ReadFile as i32),
+                read_file: Some(response::ReadFile { size, data }),
+                ..Default::default()
+            },
+        ),
+        Err(e) => e.into_api_response(),
+    })
 }

@@ -8,6 +8,9 @@ const JSON: &str = APPLICATION_JSON;
 const PROTO: &str = APPLICATION_PROTOBUF;
 const RECORDIO: &str = APPLICATION_RECORDIO;
 
+/// Method, headers, body; the expected status and body.
+type Row<'a> = (Method, Vec<(&'a str, &'a str)>, Vec<u8>, u16, String);
+
 fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
     let mut h = HeaderMap::new();
     for (k, v) in pairs {
@@ -44,7 +47,7 @@ fn every_refusal_has_mesos_status_and_text() {
     .encode_to_vec();
     let input = recordio(br#"{"type":"ATTACH_CONTAINER_INPUT","attach_container_input":{"type":"CONTAINER_ID","container_id":{"value":"c"}}}"#);
     let ct = "content-type";
-    let rows: Vec<(Method, Vec<(&str, &str)>, Vec<u8>, u16, String)> = vec![
+    let rows: Vec<Row<'_>> = vec![
         (Method::GET, vec![(ct, JSON)], health.to_vec(), 405,
             "405 Method Not Allowed. Expecting one of { 'POST' }, but received 'GET'".into()),
         (Method::POST, vec![], health.to_vec(), 400, "Expecting 'Content-Type' to be present".into()),
