@@ -23,6 +23,7 @@ const ACLS: &str = r#"{
   "view_frameworks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_executors": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "access_sandboxes": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "view_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "prune_images": [{"principals": {"values": ["ops"]}, "images": {"type": "ANY"}}],
   "modify_resource_provider_configs": [{"principals": {"values": ["ops"]}, "resource_providers": {"type": "ANY"}}]
 }"#;
@@ -266,12 +267,27 @@ fn state_calls_filter_per_principal() {
     }
     let agent = TestAgent::start_with_acls(ACLS);
     let spec = pod(serde_json::json!([task("sleeper", "sleep 600")]));
-    let (_root, _sandbox) = agent.launch_pod(&spec);
+    let (root, _sandbox) = agent.launch_pod(&spec);
     let executor_id = spec["executor"]["executor_id"]["value"]
         .as_str()
         .unwrap()
         .to_owned();
     for wire in [Wire::Json, Wire::Protobuf] {
+        // GET_CONTAINERS carries the isolator's status and usage.
+        let r = ok(&agent, OPS, wire, &typed(call::Type::GetContainers));
+        let containers = r.get_containers.unwrap().containers;
+        let pod = containers
+            .iter()
+            .find(|c| c.container_id.value == root)
+            .unwrap_or_else(|| panic!("{containers:?}"));
+        let status = pod.container_status.as_ref().expect("container_status");
+        assert_eq!(status.container_id.as_ref().unwrap().value, root);
+        let stats = pod
+            .resource_statistics
+            .as_ref()
+            .expect("resource_statistics");
+        assert!(stats.timestamp > 0.0);
+        assert!(stats.processes.unwrap_or(0) >= 1, "{stats:?}");
         let r = ok(&agent, OPS, wire, &typed(call::Type::GetFrameworks));
         let frameworks = r.get_frameworks.unwrap().frameworks;
         assert_eq!(frameworks.len(), 1, "{frameworks:?}");

@@ -189,11 +189,22 @@ pub(super) async fn container_call(
         }
         call::Type::GetContainers => {
             let get = call.get_containers.unwrap_or_default();
-            let containers = agent.list(
-                subject,
-                get.show_nested.unwrap_or(false),
-                get.show_standalone.unwrap_or(false),
-            );
+            let show_nested = get.show_nested.unwrap_or(false);
+            let show_standalone = get.show_standalone.unwrap_or(false);
+            let subject = subject.cloned();
+            let lister = Arc::clone(agent);
+            // Mesos adds the containerizer's status and usage of each
+            // listed container (http.cpp:2985-3040).
+            let containers = blocking(move || {
+                let mut containers = lister.list(subject.as_ref(), show_nested, show_standalone);
+                for c in &mut containers {
+                    let id: ContainerId = twin(&c.container_id);
+                    c.container_status = lister.container_status(&id).map(|s| twin(&s));
+                    c.resource_statistics = lister.container_usage(&id).map(|s| twin(&s));
+                }
+                Ok(containers)
+            })
+            .await?;
             let response = v1::agent::Response {
                 r#type: Some(response::Type::GetContainers as i32),
                 get_containers: Some(response::GetContainers { containers }),

@@ -3,7 +3,9 @@
 //! container: the API layer asks through these and never locks the
 //! registry itself.
 
+use nestguard::container_id::to_dotted;
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
+use nestguard::proto::mesos::{ContainerId, ContainerStatus, ResourceStatistics};
 
 use super::registry::{Agent, ApiError, ExecutorRecord, lock};
 use crate::cli::agent::decision::{deciding_acl, log_decision};
@@ -62,6 +64,49 @@ impl Agent {
             .values()
             .filter(|c| c.termination.borrow().is_none())
             .count()
+    }
+
+    /// The container's status as the containerizer reports it: the
+    /// isolator's, with the container's ID (None: the isolator failed;
+    /// Mesos then leaves the entry's status out).
+    pub fn container_status(&self, id: &ContainerId) -> Option<ContainerStatus> {
+        let from_isolator = match &self.modules.isolator {
+            Some(isolator) => match isolator.status(id) {
+                Ok(status) => status.unwrap_or_default(),
+                Err(e) => {
+                    tracing::warn!(container_id = %to_dotted(id), error = %e, "Failed to get container status");
+                    return None;
+                }
+            },
+            None => ContainerStatus::default(),
+        };
+        Some(ContainerStatus {
+            container_id: Some(id.clone()),
+            ..from_isolator
+        })
+    }
+
+    /// The container's resource statistics: the isolator's, stamped with
+    /// the time of the reading (None: the isolator failed).
+    pub fn container_usage(&self, id: &ContainerId) -> Option<ResourceStatistics> {
+        let from_isolator = match &self.modules.isolator {
+            Some(isolator) => match isolator.usage(id) {
+                Ok(usage) => usage.unwrap_or_default(),
+                Err(e) => {
+                    tracing::warn!(container_id = %to_dotted(id), error = %e, "Failed to get resource statistics");
+                    return None;
+                }
+            },
+            None => ResourceStatistics::default(),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        Some(ResourceStatistics {
+            timestamp: now,
+            ..from_isolator
+        })
     }
 
     /// The agent's ID (the work directory's, stable across restarts).
