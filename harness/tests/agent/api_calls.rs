@@ -23,6 +23,7 @@ const ACLS: &str = r#"{
   "view_frameworks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_executors": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "access_sandboxes": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "view_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "prune_images": [{"principals": {"values": ["ops"]}, "images": {"type": "ANY"}}],
   "modify_resource_provider_configs": [{"principals": {"values": ["ops"]}, "resource_providers": {"type": "ANY"}}]
@@ -266,8 +267,12 @@ fn state_calls_filter_per_principal() {
         return;
     }
     let agent = TestAgent::start_with_acls(ACLS);
-    let spec = pod(serde_json::json!([task("sleeper", "sleep 600")]));
-    let (root, _sandbox) = agent.launch_pod(&spec);
+    let mut once = task("once", "true");
+    once["transient"] = serde_json::json!(true);
+    let spec = pod(serde_json::json!([task("sleeper", "sleep 600"), once]));
+    let (root, sandbox) = agent.launch_pod(&spec);
+    agent.wait_task(&sandbox, "sleeper", "TASK_RUNNING");
+    agent.wait_task(&sandbox, "once", "TASK_FINISHED");
     let executor_id = spec["executor"]["executor_id"]["value"]
         .as_str()
         .unwrap()
@@ -300,11 +305,27 @@ fn state_calls_filter_per_principal() {
         let state = r.get_state.unwrap();
         assert_eq!(state.get_frameworks.unwrap().frameworks.len(), 1);
         assert_eq!(state.get_executors.unwrap().executors.len(), 1);
-        assert!(
-            ok(&agent, OPS, wire, &typed(call::Type::GetTasks))
-                .get_tasks
-                .is_some()
+        let tasks = ok(&agent, OPS, wire, &typed(call::Type::GetTasks))
+            .get_tasks
+            .unwrap();
+        let names = |list: &[nestguard::proto::mesos::v1::Task]| -> Vec<(String, i32)> {
+            list.iter().map(|t| (t.name.clone(), t.state)).collect()
+        };
+        use nestguard::proto::mesos::v1::TaskState;
+        assert_eq!(
+            names(&tasks.launched_tasks),
+            [("sleeper".to_owned(), TaskState::TaskRunning as i32)]
         );
+        assert_eq!(
+            names(&tasks.terminated_tasks),
+            [("once".to_owned(), TaskState::TaskFinished as i32)]
+        );
+        assert_eq!(
+            tasks.launched_tasks[0].executor_id.as_ref().unwrap().value,
+            executor_id
+        );
+        let r = ok(&agent, INTRUDER, wire, &typed(call::Type::GetTasks));
+        assert_eq!(r.get_tasks.unwrap(), Default::default());
 
         // Filtered, not refused: 200 with nothing in it.
         let r = ok(&agent, INTRUDER, wire, &typed(call::Type::GetFrameworks));
@@ -323,6 +344,14 @@ fn state_calls_filter_per_principal() {
     assert_eq!(
         state["frameworks"][0]["executors"][0]["id"],
         executor_id.as_str()
+    );
+    assert_eq!(
+        state["frameworks"][0]["executors"][0]["tasks"],
+        serde_json::json!([{"id": "sleeper", "name": "sleeper", "state": "TASK_RUNNING"}])
+    );
+    assert_eq!(
+        state["frameworks"][0]["executors"][0]["completed_tasks"][0]["state"],
+        "TASK_FINISHED"
     );
     assert!(state["flags"]["work_dir"].is_string());
     let (status, _, body) = request(&agent, "GET", "/state", Some(INTRUDER), &[], b"");

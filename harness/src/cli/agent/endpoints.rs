@@ -105,12 +105,34 @@ async fn state(
             ..Default::default()
         };
         let executors = if agent.may_view(subject, Action::ViewExecutor, executor) {
+            let (mut tasks, mut completed) = (Vec::new(), Vec::new());
+            for task in super::api::tasks::tasks_of(agent.agent_id(), &e) {
+                let object = Object {
+                    task: Some(task.clone()),
+                    framework_info: Some(e.framework.clone()),
+                    ..Default::default()
+                };
+                if !agent.may_view(subject, Action::ViewTask, object) {
+                    continue;
+                }
+                let entry = serde_json::json!({
+                    "id": task.task_id.value,
+                    "name": task.name,
+                    "state": task.state().as_str_name(),
+                });
+                if super::api::tasks::is_terminal(task.state()) {
+                    completed.push(entry);
+                } else {
+                    tasks.push(entry);
+                }
+            }
             vec![serde_json::json!({
                 "id": e.executor.executor_id.value,
                 "name": e.executor.name,
                 "container": e.container_id.value,
                 "directory": e.sandbox.to_string_lossy(),
-                "tasks": [],
+                "tasks": tasks,
+                "completed_tasks": completed,
             })]
         } else {
             Vec::new()

@@ -9,6 +9,7 @@ mod info;
 mod providers;
 mod state;
 mod streams;
+pub(super) mod tasks;
 
 use std::sync::Arc;
 

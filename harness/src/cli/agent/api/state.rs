@@ -3,10 +3,12 @@
 //! :1768 getExecutors, :2061 getTasks, :2488 getState): a framework is
 //! listed when VIEW_FRAMEWORK allows its FrameworkInfo; an executor when
 //! its framework is and VIEW_EXECUTOR allows (ExecutorInfo, FrameworkInfo).
+//! A task is listed when its executor is and VIEW_TASK allows (Task,
+//! FrameworkInfo); terminal ones under `terminated_tasks`, the others under
+//! `launched_tasks`.
 //!
 //! The agent knows frameworks through the executors it runs (a pod's
-//! framework); it does not track task states (the executor reports them to
-//! its client), so the task lists are empty.
+//! framework) and tasks through [`super::tasks`].
 
 use std::sync::Arc;
 
@@ -15,26 +17,28 @@ use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 use nestguard::proto::mesos::v1::agent::Response as AgentResponse;
 use nestguard::proto::mesos::v1::agent::response;
 
-use super::encoded;
+use super::{encoded, tasks};
 use crate::cli::agent::core::ExecutorRecord;
 use crate::cli::agent::http::Server;
 use crate::cli::agent::negotiation::Format;
 use crate::cli::wire::twin;
 
-/// The executors (with their frameworks) `subject` may see, split into
-/// visible frameworks and visible executors.
-fn visible(
-    server: &Server,
-    subject: Option<&Subject>,
-) -> (
-    Vec<response::get_frameworks::Framework>,
-    Vec<response::get_executors::Executor>,
-) {
+/// What `subject` may see of the running executors.
+struct Visible {
+    frameworks: Vec<response::get_frameworks::Framework>,
+    executors: Vec<response::get_executors::Executor>,
+    tasks: response::GetTasks,
+}
+
+fn visible(server: &Server, subject: Option<&Subject>) -> Visible {
     let agent = &server.agent;
     let executors: Vec<ExecutorRecord> = agent.running_executors();
-    let mut frameworks: Vec<response::get_frameworks::Framework> = Vec::new();
+    let mut out = Visible {
+        frameworks: Vec::new(),
+        executors: Vec::new(),
+        tasks: response::GetTasks::default(),
+    };
     let mut seen = std::collections::BTreeSet::new();
-    let mut out_executors = Vec::new();
     for e in &executors {
         let framework_object = Object {
             framework_info: Some(e.framework.clone()),
@@ -50,7 +54,7 @@ fn visible(
             .map(|id| id.value.clone())
             .unwrap_or_else(|| e.framework.name.clone());
         if seen.insert(key) {
-            frameworks.push(response::get_frameworks::Framework {
+            out.frameworks.push(response::get_frameworks::Framework {
                 framework_info: twin(&e.framework),
             });
         }
@@ -59,31 +63,45 @@ fn visible(
             framework_info: Some(e.framework.clone()),
             ..Default::default()
         };
-        if agent.may_view(subject, Action::ViewExecutor, executor_object) {
-            out_executors.push(response::get_executors::Executor {
-                executor_info: twin(&e.executor),
-            });
+        if !agent.may_view(subject, Action::ViewExecutor, executor_object) {
+            continue;
+        }
+        out.executors.push(response::get_executors::Executor {
+            executor_info: twin(&e.executor),
+        });
+        for task in tasks::tasks_of(agent.agent_id(), e) {
+            let task_object = Object {
+                task: Some(task.clone()),
+                framework_info: Some(e.framework.clone()),
+                ..Default::default()
+            };
+            if !agent.may_view(subject, Action::ViewTask, task_object) {
+                continue;
+            }
+            let terminal = tasks::is_terminal(task.state());
+            let listed = twin(&task);
+            if terminal {
+                out.tasks.terminated_tasks.push(listed);
+            } else {
+                out.tasks.launched_tasks.push(listed);
+            }
         }
     }
-    (frameworks, out_executors)
+    out
 }
 
 fn get_frameworks(server: &Server, subject: Option<&Subject>) -> response::GetFrameworks {
     response::GetFrameworks {
-        frameworks: visible(server, subject).0,
+        frameworks: visible(server, subject).frameworks,
         completed_frameworks: Vec::new(),
     }
 }
 
 fn get_executors(server: &Server, subject: Option<&Subject>) -> response::GetExecutors {
     response::GetExecutors {
-        executors: visible(server, subject).1,
+        executors: visible(server, subject).executors,
         completed_executors: Vec::new(),
     }
-}
-
-fn get_tasks() -> response::GetTasks {
-    response::GetTasks::default()
 }
 
 /// GET_FRAMEWORKS.
@@ -119,12 +137,12 @@ pub(super) fn executors(
 }
 
 /// GET_TASKS.
-pub(super) fn tasks(_server: &Arc<Server>, _subject: Option<&Subject>, format: Format) -> Response {
+pub(super) fn tasks(server: &Arc<Server>, subject: Option<&Subject>, format: Format) -> Response {
     encoded(
         format,
         &AgentResponse {
             r#type: Some(response::Type::GetTasks as i32),
-            get_tasks: Some(get_tasks()),
+            get_tasks: Some(visible(server, subject).tasks),
             ..Default::default()
         },
     )
@@ -132,13 +150,17 @@ pub(super) fn tasks(_server: &Arc<Server>, _subject: Option<&Subject>, format: F
 
 /// GET_STATE: the three above in one.
 pub(super) fn state(server: &Arc<Server>, subject: Option<&Subject>, format: Format) -> Response {
-    let (frameworks, executors) = visible(server, subject);
+    let Visible {
+        frameworks,
+        executors,
+        tasks,
+    } = visible(server, subject);
     encoded(
         format,
         &AgentResponse {
             r#type: Some(response::Type::GetState as i32),
             get_state: Some(response::GetState {
-                get_tasks: Some(get_tasks()),
+                get_tasks: Some(tasks),
                 get_executors: Some(response::GetExecutors {
                     executors,
                     completed_executors: Vec::new(),
