@@ -23,6 +23,7 @@ const ACLS: &str = r#"{
   "view_frameworks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_executors": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "access_sandboxes": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "remove_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "prune_images": [{"principals": {"values": ["ops"]}, "images": {"type": "ANY"}}],
@@ -420,6 +421,20 @@ fn operator_endpoints_and_refusals_on_the_wire() {
             (status, text)
         );
     }
+    // REMOVE_NESTED_CONTAINER under a root the agent does not run.
+    let remove = br#"{"type":"REMOVE_NESTED_CONTAINER","remove_nested_container":{"container_id":{"value":"c","parent":{"value":"no-such-root"}}}}"#;
+    let (got, _, body) = request(
+        &agent,
+        "POST",
+        "/api/v1",
+        Some(OPS),
+        &[("Content-Type", "application/json")],
+        remove,
+    );
+    assert_eq!(
+        (got, body.as_slice()),
+        (500, b"Unknown root container".as_slice())
+    );
     let (got, head, body) = request(&agent, "GET", "/api/v1", Some(OPS), &[], b"");
     assert_eq!(got, 405);
     assert!(head.to_ascii_lowercase().contains("allow: post"), "{head}");

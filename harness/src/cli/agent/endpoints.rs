@@ -192,11 +192,11 @@ fn bad(message: impl Into<String>) -> Response {
     (StatusCode::BAD_REQUEST, message.into()).into_response()
 }
 
-/// The required `path` parameter (files.cpp:385-388).
-fn path_param(params: &std::collections::HashMap<String, String>) -> Result<String, Response> {
+/// The required `path` parameter, or the 400 without it (files.cpp:385-388).
+fn path_param(params: &std::collections::HashMap<String, String>) -> Result<String, Box<Response>> {
     match params.get("path") {
         Some(p) if !p.is_empty() => Ok(p.clone()),
-        _ => Err(bad("Expecting 'path=value' in query.\n")),
+        _ => Err(Box::new(bad("Expecting 'path=value' in query.\n"))),
     }
 }
 
@@ -214,7 +214,7 @@ async fn files_browse(
 ) -> Response {
     let path = match path_param(&query(&uri)) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let agent = Arc::clone(&server.agent);
     let listed =
@@ -274,16 +274,16 @@ fn file_model(info: &nestguard::proto::mesos::v1::FileInfo) -> serde_json::Value
 fn signed_param(
     params: &std::collections::HashMap<String, String>,
     name: &str,
-) -> Result<Option<i64>, Response> {
+) -> Result<Option<i64>, Box<Response>> {
     let Some(value) = params.get(name) else {
         return Ok(None);
     };
     let n: i64 = value
         .trim()
         .parse()
-        .map_err(|e| bad(format!("Failed to parse {name}: {e}.\n")))?;
+        .map_err(|e| Box::new(bad(format!("Failed to parse {name}: {e}.\n"))))?;
     if n < -1 {
-        return Err(bad(format!("Negative {name} provided: {n}.\n")));
+        return Err(Box::new(bad(format!("Negative {name} provided: {n}.\n"))));
     }
     Ok(Some(n))
 }
@@ -298,14 +298,14 @@ async fn files_read(
     let params = query(&uri);
     let path = match path_param(&params) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (offset, length) = match (
         signed_param(&params, "offset"),
         signed_param(&params, "length"),
     ) {
         (Ok(o), Ok(l)) => (o.unwrap_or(-1), l.filter(|l| *l > -1)),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(r), _) | (_, Err(r)) => return *r,
     };
     let (start, length) = if offset == -1 {
         (0, Some(0))
@@ -343,7 +343,7 @@ async fn files_download(
 ) -> Response {
     let path = match path_param(&query(&uri)) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let agent = Arc::clone(&server.agent);
     let found = tokio::task::spawn_blocking(move || {

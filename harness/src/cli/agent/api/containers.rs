@@ -183,6 +183,12 @@ pub(super) async fn container_call(
                 &id,
                 None,
             )?;
+            // Mesos' containerizer knows a root only while it runs; removing
+            // a nested container of any other root fails (containerizer.cpp
+            // :3160-3162, a failed future: 500 with its text).
+            if id.parent.is_some() && !agent.is_running(nestguard::container_id::root(&id)) {
+                return Err(ApiError::Internal("Unknown root container".into()));
+            }
             let agent = Arc::clone(agent);
             blocking(move || agent.remove(&id)).await?;
             Ok(StatusCode::OK.into_response())

@@ -109,6 +109,11 @@ impl Agent {
         })
     }
 
+    /// Whether the container runs (known and not terminated).
+    pub fn is_running(&self, id: &ContainerId) -> bool {
+        self.terminated(&to_dotted(id)) == Some(false)
+    }
+
     /// The agent's ID (the work directory's, stable across restarts).
     pub fn agent_id(&self) -> &str {
         &self.layout.agent_id
