@@ -59,23 +59,90 @@ pub enum Command {
     Token(credentials::TokenCommand),
 }
 
-/// Routes logs to stderr; `RUST_LOG` overrides the level.
+/// Routes logs to stderr; `RUST_LOG` overrides the level. The filter can be
+/// raised for a while with [`set_logging_level`] (the agent's
+/// SET_LOGGING_LEVEL).
 pub fn init_logging(verbose: u8) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let default = match verbose {
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let directive = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| tracing_subscriber::EnvFilter::try_new(v).is_ok())
+        .unwrap_or_else(|| default.to_owned());
+    let filter = tracing_subscriber::EnvFilter::new(&directive);
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     // Colours only on a terminal: log files stay greppable.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
+    let installed = tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(ansi)
+                .with_writer(std::io::stderr),
+        )
         .try_init();
+    if installed.is_ok() {
+        let _ = LOG_FILTER.set(LogFilter { handle, directive });
+    }
+}
+
+struct LogFilter {
+    handle: tracing_subscriber::reload::Handle<
+        tracing_subscriber::EnvFilter,
+        tracing_subscriber::Registry,
+    >,
+    directive: String,
+}
+
+static LOG_FILTER: std::sync::OnceLock<LogFilter> = std::sync::OnceLock::new();
+static LOG_LEVEL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+static LOG_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The verbosity set by [`set_logging_level`] (0: the start-up filter),
+/// Mesos' `FLAGS_v`.
+pub fn logging_level() -> u32 {
+    LOG_LEVEL.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Sets glog-style verbosity `level` for `duration` (0: the start-up
+/// filter, 1: debug, 2 and more: trace), then returns to the start-up
+/// filter unless a later call set another level.
+pub fn set_logging_level(level: u32, duration: std::time::Duration) -> Result<(), String> {
+    use std::sync::atomic::Ordering;
+    let Some(filter) = LOG_FILTER.get() else {
+        return Err("logging is not initialized".into());
+    };
+    let directive = match level {
+        0 => filter.directive.clone(),
+        1 => "debug".to_owned(),
+        _ => "trace".to_owned(),
+    };
+    filter
+        .handle
+        .reload(tracing_subscriber::EnvFilter::new(directive))
+        .map_err(|e| e.to_string())?;
+    LOG_LEVEL.store(level, Ordering::SeqCst);
+    let generation = LOG_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
+    if level != 0 {
+        std::thread::spawn(move || {
+            std::thread::sleep(duration);
+            if LOG_GENERATION.load(Ordering::SeqCst) == generation
+                && let Some(filter) = LOG_FILTER.get()
+            {
+                let _ = filter
+                    .handle
+                    .reload(tracing_subscriber::EnvFilter::new(&filter.directive));
+                LOG_LEVEL.store(0, Ordering::SeqCst);
+            }
+        });
+    }
+    Ok(())
 }
 
 /// Runs a command and returns the process exit code.

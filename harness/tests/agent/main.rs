@@ -8,6 +8,7 @@ mod agent_support;
 mod common;
 
 mod agent_e2e;
+mod api_calls;
 mod executor_api;
 #[path = "../../src/cli/recordio.rs"]
 mod recordio;

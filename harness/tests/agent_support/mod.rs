@@ -59,11 +59,21 @@ impl TestAgent {
 
     /// [`TestAgent::start`] with more agent flags.
     pub fn start_with(extra_args: &[&str]) -> TestAgent {
+        TestAgent::start_with_acls_and(ACLS, extra_args)
+    }
+
+    /// An agent whose authorizer reads `acls`.
+    pub fn start_with_acls(acls: &str) -> TestAgent {
+        TestAgent::start_with_acls_and(acls, &[])
+    }
+
+    /// An agent whose authorizer reads `acls`, with more agent flags.
+    pub fn start_with_acls_and(acls: &str, extra_args: &[&str]) -> TestAgent {
         let dir = tempfile::Builder::new()
             .prefix("nestguard-e2e-")
             .tempdir()
             .unwrap();
-        std::fs::write(dir.path().join("acls.json"), ACLS).unwrap();
+        std::fs::write(dir.path().join("acls.json"), acls).unwrap();
         let creds = format!(
             r#"{{"credentials":[{{"principal":"{}","secret":"{}"}},{{"principal":"{}","secret":"{}"}}]}}"#,
             OPS.0, OPS.1, INTRUDER.0, INTRUDER.1

@@ -821,6 +821,56 @@ impl Isolator {
         })
     }
 
+    /// `usage(id)`: the container's resource statistics (None: the
+    /// isolators report nothing).
+    pub fn usage(
+        &self,
+        id: &mesos::ContainerId,
+    ) -> Result<Option<mesos::ResourceStatistics>, AbiFailure> {
+        let i = id.encode_to_vec();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe {
+            self.abi
+                .f()
+                .nestguard_isolator_usage(self.handle.0, i.as_ptr(), i.len(), &mut out)
+        };
+        self.abi.check(code)?;
+        self.decode_out(out, "resource statistics")
+    }
+
+    /// `status(id)`: the container's status (None: the isolators report
+    /// nothing).
+    pub fn status(
+        &self,
+        id: &mesos::ContainerId,
+    ) -> Result<Option<mesos::ContainerStatus>, AbiFailure> {
+        let i = id.encode_to_vec();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe {
+            self.abi
+                .f()
+                .nestguard_isolator_status(self.handle.0, i.as_ptr(), i.len(), &mut out)
+        };
+        self.abi.check(code)?;
+        self.decode_out(out, "container status")
+    }
+
+    fn decode_out<M: Message + Default>(
+        &self,
+        out: *mut nestguard_bytes,
+        what: &str,
+    ) -> Result<Option<M>, AbiFailure> {
+        if out.is_null() {
+            return Ok(None);
+        }
+        let bytes = self.abi.take(out)?;
+        M::decode(bytes.as_slice())
+            .map(Some)
+            .map_err(|e| AbiFailure::undecodable(what, e))
+    }
+
     /// `cleanup(id)`.
     pub fn cleanup(&self, id: &mesos::ContainerId) -> Result<(), AbiFailure> {
         let i = id.encode_to_vec();

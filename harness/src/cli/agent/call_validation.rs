@@ -49,8 +49,10 @@ fn command_and_container(
     Ok(())
 }
 
-/// Validates an agent API call as `validation::agent::call::validate` does,
-/// for the calls nestguard serves. The caller prefixes
+/// Validates an agent API call as `validation::agent::call::validate` does
+/// (src/slave/validation.cpp:93-601); the streaming calls' own rules
+/// (LAUNCH_NESTED_CONTAINER_SESSION, ATTACH_CONTAINER_INPUT) belong to
+/// their handlers. The caller prefixes
 /// "Failed to validate agent::Call: " as Mesos does.
 pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
     use v1::agent::call::Type;
@@ -178,6 +180,46 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
                 return err("Expecting 'remove_container' to be present");
             };
             container_id_field("remove_container", &remove.container_id)?;
+        }
+        Type::GetMetrics if call.get_metrics.is_none() => {
+            return err("Expecting 'get_metrics' to be present");
+        }
+        Type::SetLoggingLevel if call.set_logging_level.is_none() => {
+            return err("Expecting 'set_logging_level' to be present");
+        }
+        Type::ListFiles if call.list_files.is_none() => {
+            return err("Expecting 'list_files' to be present");
+        }
+        Type::ReadFile if call.read_file.is_none() => {
+            return err("Expecting 'read_file' to be present");
+        }
+        Type::AttachContainerOutput => {
+            let Some(attach) = &call.attach_container_output else {
+                return err("Expecting 'attach_container_output' to be present");
+            };
+            container_id_field("attach_container_output", &attach.container_id)?;
+        }
+        Type::AddResourceProviderConfig => {
+            let Some(add) = &call.add_resource_provider_config else {
+                return err("Expecting 'add_resource_provider_config' to be present");
+            };
+            if add.info.id.is_some() {
+                return err("Expecting 'add_resource_provider_config.info.id' to be unset");
+            }
+        }
+        Type::UpdateResourceProviderConfig => {
+            let Some(update) = &call.update_resource_provider_config else {
+                return err("Expecting 'update_resource_provider_config' to be present");
+            };
+            if update.info.id.is_some() {
+                return err("Expecting 'update_resource_provider_config.info.id' to be unset");
+            }
+        }
+        Type::RemoveResourceProviderConfig if call.remove_resource_provider_config.is_none() => {
+            return err("Expecting 'remove_resource_provider_config' to be present");
+        }
+        Type::MarkResourceProviderGone if call.mark_resource_provider_gone.is_none() => {
+            return err("Expecting 'mark_resource_provider_gone' to be present");
         }
         _ => {}
     }

@@ -10,6 +10,7 @@ mod pods;
 mod recovery;
 mod registry;
 mod status_updates;
+mod views;
 
 pub use self::executors::Lookup;
-pub use self::registry::{Agent, ApiError, Launched, Modules};
+pub use self::registry::{Agent, ApiError, ExecutorRecord, Launched, Modules};

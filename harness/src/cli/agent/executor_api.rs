@@ -44,7 +44,7 @@ use tokio::sync::mpsc;
 use super::core::{Agent, ApiError, Lookup};
 use super::decision::subject_text;
 use super::http::{Principal, Server, may_manage_pod};
-use super::media::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
+use super::negotiation::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
 use crate::cli::recordio;
 
 /// The executor API's routes and the pod client's update routes; merged
@@ -179,8 +179,10 @@ fn check(
         ));
     }
     let format = match call.r#type() {
-        call::Type::Subscribe if accepts(headers, APPLICATION_JSON) => Format::Json,
-        call::Type::Subscribe if accepts(headers, APPLICATION_PROTOBUF) => Format::Protobuf,
+        call::Type::Subscribe if accepts(headers, "accept", APPLICATION_JSON) => Format::Json,
+        call::Type::Subscribe if accepts(headers, "accept", APPLICATION_PROTOBUF) => {
+            Format::Protobuf
+        }
         call::Type::Subscribe => {
             return Err(fail(
                 StatusCode::NOT_ACCEPTABLE,

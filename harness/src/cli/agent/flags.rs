@@ -144,6 +144,77 @@ impl AgentFlags {
             .unwrap_or_else(|| (self.max_http_connections - self.max_http_connections / 4).max(1))
     }
 
+    /// Every flag that has a value, by name, as GET_FLAGS and `/flags` list
+    /// them (Mesos lists each flag's `stringify`; an unset optional flag is
+    /// left out). Durations in Mesos' spelling via humantime.
+    pub fn values(&self) -> Vec<(String, String)> {
+        fn d(v: Duration) -> String {
+            humantime::format_duration(v).to_string()
+        }
+        fn p(v: &std::path::Path) -> String {
+            v.to_string_lossy().into_owned()
+        }
+        let mut out: Vec<(&str, Option<String>)> = vec![
+            ("modules", self.modules.clone()),
+            ("authorizer", Some(self.authorizer.clone())),
+            ("isolation", Some(self.isolation.clone())),
+            ("hooks", Some(self.hooks.clone())),
+            ("http_credentials", self.http_credentials.as_deref().map(p)),
+            (
+                "authenticate_http_readwrite",
+                Some(self.authenticate_http_readwrite.to_string()),
+            ),
+            ("jwt_secret_key", self.jwt_secret_key.as_deref().map(p)),
+            (
+                "disallow_sharing_agent_pid_namespace",
+                Some(self.disallow_sharing_agent_pid_namespace.to_string()),
+            ),
+            (
+                "launcher",
+                Some(match self.launcher() {
+                    LauncherKind::Linux => "linux".to_owned(),
+                    LauncherKind::Posix => "posix".to_owned(),
+                }),
+            ),
+            ("work_dir", Some(p(&self.work_dir))),
+            ("runtime_dir", Some(p(&self.runtime_dir()))),
+            ("cgroups_root", self.cgroups_root.clone()),
+            ("ip", Some(self.ip.to_string())),
+            ("port", Some(self.port.to_string())),
+            ("library", self.library.as_deref().map(p)),
+            (
+                "http_header_read_timeout",
+                Some(d(self.http_header_read_timeout)),
+            ),
+            ("http_idle_timeout", Some(d(self.http_idle_timeout))),
+            (
+                "http_body_read_timeout",
+                Some(d(self.http_body_read_timeout)),
+            ),
+            (
+                "max_http_connections",
+                Some(self.max_http_connections.to_string()),
+            ),
+            (
+                "max_http_connections_per_peer",
+                Some(self.max_http_connections_per_peer().to_string()),
+            ),
+            (
+                "max_requests_per_principal",
+                Some(self.max_requests_per_principal.to_string()),
+            ),
+            (
+                "max_unauthenticated_body_bytes",
+                Some(self.max_unauthenticated_body_bytes.to_string()),
+            ),
+            ("max_body_bytes", Some(self.max_body_bytes.to_string())),
+        ];
+        out.sort_by_key(|(name, _)| *name);
+        out.into_iter()
+            .filter_map(|(name, value)| value.map(|v| (name.to_owned(), v)))
+            .collect()
+    }
+
     /// The effective launcher: the flag, else `linux` as root and `posix` otherwise.
     pub fn launcher(&self) -> LauncherKind {
         self.launcher.unwrap_or(if nix_is_root() {
@@ -204,6 +275,36 @@ mod tests {
         ])
         .unwrap();
         assert!(!w.flags.disallow_sharing_agent_pid_namespace);
+    }
+
+    #[test]
+    fn every_flag_is_listed() {
+        use clap::CommandFactory;
+        let w = Wrapper::try_parse_from([
+            "x",
+            "--work_dir=/w",
+            "--cgroups_root=r",
+            "--modules=m",
+            "--http_credentials=/c",
+            "--jwt_secret_key=/k",
+            "--library=/l",
+        ])
+        .unwrap();
+        let listed: Vec<String> = w.flags.values().into_iter().map(|(k, _)| k).collect();
+        let mut declared: Vec<String> = Wrapper::command()
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .filter(|id| id != "help")
+            .collect();
+        declared.sort();
+        assert_eq!(
+            listed, declared,
+            "a new flag must be added to AgentFlags::values"
+        );
+        let values = w.flags.values();
+        let get = |k: &str| values.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("http_header_read_timeout"), Some("10s"));
+        assert_eq!(get("runtime_dir"), Some("/w/run"));
     }
 
     #[test]

@@ -12,15 +12,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::{Router, http};
 use http_body_util::{BodyExt, Limited};
+use nestguard::proto::mesos::ContainerId;
 use nestguard::proto::mesos::authorization::{Action, Subject};
-use nestguard::proto::mesos::v1::agent::{Call, call, response};
-use nestguard::proto::mesos::{self, ContainerId, v1};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::abi::{Authentication, HttpAuthenticator};
-use super::core::{Agent, ApiError, Launched};
-use super::media::{APPLICATION_JSON, Format, decode_call};
-use crate::cli::wire::twin;
+use super::api::{blocking, dispatch};
+use super::core::{Agent, ApiError};
+use super::negotiation::{APPLICATION_JSON, Rejection, decode_call, negotiate};
 
 /// Shared server state.
 pub struct Server {
@@ -32,6 +31,10 @@ pub struct Server {
     pub bodies: BodyLimits,
     /// Requests in progress per authenticated subject.
     pub per_subject: SubjectLimits,
+    /// What the agent says about itself (flags, address).
+    pub details: super::api::AgentDetails,
+    /// The metrics registry.
+    pub metrics: Arc<super::metrics::Metrics>,
 }
 
 /// Caps the requests one authenticated subject (a principal, or an executor
@@ -125,8 +128,9 @@ pub struct BodyLimits {
 #[derive(Debug, Clone)]
 pub struct Principal(pub Option<Subject>);
 
-/// The routes. Every API route is behind [`front_door`]; `/health` is
-/// open, as Mesos' is.
+/// The routes. Every API route is behind [`front_door`]; `/health` and
+/// `/version` are open, as Mesos' are. Add a route to the list its
+/// authentication needs.
 pub fn router(server: Arc<Server>) -> Router {
     Router::new()
         .route("/api/v1", any(api))
@@ -134,13 +138,14 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/nestguard/v1/pods", post(launch_pod))
         .route("/nestguard/v1/pods/{id}", get(pod_status).delete(kill_pod))
         .merge(super::executor_api::routes())
+        .merge(super::endpoints::authenticated_routes())
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&server),
             front_door,
         ))
         // The front door enforces the body limit itself.
         .layer(DefaultBodyLimit::disable())
-        .route("/health", get(|| async { "OK" }))
+        .merge(super::endpoints::open_routes())
         .with_state(server)
 }
 
@@ -322,22 +327,6 @@ fn closing(mut response: Response) -> Response {
     response
 }
 
-fn unversioned(id: &v1::ContainerId) -> ContainerId {
-    twin(id)
-}
-
-fn encoded<M: prost::Message + prost_reflect::ReflectMessage>(
-    format: Format,
-    message: &M,
-) -> Response {
-    let mut response = (StatusCode::OK, format.encode(message)).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(format.media_type()),
-    );
-    response
-}
-
 async fn api(
     State(server): State<Arc<Server>>,
     Extension(Principal(subject)): Extension<Principal>,
@@ -345,209 +334,23 @@ async fn api(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (call, format) = match decode_call(&method, &headers, &body) {
+    let decoded = negotiate(&method, &headers)
+        .and_then(|media| decode_call(&media, &body).map(|call| (call, media)));
+    let (call, media) = match decoded {
         Ok(ok) => ok,
-        Err(rejection) => return text(rejection.0, rejection.1),
+        Err(Rejection(status, body)) => {
+            let mut response = text(status, body);
+            if status == StatusCode::METHOD_NOT_ALLOWED {
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            return response;
+        }
     };
-    match dispatch(&server.agent, subject.as_ref(), call, format).await {
+    match dispatch(&server, subject.as_ref(), call, media).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
-    }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::Internal(format!("worker failed: {e}")))?
-}
-
-fn launched(result: Launched) -> Response {
-    match result {
-        Launched::Now => StatusCode::OK.into_response(),
-        Launched::Already => StatusCode::ACCEPTED.into_response(),
-    }
-}
-
-fn wait_response(kind: call::Type, t: &mesos::slave::ContainerTermination) -> v1::agent::Response {
-    let exit_status = t.status;
-    let state = t.state;
-    let reason = t.reason;
-    let message = t.message.clone();
-    match kind {
-        call::Type::WaitNestedContainer => v1::agent::Response {
-            r#type: Some(response::Type::WaitNestedContainer as i32),
-            wait_nested_container: Some(response::WaitNestedContainer {
-                exit_status,
-                state,
-                reason,
-                message,
-                limitation: None,
-            }),
-            ..Default::default()
-        },
-        _ => v1::agent::Response {
-            r#type: Some(response::Type::WaitContainer as i32),
-            wait_container: Some(response::WaitContainer {
-                exit_status,
-                state,
-                reason,
-                message,
-                limitation: None,
-            }),
-            ..Default::default()
-        },
-    }
-}
-
-async fn dispatch(
-    agent: &Arc<Agent>,
-    subject: Option<&Subject>,
-    call: Call,
-    format: Format,
-) -> Result<Response, ApiError> {
-    let kind = call::Type::try_from(call.r#type.unwrap_or(0)).unwrap_or(call::Type::Unknown);
-    let nested_or = |id: &ContainerId, nested: Action, standalone: Action| {
-        if id.parent.is_some() {
-            nested
-        } else {
-            standalone
-        }
-    };
-    match kind {
-        call::Type::LaunchNestedContainer | call::Type::LaunchContainer => {
-            let (id, command, container, resources, limits) =
-                match (call.launch_nested_container, call.launch_container) {
-                    (Some(l), _) => (
-                        unversioned(&l.container_id),
-                        l.command,
-                        l.container,
-                        Vec::new(),
-                        Default::default(),
-                    ),
-                    (_, Some(l)) => (
-                        unversioned(&l.container_id),
-                        l.command,
-                        l.container,
-                        l.resources,
-                        l.limits,
-                    ),
-                    _ => {
-                        return Err(ApiError::BadRequest(
-                            "Expecting 'launch_container' to be present".into(),
-                        ));
-                    }
-                };
-            let command: Option<mesos::CommandInfo> = command.map(|c| twin(&c));
-            let container: Option<mesos::ContainerInfo> = container.map(|c| twin(&c));
-            let resources: Vec<mesos::Resource> = resources.iter().map(twin).collect();
-            let limits: std::collections::BTreeMap<String, mesos::value::Scalar> = limits
-                .iter()
-                .map(|(k, v)| (k.clone(), mesos::value::Scalar { value: v.value }))
-                .collect();
-            let action = nested_or(
-                &id,
-                Action::LaunchNestedContainer,
-                Action::LaunchStandaloneContainer,
-            );
-            // The agent always passes a command (empty when absent) to the authorizer.
-            let for_authz = command.clone().unwrap_or_default();
-            agent.authorize(subject, action, &id, Some(&for_authz))?;
-            let agent = Arc::clone(agent);
-            Ok(launched(
-                blocking(move || agent.launch(&id, command, container, resources, limits)).await?,
-            ))
-        }
-        call::Type::WaitNestedContainer | call::Type::WaitContainer => {
-            let id = match (&call.wait_nested_container, &call.wait_container) {
-                (Some(w), _) => unversioned(&w.container_id),
-                (_, Some(w)) => unversioned(&w.container_id),
-                _ => {
-                    return Err(ApiError::BadRequest(
-                        "Expecting 'wait_container' to be present".into(),
-                    ));
-                }
-            };
-            agent.authorize(
-                subject,
-                nested_or(
-                    &id,
-                    Action::WaitNestedContainer,
-                    Action::WaitStandaloneContainer,
-                ),
-                &id,
-                None,
-            )?;
-            let termination = agent.wait(&id).await?;
-            Ok(encoded(format, &wait_response(kind, &termination)))
-        }
-        call::Type::KillNestedContainer | call::Type::KillContainer => {
-            let (id, signal) = match (&call.kill_nested_container, &call.kill_container) {
-                (Some(k), _) => (unversioned(&k.container_id), k.signal),
-                (_, Some(k)) => (unversioned(&k.container_id), k.signal),
-                _ => {
-                    return Err(ApiError::BadRequest(
-                        "Expecting 'kill_container' to be present".into(),
-                    ));
-                }
-            };
-            agent.authorize(
-                subject,
-                nested_or(
-                    &id,
-                    Action::KillNestedContainer,
-                    Action::KillStandaloneContainer,
-                ),
-                &id,
-                None,
-            )?;
-            let agent = Arc::clone(agent);
-            blocking(move || agent.kill(&id, signal.unwrap_or(libc::SIGKILL))).await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        call::Type::RemoveNestedContainer | call::Type::RemoveContainer => {
-            let id = match (&call.remove_nested_container, &call.remove_container) {
-                (Some(r), _) => unversioned(&r.container_id),
-                (_, Some(r)) => unversioned(&r.container_id),
-                _ => {
-                    return Err(ApiError::BadRequest(
-                        "Expecting 'remove_container' to be present".into(),
-                    ));
-                }
-            };
-            agent.authorize(
-                subject,
-                nested_or(
-                    &id,
-                    Action::RemoveNestedContainer,
-                    Action::RemoveStandaloneContainer,
-                ),
-                &id,
-                None,
-            )?;
-            let agent = Arc::clone(agent);
-            blocking(move || agent.remove(&id)).await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        call::Type::GetContainers => {
-            let get = call.get_containers.unwrap_or_default();
-            let containers = agent.list(
-                subject,
-                get.show_nested.unwrap_or(false),
-                get.show_standalone.unwrap_or(false),
-            );
-            let response = v1::agent::Response {
-                r#type: Some(response::Type::GetContainers as i32),
-                get_containers: Some(response::GetContainers { containers }),
-                ..Default::default()
-            };
-            Ok(encoded(format, &response))
-        }
-        other => Err(ApiError::BadRequest(format!(
-            "Unsupported call {}: this agent serves the container calls only",
-            other.as_str_name()
-        ))),
     }
 }
 

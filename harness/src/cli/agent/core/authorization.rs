@@ -48,17 +48,17 @@ impl Agent {
     /// request (for an explanation and the log); None without an
     /// authorizer, which allows everything. An authorizer error is logged
     /// and treated as a denial, as Mesos does.
-    fn decide(
+    pub(super) fn decide(
         &self,
         subject: Option<&Subject>,
         action: Action,
-        object: Object,
+        object: Option<Object>,
     ) -> Option<(&Authorizer, Request, bool)> {
         let authorizer = self.modules.authorizer.as_ref()?;
         let request = Request {
             subject: subject.cloned(),
             action: Some(action as i32),
-            object: Some(object),
+            object,
         };
         let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "authorizer failed; denying");
@@ -73,7 +73,8 @@ impl Agent {
         action: Action,
         object: Object,
     ) -> Result<(), ApiError> {
-        let Some((authorizer, request, allowed)) = self.decide(subject, action, object) else {
+        let Some((authorizer, request, allowed)) = self.decide(subject, action, Some(object))
+        else {
             return Ok(());
         };
         let acl = if allowed {
@@ -97,7 +98,7 @@ impl Agent {
         action: Action,
         object: Object,
     ) -> bool {
-        let Some((_, request, allowed)) = self.decide(subject, action, object) else {
+        let Some((_, request, allowed)) = self.decide(subject, action, Some(object)) else {
             return true;
         };
         tracing::debug!(

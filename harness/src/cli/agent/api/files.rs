@@ -1,0 +1,277 @@
+//! Sandbox browsing as Mesos' `Files` does it (src/files/files.cpp), for
+//! LIST_FILES / READ_FILE (src/slave/http.cpp:1179, :3196) and
+//! `/files/{browse,read,download}`.
+//!
+//! Each running executor's sandbox is attached, as `Slave` attaches it
+//! (src/slave/slave.cpp:10400-10440), under three paths: its real path,
+//! `<work_dir>/slaves/<agent>/frameworks/<fw>/executors/<ex>/runs/latest`
+//! and the virtual `/frameworks/<fw>/executors/<ex>/runs/latest`. A path at
+//! or below an attached one needs ACCESS_SANDBOX on the executor and its
+//! framework (the callback `Files::authorize` finds walking up, files.cpp
+//! :352-377); any other path needs nothing and is not found.
+
+use std::path::{Path, PathBuf};
+
+use nestguard::proto::mesos::authorization::{Action, Object, Subject};
+use nestguard::proto::mesos::v1;
+
+use crate::cli::agent::core::{Agent, ExecutorRecord};
+
+/// Mesos' `FilesError`: how a browse or read failed (the callers turn it
+/// into a status; it is never shown as an error chain).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilesError {
+    /// 400 with the text.
+    Invalid(String),
+    /// 404.
+    NotFound,
+    /// 403.
+    Unauthorized,
+    /// 500 with the text.
+    Unknown(String),
+}
+
+impl FilesError {
+    /// The answer of the agent API (`Http::listFiles`/`readFile`): the
+    /// message as the body, empty for 403 and 404.
+    pub fn into_api_response(self) -> axum::response::Response {
+        use axum::http::StatusCode;
+        use axum::response::IntoResponse;
+        match self {
+            FilesError::Invalid(m) => (StatusCode::BAD_REQUEST, m).into_response(),
+            FilesError::NotFound => StatusCode::NOT_FOUND.into_response(),
+            FilesError::Unauthorized => StatusCode::FORBIDDEN.into_response(),
+            FilesError::Unknown(m) => (StatusCode::INTERNAL_SERVER_ERROR, m).into_response(),
+        }
+    }
+}
+
+/// Mesos caps one read at 16 pages (files.cpp:670).
+const MAX_READ: u64 = 16 * 4096;
+
+struct Mount {
+    virtual_path: String,
+    real: PathBuf,
+    executor: ExecutorRecord,
+}
+
+fn mounts(agent: &Agent) -> Vec<Mount> {
+    let mut out = Vec::new();
+    for e in agent.running_executors() {
+        let Ok(real) = std::fs::canonicalize(&e.sandbox) else {
+            continue; // Mesos' attach fails on a path without a realpath.
+        };
+        let framework = e
+            .framework
+            .id
+            .as_ref()
+            .map(|f| f.value.clone())
+            .unwrap_or_default();
+        let executor = e.executor.executor_id.value.clone();
+        let mut paths = vec![format!(
+            "/frameworks/{framework}/executors/{executor}/runs/latest"
+        )];
+        if let Some(runs) = e.sandbox.parent() {
+            paths.push(runs.join("latest").to_string_lossy().into_owned());
+        }
+        paths.push(e.sandbox.to_string_lossy().into_owned());
+        for virtual_path in paths {
+            out.push(Mount {
+                virtual_path: virtual_path.trim_end_matches('/').to_owned(),
+                real: real.clone(),
+                executor: e.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn mount<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
+    mounts.iter().find(|m| m.virtual_path == path)
+}
+
+/// `FilesProcess::authorize`: the callback of the path, or of its nearest
+/// attached ancestor; none: allowed.
+fn authorized(agent: &Agent, subject: Option<&Subject>, mounts: &[Mount], path: &str) -> bool {
+    let trimmed = path.strip_suffix('/').unwrap_or(path);
+    let mut found = mount(mounts, trimmed);
+    let mut current = Path::new(path);
+    while found.is_none() {
+        let Some(parent) = current.parent() else {
+            break;
+        };
+        found = mount(mounts, &parent.to_string_lossy());
+        current = parent;
+    }
+    let Some(m) = found else {
+        return true;
+    };
+    let object = Object {
+        executor_info: Some(m.executor.executor.clone()),
+        framework_info: Some(m.executor.framework.clone()),
+        ..Default::default()
+    };
+    agent
+        .authorize_action(subject, Action::AccessSandbox, Some(object))
+        .is_ok()
+}
+
+/// `FilesProcess::resolve` (files.cpp:836-901): the longest attached prefix,
+/// the rest joined below it if it is a directory, canonicalized and kept
+/// inside it. `Ok(None)`: not found.
+fn resolve(mounts: &[Mount], path: &str) -> Result<Option<PathBuf>, String> {
+    let trimmed = path.strip_suffix('/').unwrap_or(path);
+    let mut tokens: Vec<&str> = trimmed.split('/').collect();
+    let mut suffix: Vec<&str> = Vec::new();
+    while !tokens.is_empty() {
+        let prefix = tokens.join("/");
+        let Some(m) = mount(mounts, &prefix) else {
+            if let Some(last) = tokens.pop() {
+                suffix.insert(0, last);
+            }
+            continue;
+        };
+        if !m.real.is_dir() {
+            return Ok(suffix.is_empty().then(|| m.real.clone()));
+        }
+        let joined = m.real.join(suffix.join("/"));
+        return match std::fs::canonicalize(&joined) {
+            Ok(real) if real.starts_with(&m.real) => Ok(Some(real)),
+            // Component-wise, stricter than Mesos' string prefix test.
+            Ok(_) => Err(format!("'{}' is inaccessible", joined.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!(
+                "Failed to determine canonical path of '{}': {e}",
+                joined.display()
+            )),
+        };
+    }
+    Ok(None)
+}
+
+/// stout's `path::from_uri`.
+fn from_uri(path: &str) -> &str {
+    path.strip_prefix("file://").unwrap_or(path)
+}
+
+fn located(agent: &Agent, subject: Option<&Subject>, path: &str) -> Result<PathBuf, FilesError> {
+    let mounts = mounts(agent);
+    if !authorized(agent, subject, &mounts, path) {
+        return Err(FilesError::Unauthorized);
+    }
+    match resolve(&mounts, path) {
+        Ok(Some(real)) => Ok(real),
+        Ok(None) => Err(FilesError::NotFound),
+        Err(e) => Err(FilesError::Invalid(format!("{e}.\n"))),
+    }
+}
+
+fn name_of_uid(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string())
+}
+
+fn name_of_gid(gid: u32) -> String {
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .unwrap_or_else(|| gid.to_string())
+}
+
+/// `protobuf::createFileInfo`.
+fn file_info(path: String, meta: &std::fs::Metadata) -> v1::FileInfo {
+    use std::os::unix::fs::MetadataExt;
+    v1::FileInfo {
+        path,
+        nlink: i32::try_from(meta.nlink()).ok(),
+        size: Some(meta.size()),
+        mtime: Some(v1::TimeInfo {
+            nanoseconds: meta.mtime().saturating_mul(1_000_000_000),
+        }),
+        mode: Some(meta.mode()),
+        uid: Some(name_of_uid(meta.uid())),
+        gid: Some(name_of_gid(meta.gid())),
+    }
+}
+
+/// `Files::browse`: the entries of a directory, sorted by path; a file
+/// lists as nothing.
+pub fn browse(
+    agent: &Agent,
+    subject: Option<&Subject>,
+    path: &str,
+) -> Result<Vec<v1::FileInfo>, FilesError> {
+    let path = from_uri(path);
+    let real = located(agent, subject, path)?;
+    let mut entries = std::collections::BTreeMap::new();
+    if let Ok(dir) = std::fs::read_dir(&real) {
+        for entry in dir.flatten() {
+            let full = entry.path();
+            // stat, not lstat, as Mesos: a link lists as its target.
+            let Ok(meta) = std::fs::metadata(&full) else {
+                tracing::warn!(path = %full.display(), "listed but stat failed");
+                continue;
+            };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let shown = format!("{}/{name}", path.trim_end_matches('/'));
+            entries.insert(full, file_info(shown, &meta));
+        }
+    }
+    Ok(entries.into_values().collect())
+}
+
+/// `Files::read`: the file's size and up to `length` bytes (at most 64 KiB)
+/// from `offset`; nothing past the end.
+pub fn read(
+    agent: &Agent,
+    subject: Option<&Subject>,
+    offset: u64,
+    length: Option<u64>,
+    path: &str,
+) -> Result<(u64, Vec<u8>), FilesError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let real = located(agent, subject, from_uri(path))?;
+    if real.is_dir() {
+        return Err(FilesError::Invalid("Cannot read a directory.\n".into()));
+    }
+    let open_failed = |e: std::io::Error| {
+        FilesError::Unknown(format!(
+            "Failed to open file at '{}': {e}.\n",
+            real.display()
+        ))
+    };
+    let mut file = std::fs::File::open(&real).map_err(open_failed)?;
+    let size = file.seek(SeekFrom::End(0)).map_err(open_failed)?;
+    if offset >= size {
+        return Ok((size, Vec::new()));
+    }
+    let length = length.unwrap_or(size - offset).min(MAX_READ);
+    if length == 0 {
+        return Ok((size, Vec::new()));
+    }
+    file.seek(SeekFrom::Start(offset)).map_err(|e| {
+        FilesError::Unknown(format!("Failed to seek file at '{}': {e}", real.display()))
+    })?;
+    let mut data = Vec::new();
+    file.take(length)
+        .read_to_end(&mut data)
+        .map_err(|e| FilesError::Unknown(format!("Failed to read '{}': {e}", real.display())))?;
+    Ok((size, data))
+}
+
+/// `Files::download`'s lookup: the real path of a file (a directory is 400).
+pub fn download(
+    agent: &Agent,
+    subject: Option<&Subject>,
+    path: &str,
+) -> Result<PathBuf, FilesError> {
+    let real = located(agent, subject, from_uri(path))?;
+    if real.is_dir() {
+        return Err(FilesError::Invalid("Cannot download a directory.\n".into()));
+    }
+    Ok(real)
+}
