@@ -106,7 +106,7 @@ async fn state(
         };
         let executors = if agent.may_view(subject, Action::ViewExecutor, executor) {
             let (mut tasks, mut completed) = (Vec::new(), Vec::new());
-            for task in super::api::tasks::tasks_of(agent.agent_id(), &e) {
+            for task in super::api::tasks::tasks_of(agent, &e) {
                 let object = Object {
                     task: Some(task.clone()),
                     framework_info: Some(e.framework.clone()),

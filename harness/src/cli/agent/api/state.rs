@@ -69,7 +69,7 @@ fn visible(server: &Server, subject: Option<&Subject>) -> Visible {
         out.executors.push(response::get_executors::Executor {
             executor_info: twin(&e.executor),
         });
-        for task in tasks::tasks_of(agent.agent_id(), e) {
+        for task in tasks::tasks_of(agent, e) {
             let task_object = Object {
                 task: Some(task.clone()),
                 framework_info: Some(e.framework.clone()),

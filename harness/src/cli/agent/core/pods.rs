@@ -27,6 +27,9 @@ use crate::cli::agent::pod_admission;
 use crate::cli::executor::{RESTART_POLICY_LABEL, TRANSIENT_LABEL};
 use crate::cli::wire::twin;
 
+/// The checkpointed `TaskGroupInfo` in an executor's meta directory.
+const TASKS_FILE: &str = "tasks";
+
 impl Agent {
     /// Launches a pod: its executor container running nestguard's default
     /// executor (or the executor's own command for CUSTOM executors).
@@ -122,8 +125,16 @@ impl Agent {
             container_class: Some(mesos::slave::ContainerClass::Default as i32),
             ..Default::default()
         };
+        // The agent's own record of the tasks (GET_TASKS, GET_STATE), in its
+        // meta directory: the sandbox is the tenant's to write.
+        let group = task_group(&pod);
+        nestguard::checkpoint::write_message(
+            &self.layout.executor_meta(&id.value).join(TASKS_FILE),
+            &group,
+        )
+        .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
         lock(&self.state).executors.insert(id.value.clone(), record);
-        self.queue_task_group(&id.value, task_group(&pod));
+        self.queue_task_group(&id.value, group);
         let marker = LaunchMarker::create(self.layout.launch_marker(&id.value));
         let started = marker.and_then(|_marker| {
             self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env]))
@@ -136,6 +147,11 @@ impl Agent {
         }
         tracing::info!(container_id = %id.value, executor_id = %pod.executor.executor_id.value, "pod launched");
         Ok(id)
+    }
+
+    /// The task group an executor was given, as checkpointed at launch.
+    pub fn launched_task_group(&self, root: &str) -> Option<mesos::v1::TaskGroupInfo> {
+        nestguard::checkpoint::read_message(&self.layout.executor_meta(root).join(TASKS_FILE)).ok()
     }
 
     fn checkpoint_executor(&self, record: &ExecutorRecord) -> anyhow::Result<()> {

@@ -30,6 +30,12 @@ const ACKNOWLEDGED_KEPT: usize = 4096;
 const MESSAGES_KEPT: usize = 1024;
 /// The largest checkpoint read back.
 const CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
+/// Unacknowledged updates kept per executor: an executor that sends more
+/// (a framework that never acknowledges, or a flood) is refused, so the
+/// checkpoint, rewritten on every change, stays small and readable.
+const PENDING_MAX: usize = 1024;
+/// Tasks whose latest state is remembered per executor.
+const STATES_MAX: usize = 4096;
 
 /// Every executor's update stream, by root container id.
 #[derive(Default)]
@@ -45,6 +51,8 @@ struct UpdateStream {
     acknowledged: VecDeque<Vec<u8>>,
     /// Executor messages for the framework (not checkpointed, as in Mesos).
     messages: VecDeque<Vec<u8>>,
+    /// The latest state each task was reported in (what GET_TASKS shows).
+    states: std::collections::BTreeMap<String, i32>,
 }
 
 /// What became of an update the executor sent.
@@ -136,6 +144,15 @@ impl Agent {
                 .ok_or_else(|| broken(format!("acknowledged[{i}]: expected base64")))?;
             stream.acknowledged.push_back(uuid);
         }
+        if let Some(states) = value["states"].as_object() {
+            for (task, state) in states.iter().take(STATES_MAX) {
+                let state = state
+                    .as_str()
+                    .and_then(v1::TaskState::from_str_name)
+                    .ok_or_else(|| broken(format!("states.{task}: expected a TaskState name")))?;
+                stream.states.insert(task.clone(), state as i32);
+            }
+        }
         tracing::info!(container_id = %root, pending = stream.pending.len(),
             "recovered checkpointed status updates");
         Ok(stream)
@@ -150,6 +167,10 @@ impl Agent {
         let body = serde_json::json!({
             "pending": stream.pending.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
             "acknowledged": stream.acknowledged.iter().map(|u| b64().encode(u)).collect::<Vec<_>>(),
+            "states": stream.states.iter().map(|(task, state)| {
+                let name = v1::TaskState::try_from(*state).map_or("TASK_UNKNOWN", |s| s.as_str_name());
+                (task.clone(), serde_json::Value::from(name))
+            }).collect::<serde_json::Map<_, _>>(),
         });
         let path = self.updates_path(root);
         nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| {
@@ -164,7 +185,7 @@ impl Agent {
     pub fn status_update(&self, root: &str, status: v1::TaskStatus) -> Result<(), ApiError> {
         let task_id = status.task_id.value.clone();
         let uuid = status.uuid.clone().unwrap_or_default();
-        let submitted = self.with_updates(root, |stream| submit(stream, status))?;
+        let submitted = self.with_updates(root, |stream| submit(stream, status))??;
         tracing::info!(container_id = %root, task_id = %task_id, outcome = ?submitted, "status update");
         if submitted == Submitted::AlreadyAcknowledged {
             self.send_acknowledged(root, &task_id, uuid);
@@ -186,7 +207,12 @@ impl Agent {
             for status in updates {
                 let task_id = status.task_id.value.clone();
                 let uuid = status.uuid.clone().unwrap_or_default();
-                let (outcome, _) = submit(stream, status);
+                let outcome = match submit(stream, status) {
+                    (Ok(outcome), _) => outcome,
+                    // Too many pending: the rest waits for the next
+                    // re-subscription, as the executor keeps them.
+                    (Err(_), _) => break,
+                };
                 match outcome {
                     Submitted::Pending => changed = true,
                     Submitted::Duplicate => {}
@@ -257,24 +283,45 @@ impl Agent {
         Ok(())
     }
 
+    /// The latest state each task of `root`'s executor was reported in.
+    pub fn task_states(&self, root: &str) -> std::collections::BTreeMap<String, i32> {
+        self.with_updates(root, |stream| (stream.states.clone(), false))
+            .unwrap_or_default()
+    }
+
     /// Forgets the updates of an executor that is gone.
     pub(super) fn forget_updates(&self, root: &str) {
         self.status_updates.lock().remove(root);
     }
 }
 
-fn submit(stream: &mut UpdateStream, status: v1::TaskStatus) -> (Submitted, bool) {
+fn submit(
+    stream: &mut UpdateStream,
+    status: v1::TaskStatus,
+) -> (Result<Submitted, ApiError>, bool) {
     let uuid = status.uuid.clone().unwrap_or_default();
     if stream.acknowledged.contains(&uuid) {
-        return (Submitted::AlreadyAcknowledged, false);
+        return (Ok(Submitted::AlreadyAcknowledged), false);
     }
     if stream
         .pending
         .iter()
         .any(|s| s.uuid.as_deref() == Some(&uuid[..]))
     {
-        return (Submitted::Duplicate, false);
+        return (Ok(Submitted::Duplicate), false);
+    }
+    if stream.pending.len() >= PENDING_MAX {
+        return (
+            Err(ApiError::BadRequest(format!(
+                "Too many unacknowledged status updates (at most {PENDING_MAX})"
+            ))),
+            false,
+        );
+    }
+    let task = status.task_id.value.clone();
+    if stream.states.len() < STATES_MAX || stream.states.contains_key(&task) {
+        stream.states.insert(task, status.state);
     }
     stream.pending.push(status);
-    (Submitted::Pending, true)
+    (Ok(Submitted::Pending), true)
 }
