@@ -371,6 +371,8 @@ fn operator_endpoints_and_refusals_on_the_wire() {
     // /health: open, 200, empty body.
     let (status, _, body) = request(&agent, "GET", "/health", None, &[], b"");
     assert_eq!((status, body.as_slice()), (200, b"".as_slice()));
+    let (status, _, body) = request(&agent, "POST", "/slave(1)/health", None, &[], b"");
+    assert_eq!((status, body.as_slice()), (200, b"".as_slice()));
     // /version: open.
     let (status, _, body) = request(&agent, "GET", "/version", None, &[], b"");
     assert_eq!(status, 200);
@@ -382,6 +384,8 @@ fn operator_endpoints_and_refusals_on_the_wire() {
     assert_eq!(status, 200);
     let flags: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(flags["flags"]["authenticate_http_readwrite"], "true");
+    let (status, _, body) = request(&agent, "GET", "/slave(1)/flags", Some(OPS), &[], b"");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let (status, _, body) = request(&agent, "GET", "/flags", Some(INTRUDER), &[], b"");
     assert_eq!(
         (status, body.as_slice()),

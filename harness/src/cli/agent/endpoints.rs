@@ -14,7 +14,7 @@ use axum::extract::{Extension, State};
 use axum::http::Uri;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use nestguard::proto::mesos::authorization::{Action, Object};
 
 use super::api::files::{self, FilesError};
@@ -30,10 +30,12 @@ fn json(value: &serde_json::Value) -> Response {
         .into_response()
 }
 
-/// The open endpoints (no authentication, as in Mesos).
+/// The open endpoints (no authentication, as in Mesos). The agent's own
+/// endpoints answer with and without libprocess' `/slave(1)` prefix.
 pub fn open_routes() -> Router<Arc<Server>> {
     Router::new()
-        .route("/health", get(|| async { StatusCode::OK }))
+        .route("/health", any(|| async { StatusCode::OK }))
+        .route("/slave(1)/health", any(|| async { StatusCode::OK }))
         .route(
             "/version",
             get(|| async { json(&nestguard::json::to_json_value(&version_info())) }),
@@ -44,7 +46,9 @@ pub fn open_routes() -> Router<Arc<Server>> {
 pub fn authenticated_routes() -> Router<Arc<Server>> {
     Router::new()
         .route("/flags", get(flags))
+        .route("/slave(1)/flags", get(flags))
         .route("/state", get(state))
+        .route("/slave(1)/state", get(state))
         .route("/metrics/snapshot", get(metrics))
         .route("/files/browse", get(files_browse))
         .route("/files/read", get(files_read))
