@@ -251,6 +251,37 @@ fn simple_calls_in_json_and_protobuf() {
             )
         );
         assert_eq!(api(&agent, INTRUDER, wire, &remove).0, 403);
+        let info = nestguard::proto::mesos::v1::ResourceProviderInfo {
+            id: None,
+            r#type: "org.apache.mesos.rp.local.storage".into(),
+            name: "test".into(),
+        };
+        let mut add = typed(call::Type::AddResourceProviderConfig);
+        add.add_resource_provider_config =
+            Some(call::AddResourceProviderConfig { info: info.clone() });
+        let mut update = typed(call::Type::UpdateResourceProviderConfig);
+        update.update_resource_provider_config = Some(call::UpdateResourceProviderConfig { info });
+        for c in [&add, &update] {
+            assert_eq!(
+                api(&agent, OPS, wire, c),
+                (
+                    500,
+                    b"Missing required flag --resource_provider_config_dir".to_vec()
+                )
+            );
+            assert_eq!(api(&agent, INTRUDER, wire, c).0, 403);
+        }
+        let mut unknown = add.clone();
+        unknown
+            .add_resource_provider_config
+            .as_mut()
+            .unwrap()
+            .info
+            .r#type = "x".into();
+        assert_eq!(
+            api(&agent, OPS, wire, &unknown),
+            (400, b"Failed to validate resource provider config with type 'x' and name 'test': Unknown local resource provider type 'x'".to_vec())
+        );
         let mut gone = typed(call::Type::MarkResourceProviderGone);
         gone.mark_resource_provider_gone = Some(call::MarkResourceProviderGone {
             resource_provider_id: nestguard::proto::mesos::v1::ResourceProviderId {

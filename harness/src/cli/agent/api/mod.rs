@@ -79,7 +79,7 @@ pub(super) async fn dispatch(
         Type::GetResourceProviders => Ok(providers::resource_providers(format)),
         Type::AddResourceProviderConfig
         | Type::UpdateResourceProviderConfig
-        | Type::RemoveResourceProviderConfig => providers::config(server, subject),
+        | Type::RemoveResourceProviderConfig => providers::config(server, subject, call),
         Type::MarkResourceProviderGone => providers::mark_gone(server, subject, call),
         Type::PruneImages => providers::prune_images(server, subject),
         Type::GetContainers
