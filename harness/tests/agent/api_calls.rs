@@ -27,6 +27,7 @@ const ACLS: &str = r#"{
   "view_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "prune_images": [{"principals": {"values": ["ops"]}, "images": {"type": "ANY"}}],
+  "mark_resource_providers_gone": [{"principals": {"values": ["ops"]}, "resource_providers": {"type": "ANY"}}],
   "modify_resource_provider_configs": [{"principals": {"values": ["ops"]}, "resource_providers": {"type": "ANY"}}]
 }"#;
 
@@ -288,8 +289,15 @@ fn simple_calls_in_json_and_protobuf() {
                 value: "rp".into(),
             },
         });
-        // No ACL list for it: the non-permissive authorizer refuses.
-        assert_eq!(api(&agent, OPS, wire, &gone).0, 403);
+        assert_eq!(
+            api(&agent, OPS, wire, &gone),
+            (
+                500,
+                b"Could not mark resource provider 'rp' as gone: Agent has not registered yet"
+                    .to_vec()
+            )
+        );
+        assert_eq!(api(&agent, INTRUDER, wire, &gone).0, 403);
     }
 }
 
