@@ -2,7 +2,7 @@
 //! `/health` (src/slave/http.cpp:1016: 200, empty body, no
 //! authentication), `/version` (libprocess' VersionProcess: a JSON object
 //! of the version info), `/flags` (:955-1000: `{"flags": {...}}`, VIEW_FLAGS
-//! or 403), `/state` (:1380, the frameworks and executors the principal
+//! or 403), `/state` (:1331, the frameworks and executors the principal
 //! may view), `/metrics/snapshot` (a flat JSON object of metric values)
 //! and `/files/{browse,read,download}` (src/files/files.cpp:380-800; the
 //! sandbox lookup is shared with LIST_FILES/READ_FILE in [`files`]).
