@@ -19,6 +19,14 @@ fn sandbox_files_by_mesos_paths() {
         .to_owned();
     std::fs::write(sandbox.join("hello.txt"), "hello world").unwrap();
     std::os::unix::fs::symlink("/etc", sandbox.join("escape")).unwrap();
+    // A link that stays in the sandbox is followed, as in Mesos.
+    std::os::unix::fs::symlink("hello.txt", sandbox.join("link.txt")).unwrap();
+    // A FIFO must not hang the reader.
+    nix::unistd::mkfifo(
+        &sandbox.join("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
     let virtual_path = format!("/frameworks/e2e-framework/executors/{executor_id}/runs/latest");
     let hello = format!("{virtual_path}/hello.txt");
     let list = |path: &str| {
@@ -56,6 +64,20 @@ fn sandbox_files_by_mesos_paths() {
             .read_file
             .unwrap();
         assert_eq!(got.data, b"hello world");
+        let link = format!("{virtual_path}/link.txt");
+        let got = ok(&agent, OPS, wire, &read(&link, 0, None))
+            .read_file
+            .unwrap();
+        assert_eq!(got.data, b"hello world");
+        let (status, body) = api(
+            &agent,
+            OPS,
+            wire,
+            &read(&format!("{virtual_path}/pipe"), 0, None),
+        );
+        let body = String::from_utf8(body).unwrap();
+        assert_eq!(status, 400);
+        assert!(body.ends_with("/pipe': not a regular file.\n"), "{body}");
         let got = ok(&agent, OPS, wire, &read(&hello, 20, None))
             .read_file
             .unwrap();

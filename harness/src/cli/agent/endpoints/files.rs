@@ -189,9 +189,10 @@ pub(super) async fn files_download(
     };
     let agent = Arc::clone(&server.agent);
     let found = tokio::task::spawn_blocking(move || {
-        files::download(&agent, subject.as_ref(), &path).and_then(|real| {
-            match std::fs::read(&real) {
-                Ok(bytes) => Ok((real, bytes)),
+        files::download(&agent, subject.as_ref(), &path).and_then(|(real, mut file)| {
+            let mut bytes = Vec::new();
+            match std::io::Read::read_to_end(&mut file, &mut bytes) {
+                Ok(_) => Ok((real, bytes)),
                 Err(e) => Err(FilesError::Unknown(format!(
                     "Failed to read '{}': {e}",
                     real.display()
