@@ -16,7 +16,7 @@ use axum::extract::{Extension, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use nestguard::proto::mesos::authorization::{Action, Object};
+use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 
 use super::api::{AgentDetails, version_info};
 use super::http::{Principal, Server};
@@ -92,8 +92,20 @@ async fn state(
     State(server): State<Arc<Server>>,
     Extension(Principal(subject)): Extension<Principal>,
 ) -> Response {
+    // Authorizer calls and sandbox reads: off the async workers.
+    match tokio::task::spawn_blocking(move || state_json(&server, subject.as_ref())).await {
+        Ok(body) => json(&body),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("worker failed: {e}"),
+        )
+            .into_response(),
+    }
+}
+
+/// `/state`'s body for `subject`.
+fn state_json(server: &Server, subject: Option<&Subject>) -> serde_json::Value {
     let agent = &server.agent;
-    let subject = subject.as_ref();
     let mut frameworks: Vec<serde_json::Value> = Vec::new();
     for e in agent.running_executors() {
         let framework = Object {
@@ -171,5 +183,5 @@ async fn state(
     {
         body["flags"] = flag_object(details);
     }
-    json(&body)
+    body
 }

@@ -76,6 +76,10 @@ pub(super) fn request(
 ) -> (u16, String, Vec<u8>) {
     let host = agent.address.trim_start_matches("http://");
     let mut stream = TcpStream::connect(host).unwrap();
+    // A hung agent fails the test instead of hanging it.
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()

@@ -5,7 +5,8 @@
 //! This is the stand-in until the executor API's status updates reach the
 //! agent (issue #14 item 1); then the status update manager is the source
 //! and only [`tasks_of`] changes. Both files lie in a sandbox the tenant can
-//! write, so each is opened without following a link and read up to a cap,
+//! write, so each is opened without following a link nor waiting on a
+//! FIFO, must be a regular file, and is read up to a cap,
 //! and a state is taken only if it names a `TaskState`.
 
 use std::io::{Read, Seek, SeekFrom};
@@ -23,7 +24,7 @@ const MAX_READ: u64 = 1 << 20;
 fn read_tail(path: &Path) -> Option<String> {
     let mut file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;
