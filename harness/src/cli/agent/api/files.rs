@@ -10,6 +10,7 @@
 //! framework (the callback `Files::authorize` finds walking up, files.cpp
 //! :352-377); any other path needs nothing and is not found.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
@@ -119,7 +120,7 @@ fn authorized(agent: &Agent, subject: Option<&Subject>, mounts: &[Mount], path: 
 /// `FilesProcess::resolve` (files.cpp:836-901): the longest attached prefix,
 /// the rest joined below it if it is a directory, canonicalized and kept
 /// inside it. `Ok(None)`: not found.
-fn resolve(mounts: &[Mount], path: &str) -> Result<Option<PathBuf>, String> {
+fn resolve(mounts: &[Mount], path: &str) -> Result<Option<(PathBuf, PathBuf)>, String> {
     let trimmed = path.strip_suffix('/').unwrap_or(path);
     let mut tokens: Vec<&str> = trimmed.split('/').collect();
     let mut suffix: Vec<&str> = Vec::new();
@@ -132,11 +133,11 @@ fn resolve(mounts: &[Mount], path: &str) -> Result<Option<PathBuf>, String> {
             continue;
         };
         if !m.real.is_dir() {
-            return Ok(suffix.is_empty().then(|| m.real.clone()));
+            return Ok(suffix.is_empty().then(|| (m.real.clone(), m.real.clone())));
         }
         let joined = m.real.join(suffix.join("/"));
         return match std::fs::canonicalize(&joined) {
-            Ok(real) if real.starts_with(&m.real) => Ok(Some(real)),
+            Ok(real) if real.starts_with(&m.real) => Ok(Some((m.real.clone(), real))),
             // Component-wise, stricter than Mesos' string prefix test.
             Ok(_) => Err(format!("'{}' is inaccessible", joined.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -154,16 +155,66 @@ fn from_uri(path: &str) -> &str {
     path.strip_prefix("file://").unwrap_or(path)
 }
 
-fn located(agent: &Agent, subject: Option<&Subject>, path: &str) -> Result<PathBuf, FilesError> {
+/// The sandbox root and the canonical path of `path` in it, authorized.
+fn located(
+    agent: &Agent,
+    subject: Option<&Subject>,
+    path: &str,
+) -> Result<(PathBuf, PathBuf), FilesError> {
     let mounts = mounts(agent);
     if !authorized(agent, subject, &mounts, path) {
         return Err(FilesError::Unauthorized);
     }
     match resolve(&mounts, path) {
-        Ok(Some(real)) => Ok(real),
+        Ok(Some(found)) => Ok(found),
         Ok(None) => Err(FilesError::NotFound),
         Err(e) => Err(FilesError::Invalid(format!("{e}.\n"))),
     }
+}
+
+/// What a resolved path is now, opened without following any link below
+/// the sandbox root: the tenant owns the sandbox and may swap a checked
+/// path for a link to a host file between the check and the open (Mesos
+/// opens by path; the agent runs as root). A FIFO is opened non-blocking
+/// so that it cannot hang a reader.
+enum Opened {
+    Dir(OwnedFd),
+    File(std::fs::File),
+    Other,
+}
+
+fn open_beneath(root: &Path, real: &Path) -> Result<Opened, FilesError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let inaccessible = || FilesError::Invalid(format!("'{}' is inaccessible.\n", real.display()));
+    let swapped = |_: nestguard::beneath::BeneathError| inaccessible();
+    if real == root {
+        return nestguard::beneath::open_dir(root, root)
+            .map(Opened::Dir)
+            .map_err(swapped);
+    }
+    let (Some(parent), Some(name)) = (real.parent(), real.file_name()) else {
+        return Err(FilesError::NotFound);
+    };
+    let dir = nestguard::beneath::open_dir(root, parent).map_err(swapped)?;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Err(FilesError::NotFound),
+        Err(rustix::io::Errno::LOOP) => return Err(inaccessible()),
+        Err(e) => {
+            return Err(FilesError::Unknown(format!(
+                "Failed to open file at '{}': {e}.\n",
+                real.display()
+            )));
+        }
+    };
+    let stat = rustix::fs::fstat(&fd)
+        .map_err(|e| FilesError::Unknown(format!("Failed to stat '{}': {e}.\n", real.display())))?;
+    Ok(match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Directory => Opened::Dir(fd),
+        FileType::RegularFile => Opened::File(std::fs::File::from(fd)),
+        _ => Opened::Other,
+    })
 }
 
 fn name_of_uid(uid: u32) -> String {
@@ -183,43 +234,49 @@ fn name_of_gid(gid: u32) -> String {
 }
 
 /// `protobuf::createFileInfo`.
-fn file_info(path: String, meta: &std::fs::Metadata) -> v1::FileInfo {
-    use std::os::unix::fs::MetadataExt;
+fn file_info(path: String, stat: &rustix::fs::Stat) -> v1::FileInfo {
     v1::FileInfo {
         path,
-        nlink: i32::try_from(meta.nlink()).ok(),
-        size: Some(meta.size()),
+        nlink: i32::try_from(stat.st_nlink).ok(),
+        size: u64::try_from(stat.st_size).ok(),
         mtime: Some(v1::TimeInfo {
-            nanoseconds: meta.mtime().saturating_mul(1_000_000_000),
+            nanoseconds: stat.st_mtime.saturating_mul(1_000_000_000),
         }),
-        mode: Some(meta.mode()),
-        uid: Some(name_of_uid(meta.uid())),
-        gid: Some(name_of_gid(meta.gid())),
+        mode: Some(stat.st_mode),
+        uid: Some(name_of_uid(stat.st_uid)),
+        gid: Some(name_of_gid(stat.st_gid)),
     }
 }
 
 /// `Files::browse`: the entries of a directory, sorted by path; a file
-/// lists as nothing.
+/// lists as nothing. Entries are read and stat'ed through the directory's
+/// descriptor (stat follows a link, as Mesos' does, for what it shows).
 pub fn browse(
     agent: &Agent,
     subject: Option<&Subject>,
     path: &str,
 ) -> Result<Vec<v1::FileInfo>, FilesError> {
     let path = from_uri(path);
-    let real = located(agent, subject, path)?;
+    let (root, real) = located(agent, subject, path)?;
+    let Opened::Dir(dir) = open_beneath(&root, &real)? else {
+        return Ok(Vec::new());
+    };
     let mut entries = std::collections::BTreeMap::new();
-    if let Ok(dir) = std::fs::read_dir(&real) {
-        for entry in dir.flatten() {
-            let full = entry.path();
-            // stat, not lstat, as Mesos: a link lists as its target.
-            let Ok(meta) = std::fs::metadata(&full) else {
-                tracing::warn!(path = %full.display(), "listed but stat failed");
-                continue;
-            };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let shown = format!("{}/{name}", path.trim_end_matches('/'));
-            entries.insert(full, file_info(shown, &meta));
+    let Ok(mut listing) = rustix::fs::Dir::read_from(&dir) else {
+        return Ok(Vec::new());
+    };
+    while let Some(Ok(entry)) = listing.next() {
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
         }
+        let Ok(stat) = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::empty()) else {
+            tracing::warn!(path = %real.display(), "listed but stat failed");
+            continue;
+        };
+        let name = name.to_string_lossy().into_owned();
+        let shown = format!("{}/{name}", path.trim_end_matches('/'));
+        entries.insert(name, file_info(shown, &stat));
     }
     Ok(entries.into_values().collect())
 }
@@ -234,17 +291,23 @@ pub fn read(
     path: &str,
 ) -> Result<(u64, Vec<u8>), FilesError> {
     use std::io::{Read, Seek, SeekFrom};
-    let real = located(agent, subject, from_uri(path))?;
-    if real.is_dir() {
-        return Err(FilesError::Invalid("Cannot read a directory.\n".into()));
-    }
+    let (root, real) = located(agent, subject, from_uri(path))?;
+    let mut file = match open_beneath(&root, &real)? {
+        Opened::File(file) => file,
+        Opened::Dir(_) => return Err(FilesError::Invalid("Cannot read a directory.\n".into())),
+        Opened::Other => {
+            return Err(FilesError::Invalid(format!(
+                "Cannot read '{}': not a regular file.\n",
+                real.display()
+            )));
+        }
+    };
     let open_failed = |e: std::io::Error| {
         FilesError::Unknown(format!(
             "Failed to open file at '{}': {e}.\n",
             real.display()
         ))
     };
-    let mut file = std::fs::File::open(&real).map_err(open_failed)?;
     let size = file.seek(SeekFrom::End(0)).map_err(open_failed)?;
     if offset >= size {
         return Ok((size, Vec::new()));
@@ -263,15 +326,19 @@ pub fn read(
     Ok((size, data))
 }
 
-/// `Files::download`'s lookup: the real path of a file (a directory is 400).
+/// `Files::download`'s lookup: the file, opened (a directory is 400).
 pub fn download(
     agent: &Agent,
     subject: Option<&Subject>,
     path: &str,
-) -> Result<PathBuf, FilesError> {
-    let real = located(agent, subject, from_uri(path))?;
-    if real.is_dir() {
-        return Err(FilesError::Invalid("Cannot download a directory.\n".into()));
+) -> Result<(PathBuf, std::fs::File), FilesError> {
+    let (root, real) = located(agent, subject, from_uri(path))?;
+    match open_beneath(&root, &real)? {
+        Opened::File(file) => Ok((real, file)),
+        Opened::Dir(_) => Err(FilesError::Invalid("Cannot download a directory.\n".into())),
+        Opened::Other => Err(FilesError::Invalid(format!(
+            "Cannot read '{}': not a regular file.\n",
+            real.display()
+        ))),
     }
-    Ok(real)
 }

@@ -71,15 +71,25 @@ pub(super) async fn dispatch(
         Type::GetAgent => Ok(info::agent(server, format)),
         Type::ListFiles => list_files(server, subject, call, format).await,
         Type::ReadFile => read_file(server, subject, call, format).await,
-        Type::GetState => Ok(state::state(server, subject, format)),
-        Type::GetFrameworks => Ok(state::frameworks(server, subject, format)),
-        Type::GetExecutors => Ok(state::executors(server, subject, format)),
-        Type::GetTasks => Ok(state::tasks(server, subject, format)),
+        Type::GetState | Type::GetFrameworks | Type::GetExecutors | Type::GetTasks => {
+            // Authorizer calls and sandbox reads: off the async workers.
+            let (server, subject) = (Arc::clone(server), subject.cloned());
+            blocking(move || {
+                let subject = subject.as_ref();
+                Ok(match kind {
+                    Type::GetState => state::state(&server, subject, format),
+                    Type::GetFrameworks => state::frameworks(&server, subject, format),
+                    Type::GetExecutors => state::executors(&server, subject, format),
+                    _ => state::tasks(&server, subject, format),
+                })
+            })
+            .await
+        }
         Type::GetOperations => Ok(providers::operations(format)),
         Type::GetResourceProviders => Ok(providers::resource_providers(format)),
         Type::AddResourceProviderConfig
         | Type::UpdateResourceProviderConfig
-        | Type::RemoveResourceProviderConfig => providers::config(server, subject),
+        | Type::RemoveResourceProviderConfig => providers::config(server, subject, call),
         Type::MarkResourceProviderGone => providers::mark_gone(server, subject, call),
         Type::PruneImages => providers::prune_images(server, subject),
         Type::GetContainers

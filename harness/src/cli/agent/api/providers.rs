@@ -41,17 +41,39 @@ pub(super) fn resource_providers(format: Format) -> Response {
     )
 }
 
-/// The *_RESOURCE_PROVIDER_CONFIG calls: MODIFY_RESOURCE_PROVIDER_CONFIG,
+/// The only local resource provider type Mesos 1.11 knows
+/// (src/resource_provider/local.cpp:44-50).
+const STORAGE_PROVIDER: &str = "org.apache.mesos.rp.local.storage";
+
+/// The *_RESOURCE_PROVIDER_CONFIG calls: MODIFY_RESOURCE_PROVIDER_CONFIG;
+/// ADD and UPDATE then validate the info (an unknown type is 400,
+/// src/slave/http.cpp:4051-4057, local.cpp:70-74; the storage provider's
+/// own checks need its `storage` field, which this agent does not declare);
 /// then the daemon's failure without a config directory
 /// (src/resource_provider/daemon.cpp:206, :264, :317), which libprocess
 /// answers 500 with the failure's text (http_proxy.cpp:129).
 pub(super) fn config(
     server: &Arc<Server>,
     subject: Option<&Subject>,
+    call: Call,
 ) -> Result<Response, ApiError> {
     server
         .agent
         .authorize_action(subject, Action::ModifyResourceProviderConfig, None)?;
+    let info = call
+        .add_resource_provider_config
+        .map(|a| a.info)
+        .or(call.update_resource_provider_config.map(|u| u.info));
+    if let Some(info) = info
+        && info.r#type != STORAGE_PROVIDER
+    {
+        return Err(ApiError::BadRequest(format!(
+            "Failed to validate resource provider config with type '{t}' and name '{n}': \
+             Unknown local resource provider type '{t}'",
+            t = info.r#type,
+            n = info.name
+        )));
+    }
     Err(ApiError::Internal(
         "Missing required flag --resource_provider_config_dir".into(),
     ))

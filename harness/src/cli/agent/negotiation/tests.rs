@@ -85,6 +85,9 @@ fn every_refusal_has_mesos_status_and_text() {
             "Missing required fields: wait_container.container_id.value".into()),
         (Method::POST, vec![(ct, JSON)], br#"{"type":"READ_FILE","read_file":{}}"#.to_vec(), 400,
             "Missing required fields: read_file.path, read_file.offset".into()),
+        // Own fields first, then those of set sub-messages, lists indexed.
+        (Method::POST, vec![(ct, JSON)], br#"{"type":"LAUNCH_CONTAINER","launch_container":{"resources":[{"name":"cpus"},{}]}}"#.to_vec(), 400,
+            "Missing required fields: launch_container.container_id, launch_container.resources[0].type, launch_container.resources[1].name, launch_container.resources[1].type".into()),
         (Method::POST, vec![(ct, JSON)], br#"{}"#.to_vec(), 400,
             "Failed to validate agent::Call: Expecting 'type' to be present".into()),
         (Method::POST, vec![(ct, PROTO)], vec![0x08, 0x63], 400,

@@ -1,0 +1,242 @@
+//! LIST_FILES/READ_FILE and `/files/*` by Mesos' paths.
+
+use nestguard::proto::mesos::v1::agent::{Response, call, response};
+
+use super::{ACLS, Wire, api, ok, request, typed};
+use crate::agent_support::{INTRUDER, OPS, TestAgent, pod, require_root, task};
+
+#[test]
+fn sandbox_files_by_mesos_paths() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let spec = pod(serde_json::json!([task("sleeper", "sleep 600")]));
+    let (_root, sandbox) = agent.launch_pod(&spec);
+    let executor_id = spec["executor"]["executor_id"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(sandbox.join("hello.txt"), "hello world").unwrap();
+    std::os::unix::fs::symlink("/etc", sandbox.join("escape")).unwrap();
+    // A link that stays in the sandbox is followed, as in Mesos.
+    std::os::unix::fs::symlink("hello.txt", sandbox.join("link.txt")).unwrap();
+    // A FIFO must not hang the reader.
+    nix::unistd::mkfifo(
+        &sandbox.join("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    let virtual_path = format!("/frameworks/e2e-framework/executors/{executor_id}/runs/latest");
+    let hello = format!("{virtual_path}/hello.txt");
+    let list = |path: &str| {
+        let mut c = typed(call::Type::ListFiles);
+        c.list_files = Some(call::ListFiles {
+            path: path.to_owned(),
+        });
+        c
+    };
+    let read = |path: &str, offset: u64, length: Option<u64>| {
+        let mut c = typed(call::Type::ReadFile);
+        c.read_file = Some(call::ReadFile {
+            path: path.to_owned(),
+            offset,
+            length,
+        });
+        c
+    };
+    for wire in [Wire::Json, Wire::Protobuf] {
+        // The virtual path and the real sandbox path list the same files.
+        for path in [virtual_path.clone(), sandbox.to_string_lossy().into_owned()] {
+            let r = ok(&agent, OPS, wire, &list(&path));
+            let infos = r.get_list_files_or_panic();
+            let file = infos
+                .iter()
+                .find(|f| f.path == format!("{path}/hello.txt"))
+                .unwrap_or_else(|| panic!("{infos:?}"));
+            assert_eq!(file.size, Some(11));
+            assert_eq!(file.uid.as_deref(), Some("root"));
+        }
+        let r = ok(&agent, OPS, wire, &read(&hello, 6, Some(5)));
+        let got = r.read_file.unwrap();
+        assert_eq!((got.size, got.data.as_slice()), (11, b"world".as_slice()));
+        let got = ok(&agent, OPS, wire, &read(&hello, 0, None))
+            .read_file
+            .unwrap();
+        assert_eq!(got.data, b"hello world");
+        let link = format!("{virtual_path}/link.txt");
+        let got = ok(&agent, OPS, wire, &read(&link, 0, None))
+            .read_file
+            .unwrap();
+        assert_eq!(got.data, b"hello world");
+        let (status, body) = api(
+            &agent,
+            OPS,
+            wire,
+            &read(&format!("{virtual_path}/pipe"), 0, None),
+        );
+        let body = String::from_utf8(body).unwrap();
+        assert_eq!(status, 400);
+        assert!(body.ends_with("/pipe': not a regular file.\n"), "{body}");
+        let got = ok(&agent, OPS, wire, &read(&hello, 20, None))
+            .read_file
+            .unwrap();
+        assert_eq!((got.size, got.data.len()), (11, 0));
+        // Mesos' Files answers: 403 and 404 without a body, 400 with the reason.
+        assert_eq!(
+            api(&agent, INTRUDER, wire, &list(&virtual_path)),
+            (403, Vec::new())
+        );
+        assert_eq!(
+            api(&agent, INTRUDER, wire, &read(&hello, 0, None)),
+            (403, Vec::new())
+        );
+        assert_eq!(api(&agent, OPS, wire, &list("/nope")), (404, Vec::new()));
+        assert_eq!(
+            api(
+                &agent,
+                OPS,
+                wire,
+                &read(&format!("{virtual_path}/missing"), 0, None)
+            ),
+            (404, Vec::new())
+        );
+        assert_eq!(
+            api(&agent, OPS, wire, &read(&virtual_path, 0, None)),
+            (400, b"Cannot read a directory.\n".to_vec())
+        );
+        let (status, body) = api(
+            &agent,
+            OPS,
+            wire,
+            &read(&format!("{virtual_path}/escape/hostname"), 0, None),
+        );
+        let body = String::from_utf8(body).unwrap();
+        assert_eq!(status, 400);
+        assert!(
+            body.ends_with("/escape/hostname' is inaccessible.\n"),
+            "{body}"
+        );
+    }
+    // The /files endpoints.
+    let encoded_path = |p: &str| p.replace('/', "%2F");
+    let (status, _, body) = request(
+        &agent,
+        "GET",
+        &format!("/files/browse?path={}", encoded_path(&virtual_path)),
+        Some(OPS),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 200);
+    let listing: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let entry = listing
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == hello.as_str())
+        .unwrap();
+    assert_eq!(entry["size"], 11);
+    assert_eq!(entry["mode"].as_str().unwrap().len(), 10);
+    assert!(entry["mode"].as_str().unwrap().starts_with('-'));
+    let (status, _, body) = request(
+        &agent,
+        "GET",
+        &format!("/files/read?path={hello}&offset=0"),
+        Some(OPS),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+        serde_json::json!({"offset": 0, "data": "hello world"})
+    );
+    let (_, _, body) = request(
+        &agent,
+        "GET",
+        &format!("/files/read?path={hello}"),
+        Some(OPS),
+        &[],
+        b"",
+    );
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+        serde_json::json!({"offset": 11, "data": ""})
+    );
+    let (status, _, body) = request(
+        &agent,
+        "GET",
+        &format!("/files/read?path={hello}&offset=-2"),
+        Some(OPS),
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (status, body.as_slice()),
+        (400, b"Negative offset provided: -2.\n".as_slice())
+    );
+    let (status, head, body) = request(
+        &agent,
+        "GET",
+        &format!("/files/download?path={hello}"),
+        Some(OPS),
+        &[],
+        b"",
+    );
+    assert_eq!((status, body.as_slice()), (200, b"hello world".as_slice()));
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-disposition: attachment; filename=hello.txt"),
+        "{head}"
+    );
+    let (status, _, body) = request(&agent, "GET", "/files/browse", Some(OPS), &[], b"");
+    assert_eq!(
+        (status, body.as_slice()),
+        (400, b"Expecting 'path=value' in query.\n".as_slice())
+    );
+    let (status, _, body) = request(
+        &agent,
+        "GET",
+        &format!("/files/download?path={hello}"),
+        Some(INTRUDER),
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (status, body.as_slice()),
+        (403, b"403 Forbidden.".as_slice())
+    );
+    let (status, _, body) = request(
+        &agent,
+        "GET",
+        &format!("/files/browse?path={virtual_path}"),
+        Some(INTRUDER),
+        &[],
+        b"",
+    );
+    assert_eq!((status, body.as_slice()), (403, b"".as_slice()));
+    assert_eq!(
+        request(
+            &agent,
+            "GET",
+            &format!("/files/read?path={hello}"),
+            None,
+            &[],
+            b""
+        )
+        .0,
+        401
+    );
+}
+
+trait ListFilesOrPanic {
+    fn get_list_files_or_panic(self) -> Vec<nestguard::proto::mesos::v1::FileInfo>;
+}
+
+impl ListFilesOrPanic for Response {
+    fn get_list_files_or_panic(self) -> Vec<nestguard::proto::mesos::v1::FileInfo> {
+        assert_eq!(self.r#type, Some(response::Type::ListFiles as i32));
+        self.list_files.expect("list_files").file_infos
+    }
+}
