@@ -103,8 +103,9 @@ fn state_calls_filter_per_principal() {
     let state: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(state["frameworks"], serde_json::json!([]));
     assert!(state.get("flags").is_none());
-    // A FIFO planted for the executor's stdout does not hang the agent: the
-    // task states are then unknown (STAGING).
+    // A FIFO planted for the executor's stdout does not hang the agent, nor
+    // change what it reports: task states come from the executor API's
+    // status updates, never from the tenant's sandbox.
     std::fs::remove_file(sandbox.join("stdout")).unwrap();
     nix::unistd::mkfifo(
         &sandbox.join("stdout"),
@@ -114,11 +115,10 @@ fn state_calls_filter_per_principal() {
     let tasks = ok(&agent, OPS, Wire::Json, &typed(call::Type::GetTasks))
         .get_tasks
         .unwrap();
-    assert_eq!(tasks.launched_tasks.len(), 2, "{tasks:?}");
-    assert!(
-        tasks
-            .launched_tasks
-            .iter()
-            .all(|t| t.state == nestguard::proto::mesos::v1::TaskState::TaskStaging as i32)
+    assert_eq!(tasks.launched_tasks.len(), 1, "{tasks:?}");
+    assert_eq!(
+        tasks.launched_tasks[0].state,
+        nestguard::proto::mesos::v1::TaskState::TaskRunning as i32
     );
+    assert_eq!(tasks.terminated_tasks.len(), 1, "{tasks:?}");
 }
