@@ -625,3 +625,81 @@ fn subscribe_stream_outlives_the_timeouts_and_holds_its_slot() {
     );
     assert_eq!(stream.next_non_heartbeat(&agent), None);
 }
+
+/// POSTs a JSON executor call with a bearer token (bodies too large for a
+/// command-line argument).
+fn post_executor_call(agent: &TestAgent, token: &str, body: &str) -> (u16, String) {
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut reply = http
+        .post(format!("{}/api/v1/executor", agent.address))
+        .header("Authorization", &format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .send(body)
+        .unwrap();
+    let status = reply.status().as_u16();
+    (
+        status,
+        reply.body_mut().read_to_string().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn hostile_executor_is_bounded_and_executor_ids_are_unique() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start();
+    let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
+    let eid = executor_id(&spec);
+    let (pod_id, _) = agent.launch_pod(&spec);
+    // A second pod may not take the executor's IDs: its calls and its
+    // sandbox's virtual paths would capture or block the first one's.
+    let (status, body) = agent.curl(Some(OPS), "/nestguard/v1/pods", &spec.to_string());
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("already exists"), "{body}");
+    let token = token(&agent, FRAMEWORK, &eid, &pod_id);
+
+    // Updates carried by SUBSCRIBE get the checks of an UPDATE: an executor
+    // cannot pass its own update off as the agent's.
+    let forged = serde_json::json!({"task_id": {"value": "app"}, "state": "TASK_FAILED",
+        "source": "SOURCE_SLAVE",
+        "uuid": base64::engine::general_purpose::STANDARD.encode(*uuid_bytes())});
+    let (status, body) = subscribe(&agent, Some(&token), &eid, false, &[forged]);
+    assert_eq!(status, 400);
+    assert!(
+        body.err().unwrap().contains("expecting 'SOURCE_EXECUTOR'"),
+        "forged source accepted"
+    );
+    assert!(pending_updates(&agent, &pod_id).is_empty());
+
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_eq!(stream.next(&agent).unwrap()["type"], "SUBSCRIBED");
+    // An update or a message over the size limit is refused, not kept.
+    let big = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; 300 * 1024]);
+    let mut update: serde_json::Value =
+        serde_json::from_str(&update_call(&eid, "app", "TASK_RUNNING", &*uuid_bytes())).unwrap();
+    update["update"]["status"]["data"] = serde_json::json!(big);
+    let (status, body) = post_executor_call(&agent, &token, &update.to_string());
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("over the limit"), "{body}");
+    assert!(pending_updates(&agent, &pod_id).is_empty());
+    let message = serde_json::json!({"type": "MESSAGE", "framework_id": {"value": FRAMEWORK},
+        "executor_id": {"value": eid}, "message": {"data": big}});
+    let (status, body) = post_executor_call(&agent, &token, &message.to_string());
+    assert_eq!(status, 400, "{body}");
+    // Small ones still go through.
+    let (status, body) = agent.curl_bearer(
+        &token,
+        "/api/v1/executor",
+        &update_call(&eid, "app", "TASK_RUNNING", &*uuid_bytes()),
+    );
+    assert_eq!((status, body.as_str()), (202, ""));
+    assert_eq!(pending_updates(&agent, &pod_id).len(), 1);
+    drop(stream);
+    // The agent's drop destroys the pod.
+}

@@ -234,45 +234,59 @@ fn validate(call: &Call) -> Result<(), String> {
     }
     let (eid, fid) = (&call.executor_id.value, &call.framework_id.value);
     match call.r#type() {
-        call::Type::Subscribe if call.subscribe.is_none() => {
-            Err("Expecting 'subscribe' to be present".into())
+        call::Type::Subscribe => {
+            let Some(subscribe) = &call.subscribe else {
+                return Err("Expecting 'subscribe' to be present".into());
+            };
+            // Mesos re-sends these to the framework as the executor's own
+            // updates: they get the checks of an UPDATE (stricter than
+            // Mesos, which checks them only as they are forwarded).
+            subscribe
+                .unacknowledged_updates
+                .iter()
+                .try_for_each(|u| validate_status(&u.status, eid, fid))
         }
         call::Type::Update => {
             let Some(update) = &call.update else {
                 return Err("Expecting 'update' to be present".into());
             };
-            let status = &update.status;
-            let Some(uuid) = &status.uuid else {
-                return Err("Expecting 'uuid' to be present".into());
-            };
-            if uuid::Uuid::from_slice(uuid).is_err() {
-                return Err(format!("Not a valid UUID: {} bytes", uuid.len()));
-            }
-            if let Some(other) = &status.executor_id
-                && other.value != *eid
-            {
-                return Err(format!(
-                    "ExecutorID in Call: {eid} does not match ExecutorID in TaskStatus: {}",
-                    other.value
-                ));
-            }
-            if status.source != Some(v1::task_status::Source::Executor as i32) {
-                return Err(format!(
-                    "Received Call from executor {eid} of framework {fid} with invalid source, expecting 'SOURCE_EXECUTOR'"
-                ));
-            }
-            if status.state() == v1::TaskState::TaskStaging {
-                return Err(format!(
-                    "Received TASK_STAGING from executor {eid} of framework {fid} which is not allowed"
-                ));
-            }
-            Ok(())
+            validate_status(&update.status, eid, fid)
         }
         call::Type::Message if call.message.is_none() => {
             Err("Expecting 'message' to be present".into())
         }
         _ => Ok(()),
     }
+}
+
+/// The checks of one status update an executor sends (Mesos'
+/// `validateExecutorCall` for UPDATE).
+fn validate_status(status: &v1::TaskStatus, eid: &str, fid: &str) -> Result<(), String> {
+    let Some(uuid) = &status.uuid else {
+        return Err("Expecting 'uuid' to be present".into());
+    };
+    if uuid::Uuid::from_slice(uuid).is_err() {
+        return Err(format!("Not a valid UUID: {} bytes", uuid.len()));
+    }
+    if let Some(other) = &status.executor_id
+        && other.value != *eid
+    {
+        return Err(format!(
+            "ExecutorID in Call: {eid} does not match ExecutorID in TaskStatus: {}",
+            other.value
+        ));
+    }
+    if status.source != Some(v1::task_status::Source::Executor as i32) {
+        return Err(format!(
+            "Received Call from executor {eid} of framework {fid} with invalid source, expecting 'SOURCE_EXECUTOR'"
+        ));
+    }
+    if status.state() == v1::TaskState::TaskStaging {
+        return Err(format!(
+            "Received TASK_STAGING from executor {eid} of framework {fid} which is not allowed"
+        ));
+    }
+    Ok(())
 }
 
 /// Mesos' `verifyExecutorClaims` (src/slave/http.cpp:698-728): the caller's
@@ -339,7 +353,7 @@ fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
 /// destroyed). The client closing the connection drops this body, and the
 /// next event sent to it finds the stream gone.
 struct EventStream {
-    events: mpsc::UnboundedReceiver<Event>,
+    events: mpsc::Receiver<Event>,
     format: Format,
 }
 

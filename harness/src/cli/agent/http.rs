@@ -169,6 +169,7 @@ impl IntoResponse for ApiError {
                 text(StatusCode::FORBIDDEN, FORBIDDEN_BODY)
             }
             ApiError::NotFound(m) => text(StatusCode::NOT_FOUND, m),
+            ApiError::Conflict(m) => text(StatusCode::CONFLICT, m),
             ApiError::Internal(m) => text(StatusCode::INTERNAL_SERVER_ERROR, m),
         }
     }

@@ -19,7 +19,12 @@ use super::registry::{Agent, ApiError, ExecutorRecord, lock};
 use crate::cli::wire::twin;
 
 /// Where a SUBSCRIBE stream's events go; the HTTP side drains it.
-pub type EventSender = mpsc::UnboundedSender<Event>;
+pub type EventSender = mpsc::Sender<Event>;
+
+/// Events queued for one executor's stream. An executor that does not read
+/// its stream loses it when the queue is full (as a broken connection: it
+/// re-subscribes), so the agent's memory stays bounded.
+const EVENTS_QUEUED_MAX: usize = 1024;
 
 /// The executors' API state, by root container id.
 #[derive(Default)]
@@ -107,10 +112,15 @@ impl Agent {
         let runtime = all.entry(root.to_owned()).or_default();
         runtime.ever_queued = true;
         if let Some((_, sender)) = &runtime.connection {
-            let _ = sender.send(Event {
-                launch_group: Some(event::LaunchGroup { task_group: group }),
-                ..event(event::Type::LaunchGroup)
-            });
+            if sender
+                .try_send(Event {
+                    launch_group: Some(event::LaunchGroup { task_group: group }),
+                    ..event(event::Type::LaunchGroup)
+                })
+                .is_err()
+            {
+                runtime.connection = None;
+            }
         } else {
             runtime.queued.push(group);
         }
@@ -124,10 +134,10 @@ impl Agent {
         &self,
         record: &ExecutorRecord,
         unacknowledged: Vec<v1::TaskStatus>,
-    ) -> Result<mpsc::UnboundedReceiver<Event>, ApiError> {
+    ) -> Result<mpsc::Receiver<Event>, ApiError> {
         let root = record.container_id.value.clone();
         let already_acknowledged = self.resubmit_updates(&root, unacknowledged)?;
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (sender, receiver) = mpsc::channel(EVENTS_QUEUED_MAX);
         let subscribed = Event {
             subscribed: Some(event::Subscribed {
                 executor_info: twin(&record.executor),
@@ -137,25 +147,25 @@ impl Agent {
             }),
             ..event(event::Type::Subscribed)
         };
-        let _ = sender.send(subscribed);
+        let _ = sender.try_send(subscribed);
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.clone()).or_default();
         let nothing_to_run = !runtime.subscribed && runtime.ever_queued;
         let mut delivered = false;
         for group in std::mem::take(&mut runtime.queued) {
             delivered = true;
-            let _ = sender.send(Event {
+            let _ = sender.try_send(Event {
                 launch_group: Some(event::LaunchGroup { task_group: group }),
                 ..event(event::Type::LaunchGroup)
             });
         }
         for (task_id, uuid) in already_acknowledged {
-            let _ = sender.send(acknowledged(&task_id, uuid));
+            let _ = sender.try_send(acknowledged(&task_id, uuid));
         }
         if nothing_to_run && !delivered {
             // Every task was killed before delivery: as Mesos shuts down an
             // executor it never sent a task (`Slave::subscribe`).
-            let _ = sender.send(event(event::Type::Shutdown));
+            let _ = sender.try_send(event(event::Type::Shutdown));
         }
         runtime.subscribed = true;
         let id = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -176,7 +186,11 @@ impl Agent {
         let Some((_, sender)) = &runtime.connection else {
             return false;
         };
-        if sender.send(event).is_err() {
+        if let Err(e) = sender.try_send(event) {
+            if matches!(e, mpsc::error::TrySendError::Full(_)) {
+                tracing::warn!(container_id = %root, queued = EVENTS_QUEUED_MAX,
+                    "executor does not read its event stream; closing it");
+            }
             runtime.connection = None;
             return false;
         }
@@ -281,7 +295,7 @@ fn spawn_heartbeats(stream: &EventSender) {
             let Some(stream) = stream.upgrade() else {
                 return;
             };
-            if stream.send(event(event::Type::Heartbeat)).is_err() {
+            if stream.try_send(event(event::Type::Heartbeat)).is_err() {
                 return;
             }
         }

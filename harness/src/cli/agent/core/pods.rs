@@ -30,6 +30,34 @@ use crate::cli::wire::twin;
 /// The checkpointed `TaskGroupInfo` in an executor's meta directory.
 const TASKS_FILE: &str = "tasks";
 
+/// Why `pod` cannot run beside the executors the agent has: its executor
+/// ID is taken in its framework (executor calls and the sandbox's virtual
+/// paths name an executor by the two IDs, so a second one would capture
+/// or block the first's), or its framework ID belongs to another principal.
+fn clash(
+    executors: &std::collections::BTreeMap<String, ExecutorRecord>,
+    pod: &PodSpec,
+) -> Option<String> {
+    let fid = pod.framework.id.as_ref()?.value.as_str();
+    let eid = pod.executor.executor_id.value.as_str();
+    let same_framework = executors
+        .values()
+        .filter(|e| e.framework.id.as_ref().map(|f| f.value.as_str()) == Some(fid));
+    for e in same_framework {
+        if e.executor.executor_id.value == eid {
+            return Some(format!(
+                "Executor '{eid}' of framework '{fid}' already exists"
+            ));
+        }
+        if e.framework.principal != pod.framework.principal {
+            return Some(format!(
+                "Framework '{fid}' is registered with another principal"
+            ));
+        }
+    }
+    None
+}
+
 impl Agent {
     /// Launches a pod: its executor container running nestguard's default
     /// executor (or the executor's own command for CUSTOM executors).
@@ -45,6 +73,9 @@ impl Agent {
         pod_admission::validate(&mut pod)?;
         for object in pod_admission::run_task_objects(&pod) {
             self.authorize_object(subject.as_ref(), Action::RunTask, object)?;
+        }
+        if let Some(why) = clash(&lock(&self.state).executors, &pod) {
+            return Err(ApiError::Conflict(why));
         }
         let id = ContainerId {
             value: uuid::Uuid::new_v4().to_string(),
@@ -133,7 +164,17 @@ impl Agent {
             &group,
         )
         .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
-        lock(&self.state).executors.insert(id.value.clone(), record);
+        {
+            // Checked again under the lock that inserts: two launches of one
+            // executor at once must not both pass.
+            let mut state = lock(&self.state);
+            if let Some(why) = clash(&state.executors, &pod) {
+                drop(state);
+                let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
+                return Err(ApiError::Conflict(why));
+            }
+            state.executors.insert(id.value.clone(), record);
+        }
         self.queue_task_group(&id.value, group);
         let marker = LaunchMarker::create(self.layout.launch_marker(&id.value));
         let started = marker.and_then(|_marker| {

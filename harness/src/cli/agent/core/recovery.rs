@@ -84,7 +84,16 @@ impl Agent {
             });
             match read() {
                 Ok(record) => {
-                    lock(&self.state).executors.insert(root, record);
+                    lock(&self.state).executors.insert(root.clone(), record);
+                    // An executor that reported nothing may never have had
+                    // its task group (the queue lives in memory): queue the
+                    // checkpointed group again. The default executor skips
+                    // tasks it already runs, as it does for any duplicate.
+                    if self.task_states(&root).is_empty()
+                        && let Some(group) = self.launched_task_group(&root)
+                    {
+                        self.queue_task_group(&root, group);
+                    }
                 }
                 Err(e) => {
                     tracing::error!(container_id = %root, path = %dir.display(), error = %e, "unreadable executor checkpoint: the container is kept as it is until it is killed explicitly");

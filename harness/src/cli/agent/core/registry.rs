@@ -21,6 +21,8 @@ pub enum ApiError {
     Forbidden(String),
     /// 404 with a message.
     NotFound(String),
+    /// 409 with a message.
+    Conflict(String),
     /// 500 with a message.
     Internal(String),
 }

@@ -36,6 +36,17 @@ const CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
 const PENDING_MAX: usize = 1024;
 /// Tasks whose latest state is remembered per executor.
 const STATES_MAX: usize = 4096;
+/// The largest status update (encoded) an executor may send: updates are
+/// kept in memory and checkpointed until acknowledged, and a request body
+/// may be far larger.
+pub const STATUS_MAX_BYTES: usize = 256 * 1024;
+/// All unacknowledged updates of one executor, encoded: well below
+/// [`CHECKPOINT_MAX`] once written as JSON (bytes as base64), so a full
+/// checkpoint is always read back after a restart.
+const PENDING_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// The largest executor MESSAGE, and all those kept for one executor.
+pub const MESSAGE_MAX_BYTES: usize = 256 * 1024;
+const MESSAGES_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// Every executor's update stream, by root container id.
 #[derive(Default)]
@@ -239,11 +250,18 @@ impl Agent {
 
     /// MESSAGE from the executor of `root`, kept for the framework.
     pub fn executor_message(&self, root: &str, data: Vec<u8>) -> Result<(), ApiError> {
+        if data.len() > MESSAGE_MAX_BYTES {
+            return Err(ApiError::BadRequest(format!(
+                "Executor message of {} bytes is over the limit of {MESSAGE_MAX_BYTES}",
+                data.len()
+            )));
+        }
         self.with_updates(root, |stream| {
-            if stream.messages.len() == MESSAGES_KEPT {
-                stream.messages.pop_front();
-            }
             stream.messages.push_back(data);
+            let mut kept: usize = stream.messages.iter().map(Vec::len).sum();
+            while stream.messages.len() > MESSAGES_KEPT || kept > MESSAGES_MAX_BYTES {
+                kept -= stream.messages.pop_front().map_or(0, |m| m.len());
+            }
             ((), false)
         })
     }
@@ -310,10 +328,20 @@ fn submit(
     {
         return (Ok(Submitted::Duplicate), false);
     }
-    if stream.pending.len() >= PENDING_MAX {
+    let size = prost::Message::encoded_len(&status);
+    if size > STATUS_MAX_BYTES {
         return (
             Err(ApiError::BadRequest(format!(
-                "Too many unacknowledged status updates (at most {PENDING_MAX})"
+                "Status update of {size} bytes is over the limit of {STATUS_MAX_BYTES}"
+            ))),
+            false,
+        );
+    }
+    let pending_bytes: usize = stream.pending.iter().map(prost::Message::encoded_len).sum();
+    if stream.pending.len() >= PENDING_MAX || pending_bytes + size > PENDING_MAX_BYTES {
+        return (
+            Err(ApiError::BadRequest(format!(
+                "Too many unacknowledged status updates (at most {PENDING_MAX}, {PENDING_MAX_BYTES} bytes)"
             ))),
             false,
         );
