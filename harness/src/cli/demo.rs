@@ -11,18 +11,135 @@
 //! a status update that the demo (in the framework's role) acknowledges;
 //! the app is killed by the framework's kill, a KILL event.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use nix::sys::signal::{SigSet, Signal};
 
 use super::client::{AgentClient, Credential};
 use super::pod::{self, TaskEvent};
 
 const DEMO_ACLS: &str = include_str!("../../../acls/demo.json");
+
+/// Set when stdout is closed (`nestguard demo | head`): printing stops and
+/// the demo ends quietly at its next step, cleaning up as on any exit.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Set by SIGINT or SIGTERM: the demo ends at its next step, cleaning up.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The agent's address and the pod, once launched: what the signal thread
+/// destroys at once (so a follower waiting for the pod's end returns).
+static LAUNCHED: Mutex<Option<(String, String)>> = Mutex::new(None);
+
+/// Why the demo stopped early; both end it after its clean-up.
+#[derive(Debug, thiserror::Error)]
+enum Stopped {
+    #[error("stdout closed")]
+    StdoutClosed,
+    #[error("interrupted by a signal; the pod and the agent were cleaned up")]
+    Interrupted,
+}
+
+/// `println!` that never panics: a closed stdout is remembered and ends
+/// the demo at its next [`checkpoint`].
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say_line(format_args!($($arg)*))
+    };
+}
+
+fn say_line(args: std::fmt::Arguments<'_>) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let written = out
+        .write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    if written.is_err() {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Ends the demo (through `?`, so every guard cleans up) once stdout is
+/// closed or a signal came.
+fn checkpoint() -> anyhow::Result<()> {
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        return Err(Stopped::Interrupted.into());
+    }
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Err(Stopped::StdoutClosed.into());
+    }
+    Ok(())
+}
+
+/// SIGINT and SIGTERM go to one thread (blocked everywhere else, so the
+/// threads started later inherit the mask): it marks the demo interrupted
+/// and destroys the pod at once; the main thread then unwinds its guards.
+fn watch_signals() -> anyhow::Result<()> {
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set.thread_block().context("blocking SIGINT and SIGTERM")?;
+    std::thread::spawn(move || {
+        if set.wait().is_err() {
+            return;
+        }
+        INTERRUPTED.store(true, Ordering::Relaxed);
+        let launched = LAUNCHED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some((address, pod_id)) = launched {
+            let _ = pod::remove(&ops_client(&address), &pod_id);
+        }
+    });
+    Ok(())
+}
+
+fn ops_client(address: &str) -> AgentClient {
+    AgentClient::new(
+        address,
+        Credential::Basic {
+            principal: "ops".into(),
+            secret: "demo-ops-secret".into(),
+        },
+    )
+}
+
+/// Destroys the pod when the demo ends any other way than its last step
+/// (an error, a panic, a closed stdout, a signal). Dropped before the
+/// agent (declared after it): a stopped agent leaves its pods running for
+/// recovery, as a Mesos agent does.
+struct PodGuard {
+    address: String,
+    pod_id: Option<String>,
+}
+
+impl Drop for PodGuard {
+    fn drop(&mut self) {
+        if let Some(pod_id) = self.pod_id.take() {
+            let _ = pod::remove(&ops_client(&self.address), &pod_id);
+        }
+    }
+}
+
+/// Removes the demo's cgroups root after the agent stopped (declared
+/// before the agent, so dropped after it).
+struct CgroupsRootGuard(Option<String>);
+
+impl Drop for CgroupsRootGuard {
+    fn drop(&mut self) {
+        if let Some(root) = &self.0 {
+            remove_cgroups_root(root);
+        }
+    }
+}
 
 /// The agent child process; killed and reaped on drop, whatever happens.
 struct AgentProcess {
@@ -196,18 +313,37 @@ fn remove_cgroups_root(root: &str) {
     }
 }
 
-fn step(started: Instant, text: &str) {
-    println!("[{:>6.2}s] == {text}", started.elapsed().as_secs_f64());
+fn step(started: Instant, text: &str) -> anyhow::Result<()> {
+    checkpoint()?;
+    say!("[{:>6.2}s] == {text}", started.elapsed().as_secs_f64());
+    checkpoint()
 }
 
-/// Runs the demo.
+/// Runs the demo. A closed stdout ends it quietly (exit 0) and a signal
+/// with 130; either way, as on an error or a panic, the pod is destroyed,
+/// the agent stopped and the work directory and cgroups root removed.
 pub fn run() -> anyhow::Result<ExitCode> {
+    match demo() {
+        Ok(code) => Ok(code),
+        Err(e) => match e.downcast_ref::<Stopped>() {
+            Some(Stopped::StdoutClosed) => Ok(ExitCode::SUCCESS),
+            Some(Stopped::Interrupted) => {
+                eprintln!("nestguard demo: {e}");
+                Ok(ExitCode::from(130))
+            }
+            None => Err(e),
+        },
+    }
+}
+
+fn demo() -> anyhow::Result<ExitCode> {
+    watch_signals()?;
     let started = Instant::now();
-    println!("nestguard demo: a pod through the simulated agent and the loaded libnestguard.so\n");
+    say!("nestguard demo: a pod through the simulated agent and the loaded libnestguard.so\n");
     if is_root() {
-        println!("running as root: the Linux launcher (namespaces, supervised nested containers)");
+        say!("running as root: the Linux launcher (namespaces, supervised nested containers)");
     } else {
-        println!(
+        say!(
             "not running as root: falling back to the posix launcher (plain processes, no namespaces or cgroups)"
         );
     }
@@ -229,9 +365,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
     )?;
     let log = dir.path().join("agent.log");
     let cgroups_root = is_root().then(|| format!("nestguard-demo-{}", std::process::id()));
+    let _cgroups_root_guard = CgroupsRootGuard(cgroups_root.clone());
     let agent = start_agent(dir.path(), &library, &log, cgroups_root.as_deref())?;
     if cgroups_root.is_some() {
-        println!(
+        say!(
             "isolation: io_nestguard_Isolator (nested cgroups, namespaces, sandbox volumes, hardening)"
         );
     }
@@ -241,7 +378,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             "agent up at {} with ACLs acls/demo.json, executor tokens on",
             agent.address
         ),
-    );
+    )?;
 
     let ops = AgentClient::new(
         &agent.address,
@@ -262,14 +399,23 @@ pub fn run() -> anyhow::Result<ExitCode> {
     } else {
         current_user()
     };
+    checkpoint()?;
     let (pod_id, sandbox) = pod::submit(&ops, &pod_spec(&user, cgroups_root.is_some()))?;
+    let mut pod_guard = PodGuard {
+        address: agent.address.clone(),
+        pod_id: Some(pod_id.clone()),
+    };
+    *LAUNCHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+        Some((agent.address.clone(), pod_id.clone()));
     step(
         started,
         &format!(
             "pod {pod_id} launched by 'ops' (executor sandbox {})",
             sandbox.display()
         ),
-    );
+    )?;
 
     let events: Arc<Mutex<Vec<TaskEvent>>> = Arc::default();
     let seen = Arc::clone(&events);
@@ -289,7 +435,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 &pod_id,
                 &sandbox,
                 |e| {
-                    println!("{}", pod::describe(e, started));
+                    say!("{}", pod::describe(e, started));
                     seen.lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .push(e.clone());
@@ -319,6 +465,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let wait_until = |what: &str, cond: &dyn Fn() -> bool| -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while !cond() {
+            checkpoint()?;
             if Instant::now() > deadline {
                 bail!(
                     "timed out waiting for {what} (agent log: {})",
@@ -336,9 +483,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
     step(
         started,
         "'intruder' (authenticated, but not in the ACLs) tries to kill the app",
-    );
+    )?;
     let reply = intruder.kill_nested(&app, libc::SIGKILL)?;
-    println!(
+    say!(
         "           -> HTTP {} {}",
         reply.status,
         if reply.status == 403 { "Forbidden" } else { "" }
@@ -346,7 +493,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     // The body is Mesos' neutral text; the deciding entry is in the
     // agent's decision log.
     if let Some(acl) = last_denial(&log) {
-        println!("           -> decided by {acl} (from the agent's decision log)");
+        say!("           -> decided by {acl} (from the agent's decision log)");
     }
     if reply.status != 403 {
         bail!(
@@ -363,9 +510,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
     step(
         started,
         "'ops' (the framework) kills the app: a KILL event to the executor; a non-transient task ending for good ends the pod",
-    );
+    )?;
     let status = pod::kill_task(&ops, &pod_id, "app")?;
-    println!("           -> HTTP {status}");
+    say!("           -> HTTP {status}");
     if status != 202 {
         bail!("the framework's kill of the app was refused: {status}");
     }
@@ -376,32 +523,31 @@ pub fn run() -> anyhow::Result<ExitCode> {
     step(
         started,
         &format!("pod ended; executor exit status {:?}", outcome.exit_status),
-    );
-    println!(
+    )?;
+    say!(
         "executor API: {} status updates from the executor acknowledged by the framework",
         outcome.acknowledged
     );
-    println!("\nfinal task states:");
+    say!("\nfinal task states:");
     for (task, state) in &outcome.final_states {
-        println!("  {task:<8} {state}");
+        say!("  {task:<8} {state}");
     }
     let backup = std::fs::read_to_string(sandbox.join("shared/backup.log"))
         .map(|s| s.lines().count())
         .unwrap_or(0);
-    println!("\nshared volume: app.log heartbeats backed up by the transient task: {backup} lines");
+    say!("\nshared volume: app.log heartbeats backed up by the transient task: {backup} lines");
 
     pod::remove(&ops, &pod_id)?;
+    pod_guard.pod_id = None;
     drop(agent);
-    if let Some(root) = &cgroups_root {
-        remove_cgroups_root(root);
-    }
+    drop(_cgroups_root_guard);
     let work: PathBuf = dir.path().to_path_buf();
     dir.close()
         .with_context(|| format!("removing {}", work.display()))?;
     step(
         started,
         "cleaned up: pod destroyed, agent stopped, work directory removed",
-    );
+    )?;
     let expected = [
         ("app", "TASK_KILLED"),
         ("backup", "TASK_FINISHED"),

@@ -51,3 +51,77 @@ fn demo_runs_and_leaves_nothing() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// The demo's cgroups roots left in any controller (none once it ended).
+fn leftover_cgroups(root: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|c| std::fs::read_dir(c.path()).ok())
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy() == root)
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Starts the demo and reads its stdout until a line containing `until`;
+/// returns the child (its stdout still open, held by the returned reader).
+fn demo_until(
+    until: &str,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nestguard"))
+        .arg("demo")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run nestguard demo");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("demo ended before {until:?}:\n{seen}");
+        }
+        seen.push_str(&line);
+        if line.contains(until) {
+            return (child, out);
+        }
+    }
+}
+
+#[test]
+fn demo_with_closed_stdout_ends_quietly_and_cleans_up() {
+    // `nestguard demo | head`: the reader goes away once the pod runs.
+    let (child, out) = demo_until("launched by 'ops'");
+    let root = format!("nestguard-demo-{}", child.id());
+    drop(out);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(leftover_cgroups(&root).is_empty(), "pod left running");
+}
+
+#[test]
+fn demo_interrupted_by_sigterm_cleans_up() {
+    let (child, out) = demo_until("launched by 'ops'");
+    let root = format!("nestguard-demo-{}", child.id());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let waited = child.wait_with_output().unwrap();
+    drop(out);
+    let stderr = String::from_utf8_lossy(&waited.stderr);
+    assert_eq!(waited.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(leftover_cgroups(&root).is_empty(), "pod left running");
+}
