@@ -87,6 +87,7 @@ fn demo_until(
         let mut line = String::new();
         if out.read_line(&mut line).unwrap() == 0 {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("demo ended before {until:?}:\n{seen}");
         }
         seen.push_str(&line);
