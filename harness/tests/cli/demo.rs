@@ -68,6 +68,8 @@ fn leftover_cgroups(root: &str) -> Vec<std::path::PathBuf> {
 
 /// Starts the demo and reads its stdout until a line containing `until`;
 /// returns the child (its stdout still open, held by the returned reader).
+// The child is returned: every caller waits for it.
+#[allow(clippy::zombie_processes)]
 fn demo_until(
     until: &str,
 ) -> (
