@@ -17,9 +17,9 @@ use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::abi::{Authentication, HttpAuthenticator};
-use super::api::{blocking, dispatch};
+use super::api::{attach_input, blocking, dispatch};
 use super::core::{Agent, ApiError};
-use super::negotiation::{APPLICATION_JSON, Rejection, decode_call, negotiate};
+use super::negotiation::{APPLICATION_JSON, ContentType, Rejection, decode_call, negotiate};
 
 /// Shared server state.
 pub struct Server {
@@ -348,6 +348,10 @@ async fn api(
             return response;
         }
     };
+    // Only ATTACH_CONTAINER_INPUT streams its request (decode_call's rules).
+    if media.content == ContentType::RecordIo {
+        return attach_input(&server.agent, subject.as_ref(), call, media, body).await;
+    }
     match dispatch(&server, subject.as_ref(), call, media).await {
         Ok(response) => response,
         Err(e) => e.into_response(),

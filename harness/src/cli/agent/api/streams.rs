@@ -1,19 +1,374 @@
-//! The streaming calls (LAUNCH_NESTED_CONTAINER_SESSION,
-//! ATTACH_CONTAINER_INPUT/OUTPUT) belong to the debug-session work of issue
-//! #14 item 2; until their handlers land they keep today's answer.
+//! The debug-session calls (src/slave/http.cpp:3868-4494):
+//! LAUNCH_NESTED_CONTAINER_SESSION, ATTACH_CONTAINER_OUTPUT and
+//! ATTACH_CONTAINER_INPUT, served by the agent's switchboards
+//! ([`crate::cli::agent::core::Switchboard`]).
 
-use axum::http::StatusCode;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use nestguard::proto::mesos::v1::agent::call;
+use nestguard::container_id::{self, to_dotted};
+use nestguard::proto::mesos::authorization::{Action, Subject};
+use nestguard::proto::mesos::v1::agent::{Call, ProcessIo, call, process_io};
+use nestguard::proto::mesos::{self, ContainerId};
+use tokio::sync::mpsc;
 
-/// 400 naming the call: this agent does not serve it yet.
-pub(super) fn not_served(kind: call::Type) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        format!(
-            "Unsupported call {}: this agent does not serve it yet",
-            kind.as_str_name()
-        ),
-    )
-        .into_response()
+use super::blocking;
+use crate::cli::agent::core::{Agent, ApiError, Chunk, Launched};
+use crate::cli::agent::negotiation::{
+    APPLICATION_RECORDIO, ContentType, Format, MESSAGE_CONTENT_TYPE, MediaTypes, decode_call,
+};
+use crate::cli::recordio;
+use crate::cli::wire::twin;
+
+/// Mesos' `--http_heartbeat_interval` default (src/slave/flags.cpp:401-407).
+const HEARTBEAT: Duration = Duration::from_secs(30);
+
+/// The largest input record accepted.
+const MAX_RECORD: usize = 1 << 20;
+
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    (status, body.into()).into_response()
+}
+
+/// 404 unless an executor owns the container (the switchboard's calls look
+/// the executor up first, as Mesos' `getExecutor(containerId)`).
+fn owned_by_executor(agent: &Agent, id: &ContainerId) -> Result<(), ApiError> {
+    match agent.executor(&container_id::root(id).value) {
+        Some(_) => Ok(()),
+        None => Err(ApiError::NotFound(format!(
+            "Container {} cannot be found",
+            to_dotted(id)
+        ))),
+    }
+}
+
+/// The streaming calls; `kind` is one of them.
+pub(super) async fn serve(
+    agent: &Arc<Agent>,
+    subject: Option<&Subject>,
+    kind: call::Type,
+    call: Call,
+    media: MediaTypes,
+) -> Result<Response, ApiError> {
+    match kind {
+        call::Type::AttachContainerOutput => {
+            let id: ContainerId = call
+                .attach_container_output
+                .map(|a| twin(&a.container_id))
+                .ok_or_else(|| {
+                    ApiError::BadRequest("Expecting 'attach_container_output' to be present".into())
+                })?;
+            attach_output(agent, subject, &id, media, None)
+        }
+        call::Type::LaunchNestedContainerSession => {
+            launch_session(agent, subject, call, media).await
+        }
+        // A streaming request is routed to [`attach_input`] with its body;
+        // a single-message one has no records to forward.
+        _ => Err(ApiError::BadRequest(
+            "Expecting 'Content-Type' to be 'application/recordio' for ATTACH_CONTAINER_INPUT"
+                .into(),
+        )),
+    }
+}
+
+/// ATTACH_CONTAINER_OUTPUT (:4454): authorized on the executor, framework
+/// and container; a stream of ProcessIO records. `on_close` runs when the
+/// stream is dropped (the client went away or the output ended).
+fn attach_output(
+    agent: &Arc<Agent>,
+    subject: Option<&Subject>,
+    id: &ContainerId,
+    media: MediaTypes,
+    on_close: Option<Box<dyn FnOnce() + Send>>,
+) -> Result<Response, ApiError> {
+    owned_by_executor(agent, id)?;
+    agent.authorize(subject, Action::AttachContainerOutput, id, None)?;
+    let key = to_dotted(id);
+    let Some(board) = agent.switchboard(&key) else {
+        if agent.runs(&key) {
+            return Err(ApiError::Internal(
+                "I/O switchboard server was disabled for this container".into(),
+            ));
+        }
+        return Err(ApiError::NotFound(format!(
+            "Container {key} cannot be found"
+        )));
+    };
+    let format = media.message_accept.unwrap_or(media.response_format());
+    let mut heartbeat = tokio::time::interval(HEARTBEAT);
+    heartbeat.reset();
+    let stream = OutputStream {
+        chunks: board.subscribe(),
+        format,
+        heartbeat,
+        on_close,
+    };
+    let mut response = Response::new(Body::new(stream));
+    let headers = response.headers_mut();
+    if media.accept == ContentType::RecordIo {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(APPLICATION_RECORDIO),
+        );
+        headers.insert(
+            MESSAGE_CONTENT_TYPE,
+            HeaderValue::from_static(format.media_type()),
+        );
+    } else {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(format.media_type()),
+        );
+    }
+    Ok(response)
+}
+
+/// LAUNCH_NESTED_CONTAINER_SESSION (:4207-4340): a DEBUG nested container
+/// whose output is the response; it is destroyed when the stream ends or
+/// the client closes the connection.
+async fn launch_session(
+    agent: &Arc<Agent>,
+    subject: Option<&Subject>,
+    call: Call,
+    media: MediaTypes,
+) -> Result<Response, ApiError> {
+    let session = call.launch_nested_container_session.ok_or_else(|| {
+        ApiError::BadRequest("Expecting 'launch_nested_container_session' to be present".into())
+    })?;
+    let id: ContainerId = twin(&session.container_id);
+    let command: Option<mesos::CommandInfo> = session.command.map(|c| twin(&c));
+    let container: Option<mesos::ContainerInfo> = session.container.map(|c| twin(&c));
+    if container
+        .as_ref()
+        .and_then(|c| c.linux_info.as_ref())
+        .and_then(|l| l.share_cgroups)
+        == Some(false)
+    {
+        // src/slave/validation.cpp:328-334.
+        return Err(ApiError::BadRequest(
+            "'share_cgroups' cannot be set to 'false' for nested containers launched as sessions"
+                .into(),
+        ));
+    }
+    let for_authz = command.clone().unwrap_or_default();
+    agent.authorize(
+        subject,
+        Action::LaunchNestedContainerSession,
+        &id,
+        Some(&for_authz),
+    )?;
+    let launcher = Arc::clone(agent);
+    let launch_id = id.clone();
+    let launched =
+        blocking(move || launcher.launch_session(&launch_id, command, container)).await?;
+    if launched == Launched::Already {
+        return Ok(StatusCode::ACCEPTED.into_response());
+    }
+    let destroyer = Arc::clone(agent);
+    let destroy_id = id.clone();
+    let destroy = move || {
+        // Off the async workers: a kill goes through the launcher module.
+        std::thread::spawn(move || {
+            if destroyer.runs(&to_dotted(&destroy_id)) {
+                tracing::info!(container_id = %to_dotted(&destroy_id), "session closed; destroying its container");
+                let _ = destroyer.kill(&destroy_id, libc::SIGKILL);
+            }
+        });
+    };
+    match attach_output(agent, subject, &id, media, Some(Box::new(destroy.clone()))) {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            destroy();
+            Err(e)
+        }
+    }
+}
+
+/// ATTACH_CONTAINER_INPUT (:3974, server :1652-1800) with the whole
+/// RecordIO body: the first record names the container, the others are
+/// PROCESS_IO records forwarded in order.
+pub async fn attach_input(
+    agent: &Arc<Agent>,
+    subject: Option<&Subject>,
+    first: Call,
+    media: MediaTypes,
+    body: Bytes,
+) -> Response {
+    match attach_input_records(agent, subject, first, media, body).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn attach_input_records(
+    agent: &Arc<Agent>,
+    subject: Option<&Subject>,
+    first: Call,
+    media: MediaTypes,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    use call::attach_container_input::Type as InputType;
+    let attach = first.attach_container_input.unwrap_or_default();
+    if attach.r#type() != InputType::ContainerId {
+        return Err(ApiError::BadRequest(
+            "Expecting 'attach_container_input.type' to be CONTAINER_ID".into(),
+        ));
+    }
+    let id: ContainerId = attach.container_id.as_ref().map(twin).ok_or_else(|| {
+        ApiError::BadRequest("Expecting 'attach_container_input.container_id' to be present".into())
+    })?;
+    owned_by_executor(agent, &id)?;
+    agent.authorize(subject, Action::AttachContainerInput, &id, None)?;
+    let key = to_dotted(&id);
+    let Some(board) = agent.switchboard(&key) else {
+        if agent.runs(&key) {
+            return Err(ApiError::Internal(
+                "I/O switchboard server was disabled for this container".into(),
+            ));
+        }
+        return Err(ApiError::NotFound(format!(
+            "Container {key} cannot be found"
+        )));
+    };
+    let Some(slot) = board.take_input() else {
+        return Ok(text(
+            StatusCode::CONFLICT,
+            "Multiple input connections are not allowed",
+        ));
+    };
+    let mut decoder = recordio::Decoder::new(MAX_RECORD);
+    let records = decoder
+        .feed(&body)
+        .and_then(|r| decoder.finish().map(|()| r))
+        .map_err(|e| ApiError::BadRequest(format!("Failed to decode the input stream: {e}")))?;
+    for record in records.into_iter().skip(1) {
+        // Each record is a Call in `Message-Content-Type`; decoded (and
+        // validated) as the first one was.
+        let call = decode_call(&media, &recordio::encode(&record))
+            .map_err(|r| ApiError::BadRequest(r.1))?;
+        let Some(io) = call
+            .attach_container_input
+            .filter(|a| a.r#type() == InputType::ProcessIo)
+            .and_then(|a| a.process_io)
+        else {
+            return Err(ApiError::BadRequest(
+                "Expecting 'attach_container_input.type' to be PROCESS_IO".into(),
+            ));
+        };
+        forward(&slot, io).await?;
+    }
+    drop(slot);
+    // Mesos answers 1 s later when the output already ended (:1775-1790).
+    if board.output_ended() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    Ok(StatusCode::OK.into_response())
+}
+
+/// One PROCESS_IO record to the container.
+async fn forward(slot: &crate::cli::agent::core::InputSlot, io: ProcessIo) -> Result<(), ApiError> {
+    match io.r#type() {
+        process_io::Type::Data => {
+            let data = io.data.unwrap_or_default();
+            if data.r#type() != process_io::data::Type::Stdin {
+                return Err(ApiError::BadRequest(
+                    "Expecting 'process_io.data.type' to be STDIN".into(),
+                ));
+            }
+            let bytes = data.data.unwrap_or_default();
+            slot.write_stdin(&bytes).map_err(|e| {
+                ApiError::Internal(format!("Failed to write to the container's stdin: {e}"))
+            })
+        }
+        process_io::Type::Control => {
+            let control = io.control.unwrap_or_default();
+            match control.r#type() {
+                process_io::control::Type::TtyInfo => {
+                    let size = control
+                        .tty_info
+                        .and_then(|t| t.window_size)
+                        .unwrap_or_default();
+                    slot.set_window_size(size.rows, size.columns).map_err(|e| {
+                        ApiError::BadRequest(format!("Unable to set the window size: {e}"))
+                    })
+                }
+                _ => Ok(()), // HEARTBEAT (and UNKNOWN) are ignored.
+            }
+        }
+        process_io::Type::Unknown => Err(ApiError::BadRequest(
+            "Expecting 'process_io.type' to be DATA or CONTROL".into(),
+        )),
+    }
+}
+
+/// The output of a switchboard as RecordIO-framed ProcessIO records, with
+/// a heartbeat now and then; ends when the output ends.
+struct OutputStream {
+    chunks: mpsc::UnboundedReceiver<Chunk>,
+    format: Format,
+    heartbeat: tokio::time::Interval,
+    on_close: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for OutputStream {
+    fn drop(&mut self) {
+        if let Some(close) = self.on_close.take() {
+            close();
+        }
+    }
+}
+
+fn data_record(kind: process_io::data::Type, data: Vec<u8>) -> ProcessIo {
+    ProcessIo {
+        r#type: Some(process_io::Type::Data as i32),
+        data: Some(process_io::Data {
+            r#type: Some(kind as i32),
+            data: Some(data),
+        }),
+        control: None,
+    }
+}
+
+fn heartbeat_record() -> ProcessIo {
+    let nanoseconds = i64::try_from(HEARTBEAT.as_nanos()).unwrap_or(i64::MAX);
+    ProcessIo {
+        r#type: Some(process_io::Type::Control as i32),
+        data: None,
+        control: Some(process_io::Control {
+            r#type: Some(process_io::control::Type::Heartbeat as i32),
+            tty_info: None,
+            heartbeat: Some(process_io::control::Heartbeat {
+                interval: Some(nestguard::proto::mesos::v1::DurationInfo { nanoseconds }),
+            }),
+        }),
+    }
+}
+
+impl http_body::Body for OutputStream {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        let record = match self.chunks.poll_recv(cx) {
+            Poll::Ready(Some(Chunk::Stdout(d))) => data_record(process_io::data::Type::Stdout, d),
+            Poll::Ready(Some(Chunk::Stderr(d))) => data_record(process_io::data::Type::Stderr, d),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => match self.heartbeat.poll_tick(cx) {
+                Poll::Ready(_) => heartbeat_record(),
+                Poll::Pending => return Poll::Pending,
+            },
+        };
+        let framed = recordio::encode(&self.format.encode(&record));
+        Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(framed)))))
+    }
 }
