@@ -29,6 +29,10 @@ use crate::cli::wire::twin;
 /// Mesos' `--http_heartbeat_interval` default (src/slave/flags.cpp:401-407).
 const HEARTBEAT: Duration = Duration::from_secs(30);
 
+/// How long a session's container may take to exit once its output ended
+/// before it is destroyed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
 /// The largest input record accepted.
 const MAX_RECORD: usize = 1 << 20;
 
@@ -86,7 +90,7 @@ fn attach_output(
     subject: Option<&Subject>,
     id: &ContainerId,
     media: MediaTypes,
-    on_close: Option<Box<dyn FnOnce() + Send>>,
+    on_close: Option<Box<dyn FnOnce(bool) + Send>>,
 ) -> Result<Response, ApiError> {
     owned_by_executor(agent, id)?;
     agent.authorize(subject, Action::AttachContainerOutput, id, None)?;
@@ -106,6 +110,7 @@ fn attach_output(
     heartbeat.reset();
     let stream = OutputStream {
         chunks: board.subscribe(),
+        ended: false,
         format,
         heartbeat,
         on_close,
@@ -173,10 +178,17 @@ async fn launch_session(
     }
     let destroyer = Arc::clone(agent);
     let destroy_id = id.clone();
-    let destroy = move || {
+    // `ended`: the output ended (the container is exiting), so it gets a
+    // moment to exit on its own and keep its exit status.
+    let destroy = move |ended: bool| {
         // Off the async workers: a kill goes through the launcher module.
         std::thread::spawn(move || {
-            if destroyer.runs(&to_dotted(&destroy_id)) {
+            let key = to_dotted(&destroy_id);
+            let deadline = std::time::Instant::now() + EXIT_GRACE;
+            while ended && destroyer.runs(&key) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if destroyer.runs(&key) {
                 tracing::info!(container_id = %to_dotted(&destroy_id), "session closed; destroying its container");
                 let _ = destroyer.kill(&destroy_id, libc::SIGKILL);
             }
@@ -185,7 +197,7 @@ async fn launch_session(
     match attach_output(agent, subject, &id, media, Some(Box::new(destroy.clone()))) {
         Ok(response) => Ok(response),
         Err(e) => {
-            destroy();
+            destroy(false);
             Err(e)
         }
     }
@@ -312,15 +324,17 @@ async fn forward(slot: &crate::cli::agent::core::InputSlot, io: ProcessIo) -> Re
 /// a heartbeat now and then; ends when the output ends.
 struct OutputStream {
     chunks: mpsc::UnboundedReceiver<Chunk>,
+    /// The output ended (rather than the client going away).
+    ended: bool,
     format: Format,
     heartbeat: tokio::time::Interval,
-    on_close: Option<Box<dyn FnOnce() + Send>>,
+    on_close: Option<Box<dyn FnOnce(bool) + Send>>,
 }
 
 impl Drop for OutputStream {
     fn drop(&mut self) {
         if let Some(close) = self.on_close.take() {
-            close();
+            close(self.ended);
         }
     }
 }
@@ -362,7 +376,10 @@ impl http_body::Body for OutputStream {
         let record = match self.chunks.poll_recv(cx) {
             Poll::Ready(Some(Chunk::Stdout(d))) => data_record(process_io::data::Type::Stdout, d),
             Poll::Ready(Some(Chunk::Stderr(d))) => data_record(process_io::data::Type::Stderr, d),
-            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Ready(None) => {
+                self.ended = true;
+                return Poll::Ready(None);
+            }
             Poll::Pending => match self.heartbeat.poll_tick(cx) {
                 Poll::Ready(_) => heartbeat_record(),
                 Poll::Pending => return Poll::Pending,
