@@ -383,3 +383,47 @@ fn sessions_and_attach_are_authorized() {
     drop(held);
     wait_gone(&agent, &root, "held");
 }
+
+/// `nestguard exec` with scripted stdin: with pipes (`-i`) and a TTY
+/// (`-i -t`); its exit code is the command's.
+#[test]
+fn nestguard_exec_runs_a_command_with_scripted_stdin() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let secret = agent.dir.path().join("ops.secret");
+    std::fs::write(&secret, OPS.1).unwrap();
+    let exec = |flags: &[&str], command: &[&str], input: &[u8]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nestguard"))
+            .arg("exec")
+            .args(["--agent", agent.address.trim_end_matches('/')])
+            .args(["--principal", OPS.0])
+            .arg("--secret-file")
+            .arg(&secret)
+            .args(flags)
+            .arg(&root)
+            .arg("--")
+            .args(command)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = exec(&["-i"], &["tr a-z A-Z; exit 7"], b"shout\n");
+    assert_eq!((code, out.as_str()), (Some(7), "SHOUT\n"), "{err}");
+    let (code, out, err) = exec(&[], &["echo", "two words"], b"");
+    assert_eq!((code, out.as_str()), (Some(0), "two words\n"), "{err}");
+    let (code, out, err) = exec(&["-i", "-t"], &["read l; echo got $l; stty size"], b"it\n");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("got it"), "{out:?}");
+}
