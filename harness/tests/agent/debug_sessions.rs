@@ -427,3 +427,82 @@ fn nestguard_exec_runs_a_command_with_scripted_stdin() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("got it"), "{out:?}");
 }
+
+/// The input is a stream: records reach the container while the request is
+/// open, and a second input connection meanwhile gets Mesos' conflict.
+#[test]
+fn input_streams_and_a_second_input_conflicts() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let wire = Wire::Json;
+    let call = session_call(&root, "live", "cat", None);
+    let (status, head, mut session, mut rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200, "{head}");
+
+    let host = agent
+        .address
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    let mut first = TcpStream::connect(host).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", OPS.0, OPS.1));
+    let head_text = format!(
+        "POST /api/v1 HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: Basic {token}\r\nContent-Type: application/recordio\r\nMessage-Content-Type: application/json\r\nAccept: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    first.write_all(head_text.as_bytes()).unwrap();
+    let chunk = |data: &[u8]| {
+        let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+        out
+    };
+    // The container ID and a line, the request still open.
+    let body = input_body(wire, &root, "live", &[stdin(b"live\n")]);
+    first.write_all(&chunk(&body)).unwrap();
+    first.flush().unwrap();
+
+    // The line comes back through cat before the input ends.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut buf = [0u8; 4096];
+    session
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    while !String::from_utf8_lossy(&rest).contains("bGl2ZQo") {
+        assert!(Instant::now() < deadline, "no echo of the live input");
+        if let Ok(n) = session.read(&mut buf) {
+            rest.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    let second = input_body(wire, &root, "live", &[stdin(b"other\n")]);
+    let (status, text) = send_input(&agent, wire, &second);
+    assert_eq!(
+        (status, text.as_str()),
+        (409, "Multiple input connections are not allowed")
+    );
+
+    // EOF ends cat; the first input is answered 200.
+    let eof = input_body(wire, &root, "live", &[stdin(b"")]);
+    let mut decoder = recordio::Decoder::new(1 << 20);
+    let records = decoder.feed(&eof).unwrap();
+    first
+        .write_all(&chunk(&recordio::encode(&records[1])))
+        .unwrap();
+    first.write_all(b"0\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = first.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    session
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let (out, _) = output(wire, &head, session, rest);
+    assert_eq!(out, "live\n");
+    wait_gone(&agent, &root, "live");
+}

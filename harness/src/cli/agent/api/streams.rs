@@ -33,8 +33,9 @@ const HEARTBEAT: Duration = Duration::from_secs(30);
 /// before it is destroyed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// The largest input record accepted.
-const MAX_RECORD: usize = 1 << 20;
+/// How long an input stream may stay silent: three of Mesos' heartbeat
+/// intervals (clients send heartbeats on an idle input).
+const INPUT_IDLE: Duration = Duration::from_secs(90);
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {
     (status, body.into()).into_response()
@@ -203,17 +204,72 @@ async fn launch_session(
     }
 }
 
-/// ATTACH_CONTAINER_INPUT (:3974, server :1652-1800) with the whole
-/// RecordIO body: the first record names the container, the others are
-/// PROCESS_IO records forwarded in order.
+/// A streamed RecordIO request body, record by record: each record at most
+/// `max` bytes, each within `idle` of the previous one.
+struct Records {
+    body: Body,
+    decoder: recordio::Decoder,
+    ready: std::collections::VecDeque<Vec<u8>>,
+    idle: Duration,
+}
+
+impl Records {
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, ApiError> {
+        use http_body_util::BodyExt;
+        loop {
+            if let Some(record) = self.ready.pop_front() {
+                return Ok(Some(record));
+            }
+            match tokio::time::timeout(self.idle, self.body.frame()).await {
+                Err(_) => {
+                    return Err(ApiError::BadRequest(format!(
+                        "No input record within {} s",
+                        self.idle.as_secs()
+                    )));
+                }
+                Ok(None) => {
+                    self.decoder.finish().map_err(|e| {
+                        ApiError::BadRequest(format!("Failed to decode the input stream: {e}"))
+                    })?;
+                    return Ok(None);
+                }
+                Ok(Some(Err(e))) => {
+                    return Err(ApiError::BadRequest(format!(
+                        "Failed to read the input stream: {e}"
+                    )));
+                }
+                Ok(Some(Ok(frame))) => {
+                    let Ok(chunk) = frame.into_data() else {
+                        continue; // trailers
+                    };
+                    let records = self.decoder.feed(&chunk).map_err(|e| {
+                        ApiError::BadRequest(format!("Failed to decode the input stream: {e}"))
+                    })?;
+                    self.ready.extend(records);
+                }
+            }
+        }
+    }
+}
+
+/// ATTACH_CONTAINER_INPUT (:3974, server :1652-1800), a streamed request:
+/// the first record names the container, the others are PROCESS_IO
+/// records forwarded as they arrive. The input slot is held until the
+/// stream ends.
 pub async fn attach_input(
     agent: &Arc<Agent>,
     subject: Option<&Subject>,
-    first: Call,
     media: MediaTypes,
-    body: Bytes,
+    body: Body,
+    limits: crate::cli::agent::http::BodyLimits,
 ) -> Response {
-    match attach_input_records(agent, subject, first, media, body).await {
+    let mut records = Records {
+        body,
+        decoder: recordio::Decoder::new(limits.max),
+        ready: Default::default(),
+        idle: limits.read_timeout.max(INPUT_IDLE),
+    };
+    match attach_input_records(agent, subject, media, &mut records).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
@@ -222,11 +278,19 @@ pub async fn attach_input(
 async fn attach_input_records(
     agent: &Arc<Agent>,
     subject: Option<&Subject>,
-    first: Call,
     media: MediaTypes,
-    body: Bytes,
+    records: &mut Records,
 ) -> Result<Response, ApiError> {
     use call::attach_container_input::Type as InputType;
+    // Decoded (and validated) as a collected body's first record would be.
+    let decode = |record: Option<Vec<u8>>| {
+        let framed = record.map(|r| recordio::encode(&r)).unwrap_or_default();
+        decode_call(&media, &framed).map_err(|r| (r.0, r.1))
+    };
+    let first = match decode(records.next().await?) {
+        Ok(call) => call,
+        Err((status, text_body)) => return Ok(text(status, text_body)),
+    };
     let attach = first.attach_container_input.unwrap_or_default();
     if attach.r#type() != InputType::ContainerId {
         return Err(ApiError::BadRequest(
@@ -255,16 +319,8 @@ async fn attach_input_records(
             "Multiple input connections are not allowed",
         ));
     };
-    let mut decoder = recordio::Decoder::new(MAX_RECORD);
-    let records = decoder
-        .feed(&body)
-        .and_then(|r| decoder.finish().map(|()| r))
-        .map_err(|e| ApiError::BadRequest(format!("Failed to decode the input stream: {e}")))?;
-    for record in records.into_iter().skip(1) {
-        // Each record is a Call in `Message-Content-Type`; decoded (and
-        // validated) as the first one was.
-        let call = decode_call(&media, &recordio::encode(&record))
-            .map_err(|r| ApiError::BadRequest(r.1))?;
+    while let Some(record) = records.next().await? {
+        let call = decode(Some(record)).map_err(|(_, t)| ApiError::BadRequest(t))?;
         let Some(io) = call
             .attach_container_input
             .filter(|a| a.r#type() == InputType::ProcessIo)
