@@ -3,8 +3,8 @@
 //! the output, ATTACH_CONTAINER_INPUT for stdin (`-i`), a TTY with `-t`,
 //! and the exit status from WAIT_NESTED_CONTAINER.
 //!
-//! The agent collects a request body before answering it, so stdin is sent
-//! once it reaches EOF: scripted input works, live typing does not yet.
+//! stdin is streamed as it is read. The local terminal is not put in raw
+//! mode, nor is SIGWINCH forwarded: with `-t` the window size is sent once.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -111,6 +111,44 @@ fn stdin_record(data: Vec<u8>) -> ProcessIo {
     }
 }
 
+/// This process' stdin as ATTACH_CONTAINER_INPUT records, read as it
+/// arrives: `pending` starts with the CONTAINER_ID (and TTY_INFO) records;
+/// EOF is sent as an empty record on pipes, ^D on a TTY.
+struct StdinRecords {
+    id: v1::ContainerId,
+    tty: bool,
+    pending: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Read for StdinRecords {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.pos < self.pending.len() {
+                let n = buf.len().min(self.pending.len() - self.pos);
+                buf[..n].copy_from_slice(&self.pending[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            let mut chunk = [0u8; 4096];
+            let n = std::io::stdin().read(&mut chunk)?;
+            let data = if n == 0 {
+                self.done = true;
+                if self.tty { vec![4] } else { Vec::new() }
+            } else {
+                chunk[..n].to_vec()
+            };
+            let call = input_call(&self.id, Some(stdin_record(data)));
+            self.pending = recordio::encode(nestguard::json::to_json(&call).as_bytes());
+            self.pos = 0;
+        }
+    }
+}
+
 /// Runs `nestguard exec`.
 pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let credential = credential(args.principal, args.secret_file)?;
@@ -183,53 +221,59 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         bail!("the agent refused the session: {status} {text}");
     }
 
-    let input = if args.interactive {
-        let mut data = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut data)
-            .context("reading stdin")?;
-        let mut body =
+    // stdin streams to the container as it is read, on its own connection.
+    let input = args.interactive.then(|| {
+        let mut first =
             recordio::encode(nestguard::json::to_json(&input_call(&id, None)).as_bytes());
-        let mut records = Vec::new();
         if args.tty {
-            let size = window_size();
-            records.push(ProcessIo {
+            let control = ProcessIo {
                 r#type: Some(process_io::Type::Control as i32),
                 data: None,
                 control: Some(process_io::Control {
                     r#type: Some(process_io::control::Type::TtyInfo as i32),
                     tty_info: Some(TtyInfo {
-                        window_size: Some(size),
+                        window_size: Some(window_size()),
                     }),
                     heartbeat: None,
                 }),
-            });
+            };
+            first.extend(recordio::encode(
+                nestguard::json::to_json(&input_call(&id, Some(control))).as_bytes(),
+            ));
         }
-        if !data.is_empty() {
-            records.push(stdin_record(data));
-        }
-        // EOF: an empty record on pipes, ^D on a TTY.
-        records.push(stdin_record(if args.tty { vec![4] } else { Vec::new() }));
-        for io in records {
-            let call = input_call(&id, Some(io));
-            body.extend(recordio::encode(nestguard::json::to_json(&call).as_bytes()));
-        }
-        let reply = post(
-            body,
-            &[
-                ("Content-Type", "application/recordio"),
-                ("Message-Content-Type", "application/json"),
-                ("Accept", "application/json"),
-            ],
-        )
-        .with_context(|| format!("POST {base}/api/v1"))?;
-        Some(reply.status().as_u16())
-    } else {
-        None
-    };
-    if let Some(status) = input.filter(|s| *s != 200) {
-        tracing::warn!(status, "the agent refused the input");
-    }
+        let records = StdinRecords {
+            id: id.clone(),
+            tty: args.tty,
+            pending: first,
+            pos: 0,
+            done: false,
+        };
+        let http = http.clone();
+        let url = format!("{base}/api/v1");
+        let auth = auth.clone();
+        std::thread::spawn(move || {
+            let mut request = http
+                .post(url)
+                .header("Content-Type", "application/recordio")
+                .header("Message-Content-Type", "application/json")
+                .header("Accept", "application/json");
+            if let Some(h) = &auth {
+                request = request.header("Authorization", h);
+            }
+            match request.send(ureq::SendBody::from_owned_reader(records)) {
+                Ok(mut reply) if reply.status().as_u16() != 200 => {
+                    let text = reply.body_mut().read_to_string().unwrap_or_default();
+                    tracing::warn!(
+                        status = reply.status().as_u16(),
+                        text,
+                        "the agent refused the input"
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "sending the input failed"),
+            }
+        })
+    });
 
     let mut reader = response.body_mut().as_reader();
     let mut decoder = recordio::Decoder::new(16 << 20);
@@ -252,6 +296,9 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         out.flush()?;
     }
 
+    // The input ends with the container (its stdin is gone); it is not
+    // waited for, as stdin may never reach EOF.
+    drop(input);
     let wait = Call {
         r#type: Some(call::Type::WaitNestedContainer as i32),
         wait_nested_container: Some(call::WaitNestedContainer { container_id: id }),
