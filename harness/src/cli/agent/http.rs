@@ -258,12 +258,14 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
     }
     let (parts, body) = request.into_parts();
     // A RecordIO request (ATTACH_CONTAINER_INPUT) is a stream: its handler
-    // reads it record by record, with its own limits.
-    if parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .map(HeaderValue::as_bytes)
-        == Some(APPLICATION_RECORDIO.as_bytes())
+    // reads it record by record, with its own limits. Only the agent API
+    // takes one; every other route gets a collected body.
+    if matches!(parts.uri.path(), "/api/v1" | "/slave(1)/api/v1")
+        && parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .map(HeaderValue::as_bytes)
+            == Some(APPLICATION_RECORDIO.as_bytes())
     {
         let mut request = Request::from_parts(parts, body);
         request.extensions_mut().insert(Principal(subject));
