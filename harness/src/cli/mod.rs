@@ -5,6 +5,7 @@ mod agent;
 mod client;
 mod credentials;
 mod demo;
+mod exec;
 mod executor;
 mod library;
 mod pod;
@@ -39,6 +40,9 @@ pub enum Command {
     Agent(agent::flags::AgentFlags),
     /// Run nestguard's default executor (inside a pod's executor container).
     Executor,
+    /// Run a command in a new nested container of a running container
+    /// (a debug session, like `mesos task exec`).
+    Exec(exec::ExecArgs),
     /// Launch pods on an agent.
     #[command(subcommand)]
     Pod(pod::PodCommand),
@@ -163,6 +167,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Agent(flags) => agent::run(flags),
         Command::Executor => executor::run(),
         Command::Demo => demo::run(),
+        Command::Exec(args) => exec::run(args),
         Command::Pod(command) => pod::run(command),
         Command::Acls(command) => acls::run(command),
         Command::Credentials(cmd) => credentials::run_credentials(cmd),

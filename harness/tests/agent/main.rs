@@ -9,6 +9,7 @@ mod common;
 
 mod agent_e2e;
 mod api_calls;
+mod debug_sessions;
 mod executor_api;
 #[path = "../../src/cli/recordio.rs"]
 mod recordio;

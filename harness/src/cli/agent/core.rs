@@ -10,7 +10,9 @@ mod pods;
 mod recovery;
 mod registry;
 mod status_updates;
+mod switchboard;
 mod views;
 
 pub use self::executors::Lookup;
 pub use self::registry::{Agent, ApiError, ExecutorRecord, Launched, Modules};
+pub use self::switchboard::{Chunk, InputSlot};

@@ -17,9 +17,11 @@ use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::abi::{Authentication, HttpAuthenticator};
-use super::api::{blocking, dispatch};
+use super::api::{attach_input, blocking, dispatch};
 use super::core::{Agent, ApiError};
-use super::negotiation::{APPLICATION_JSON, Rejection, decode_call, negotiate};
+use super::negotiation::{
+    APPLICATION_JSON, APPLICATION_RECORDIO, ContentType, Rejection, decode_call, negotiate,
+};
 
 /// Shared server state.
 pub struct Server {
@@ -256,6 +258,24 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
         return closing(too_large(limits.max));
     }
     let (parts, body) = request.into_parts();
+    // A RecordIO request (ATTACH_CONTAINER_INPUT) is a stream: its handler
+    // reads it record by record, with its own limits. Only the agent API
+    // takes one; every other route gets a collected body.
+    if matches!(parts.uri.path(), "/api/v1" | "/slave(1)/api/v1")
+        && parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .map(HeaderValue::as_bytes)
+            == Some(APPLICATION_RECORDIO.as_bytes())
+    {
+        let mut request = Request::from_parts(parts, body);
+        request.extensions_mut().insert(Principal(subject));
+        let response = next.run(request).await;
+        return match slot {
+            Some(slot) => response.map(|body| super::door::hold(body, slot)),
+            None => response,
+        };
+    }
     let collected = tokio::time::timeout(
         limits.read_timeout,
         Limited::new(body, limits.max).collect(),
@@ -333,21 +353,32 @@ async fn api(
     Extension(Principal(subject)): Extension<Principal>,
     method: Method,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    let decoded = negotiate(&method, &headers)
-        .and_then(|media| decode_call(&media, &body).map(|call| (call, media)));
-    let (call, media) = match decoded {
-        Ok(ok) => ok,
-        Err(Rejection(status, body)) => {
-            let mut response = text(status, body);
-            if status == StatusCode::METHOD_NOT_ALLOWED {
-                response
-                    .headers_mut()
-                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
-            }
-            return response;
+    let rejected = |Rejection(status, body)| {
+        let mut response = text(status, body);
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
         }
+        response
+    };
+    let media = match negotiate(&method, &headers) {
+        Ok(media) => media,
+        Err(r) => return rejected(r),
+    };
+    // Only ATTACH_CONTAINER_INPUT streams its request (decode_call's rules).
+    if media.content == ContentType::RecordIo {
+        return attach_input(&server.agent, subject.as_ref(), media, body, server.bodies).await;
+    }
+    // The front door collected the body already.
+    let Ok(body) = body.collect().await.map(|c| c.to_bytes()) else {
+        return text(StatusCode::BAD_REQUEST, "Failed to read the request body");
+    };
+    let call = match decode_call(&media, &body) {
+        Ok(call) => call,
+        Err(r) => return rejected(r),
     };
     match dispatch(&server, subject.as_ref(), call, media).await {
         Ok(response) => response,

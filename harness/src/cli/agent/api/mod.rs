@@ -9,6 +9,7 @@ mod info;
 mod providers;
 mod state;
 mod streams;
+pub use self::streams::attach_input;
 pub(super) mod tasks;
 
 use std::sync::Arc;
@@ -105,7 +106,7 @@ pub(super) async fn dispatch(
         }
         Type::LaunchNestedContainerSession
         | Type::AttachContainerInput
-        | Type::AttachContainerOutput => Ok(streams::not_served(kind)),
+        | Type::AttachContainerOutput => streams::serve(agent, subject, kind, call, media).await,
     }
 }
 

@@ -79,6 +79,20 @@ impl Agent {
         resources: Vec<mesos::Resource>,
         limits: BTreeMap<String, mesos::value::Scalar>,
     ) -> Result<Launched, ApiError> {
+        let class = mesos::slave::ContainerClass::Default;
+        self.launch_as(id, command, container, resources, limits, class)
+    }
+
+    /// A launch of either class (DEBUG: a debug session's container).
+    pub(super) fn launch_as(
+        self: &Arc<Self>,
+        id: &ContainerId,
+        command: Option<CommandInfo>,
+        container: Option<ContainerInfo>,
+        resources: Vec<mesos::Resource>,
+        limits: BTreeMap<String, mesos::value::Scalar>,
+        class: mesos::slave::ContainerClass,
+    ) -> Result<Launched, ApiError> {
         let key = to_dotted(id);
         if self.terminated(&key).is_some() {
             return Ok(Launched::Already);
@@ -123,6 +137,13 @@ impl Agent {
             ),
         };
         self.create_sandbox(&sandbox)?;
+        let (board, command) = self.prepare_switchboard(
+            &sandbox,
+            user.as_deref(),
+            class,
+            container.as_ref(),
+            command,
+        )?;
         let sandbox_env = Environment {
             variables: vec![env_var("MESOS_SANDBOX", sandbox.to_string_lossy())],
         };
@@ -134,7 +155,7 @@ impl Agent {
             container_info: container,
             resources,
             limits,
-            container_class: Some(mesos::slave::ContainerClass::Default as i32),
+            container_class: Some(class as i32),
             ..Default::default()
         };
         if id.parent.is_none() {
@@ -146,6 +167,11 @@ impl Agent {
         });
         if started.is_err() && id.parent.is_none() {
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
+        }
+        match (&started, board) {
+            (Ok(()), Some(board)) => self.start_switchboard(key.clone(), board),
+            (Err(_), Some(board)) => Agent::abandon_switchboard(&board),
+            _ => {}
         }
         started?;
         Ok(Launched::Now)

@@ -110,6 +110,8 @@ pub struct Agent {
     pub(super) executors_api: super::executors::Executors,
     /// Status updates awaiting the framework's acknowledgement.
     pub(super) status_updates: super::status_updates::StatusUpdates,
+    /// The IO switchboards of DEBUG and TTY containers.
+    pub(super) switchboards: super::switchboard::Boards,
 }
 
 #[derive(Default)]
@@ -133,6 +135,7 @@ impl Agent {
             state: Mutex::new(Registry::default()),
             executors_api: Default::default(),
             status_updates: Default::default(),
+            switchboards: Default::default(),
         }
     }
 

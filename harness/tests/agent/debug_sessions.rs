@@ -1,0 +1,508 @@
+//! Debug sessions and attach through a running agent, with a raw RecordIO
+//! client in JSON and protobuf: LAUNCH_NESTED_CONTAINER_SESSION streams the
+//! container's output and destroys it when the connection closes;
+//! ATTACH_CONTAINER_OUTPUT/INPUT reach a running session (pipes and TTY);
+//! the session and attach ACLs are applied.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use nestguard::proto::mesos::v1::agent::{Call, ProcessIo, call, process_io};
+use prost::Message;
+
+use crate::agent_support::{INTRUDER, OPS, TestAgent, nested, pod, require_root, task};
+use crate::recordio;
+
+const ACLS: &str = r#"{
+  "permissive": false,
+  "run_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_container_sessions_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_container_sessions_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "attach_containers_output": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "attach_containers_input": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "wait_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "kill_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "manage_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
+}"#;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Wire {
+    Json,
+    Protobuf,
+}
+
+impl Wire {
+    fn media(self) -> &'static str {
+        match self {
+            Wire::Json => "application/json",
+            Wire::Protobuf => "application/x-protobuf",
+        }
+    }
+
+    fn encode(self, call: &Call) -> Vec<u8> {
+        match self {
+            Wire::Json => nestguard::json::to_json(call).into_bytes(),
+            Wire::Protobuf => call.encode_to_vec(),
+        }
+    }
+
+    fn decode(self, record: &[u8]) -> ProcessIo {
+        match self {
+            Wire::Json => nestguard::json::from_json(std::str::from_utf8(record).unwrap()).unwrap(),
+            Wire::Protobuf => ProcessIo::decode(record).unwrap(),
+        }
+    }
+}
+
+/// Opens a connection, sends one request and reads the response head.
+fn open(
+    agent: &TestAgent,
+    who: (&str, &str),
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String, TcpStream, Vec<u8>) {
+    let host = agent
+        .address
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    let mut stream = TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", who.0, who.1));
+    let mut head = format!(
+        "POST /api/v1 HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\nAuthorization: Basic {token}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let split = loop {
+        if let Some(p) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "connection closed before the response head");
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let rest = raw[split + 4..].to_vec();
+    (status, head, stream, rest)
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&raw[..eol]).unwrap().trim(), 16).unwrap();
+        if size == 0 || raw.len() < eol + 2 + size {
+            break;
+        }
+        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
+        raw = &raw[(eol + 4 + size).min(raw.len())..];
+    }
+    out
+}
+
+/// Reads the rest of a streamed response; returns (stdout, stderr).
+fn output(wire: Wire, head: &str, mut stream: TcpStream, mut rest: Vec<u8>) -> (String, String) {
+    stream.read_to_end(&mut rest).unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(&rest)
+    } else {
+        rest
+    };
+    let mut decoder = recordio::Decoder::new(1 << 20);
+    let (mut out, mut err) = (String::new(), String::new());
+    for record in decoder.feed(&body).unwrap() {
+        let io = wire.decode(&record);
+        if let Some(data) = io.data {
+            let text = String::from_utf8_lossy(data.data()).into_owned();
+            match data.r#type() {
+                process_io::data::Type::Stdout => out.push_str(&text),
+                process_io::data::Type::Stderr => err.push_str(&text),
+                other => panic!("unexpected output record {other:?}"),
+            }
+        }
+    }
+    (out, err)
+}
+
+fn session_call(root: &str, child: &str, command: &str, tty: Option<(u32, u32)>) -> Call {
+    let mut json = serde_json::json!({
+        "type": "LAUNCH_NESTED_CONTAINER_SESSION",
+        "launch_nested_container_session": {
+            "container_id": nested(root, child),
+            "command": {"shell": true, "value": command}
+        }
+    });
+    if let Some((rows, columns)) = tty {
+        json["launch_nested_container_session"]["container"] = serde_json::json!({
+            "type": "MESOS",
+            "tty_info": {"window_size": {"rows": rows, "columns": columns}}
+        });
+    }
+    nestguard::json::from_json(&json.to_string()).unwrap()
+}
+
+fn streaming_headers(wire: Wire) -> [(&'static str, &'static str); 3] {
+    [
+        ("Content-Type", wire.media()),
+        ("Accept", "application/recordio"),
+        ("Message-Accept", wire.media()),
+    ]
+}
+
+/// ATTACH_CONTAINER_INPUT records: the container ID, then `ios`.
+fn input_body(wire: Wire, root: &str, child: &str, ios: &[ProcessIo]) -> Vec<u8> {
+    let first: Call = nestguard::json::from_json(
+        &serde_json::json!({
+            "type": "ATTACH_CONTAINER_INPUT",
+            "attach_container_input": {"type": "CONTAINER_ID", "container_id": nested(root, child)}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut body = recordio::encode(&wire.encode(&first));
+    for io in ios {
+        let call = Call {
+            r#type: Some(call::Type::AttachContainerInput as i32),
+            attach_container_input: Some(call::AttachContainerInput {
+                r#type: Some(call::attach_container_input::Type::ProcessIo as i32),
+                container_id: None,
+                process_io: Some(io.clone()),
+            }),
+            ..Default::default()
+        };
+        body.extend(recordio::encode(&wire.encode(&call)));
+    }
+    body
+}
+
+fn stdin(data: &[u8]) -> ProcessIo {
+    ProcessIo {
+        r#type: Some(process_io::Type::Data as i32),
+        data: Some(process_io::Data {
+            r#type: Some(process_io::data::Type::Stdin as i32),
+            data: Some(data.to_vec()),
+        }),
+        control: None,
+    }
+}
+
+fn window(rows: u32, columns: u32) -> ProcessIo {
+    let json = serde_json::json!({
+        "type": "CONTROL",
+        "control": {"type": "TTY_INFO", "tty_info": {"window_size": {"rows": rows, "columns": columns}}}
+    });
+    nestguard::json::from_json(&json.to_string()).unwrap()
+}
+
+fn send_input(agent: &TestAgent, wire: Wire, body: &[u8]) -> (u16, String) {
+    let headers = [
+        ("Content-Type", "application/recordio"),
+        ("Message-Content-Type", wire.media()),
+        ("Accept", wire.media()),
+    ];
+    let (status, head, mut stream, mut rest) = open(agent, OPS, &headers, body);
+    stream.read_to_end(&mut rest).unwrap();
+    let _ = head;
+    (status, String::from_utf8_lossy(&rest).into_owned())
+}
+
+/// WAIT_NESTED_CONTAINER's answer (JSON), within 30 s.
+fn wait_gone(agent: &TestAgent, root: &str, child: &str) -> serde_json::Value {
+    let body = serde_json::json!({
+        "type": "WAIT_NESTED_CONTAINER",
+        "wait_nested_container": {"container_id": nested(root, child)}
+    })
+    .to_string();
+    let (status, text) = agent.curl(Some(OPS), "/api/v1", &body);
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn running_pod(agent: &TestAgent) -> String {
+    let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
+    agent.wait_task(&sandbox, "main", "TASK_RUNNING");
+    root
+}
+
+#[test]
+fn session_streams_output_and_the_container_is_gone_after() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
+        let child = format!("dbg-{i}");
+        let call = session_call(&root, &child, "echo hello; echo oops >&2; exit 3", None);
+        let (status, head, stream, rest) =
+            open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+        assert_eq!(status, 200, "{head}\n{}", agent.log());
+        assert!(head.contains("application/recordio"), "{head}");
+        let (out, err) = output(wire, &head, stream, rest);
+        assert_eq!((out.as_str(), err.as_str()), ("hello\n", "oops\n"));
+        let wait = wait_gone(&agent, &root, &child);
+        assert_eq!(wait["wait_nested_container"]["exit_status"], 768, "{wait}");
+    }
+
+    // The client hangs up: the container is destroyed.
+    let call = session_call(&root, "dbg-hangup", "sleep 1000", None);
+    let (status, _, stream, _) = open(
+        &agent,
+        OPS,
+        &streaming_headers(Wire::Json),
+        &Wire::Json.encode(&call),
+    );
+    assert_eq!(status, 200);
+    drop(stream);
+    let started = Instant::now();
+    let wait = wait_gone(&agent, &root, "dbg-hangup");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(wait["wait_nested_container"]["exit_status"], 9, "{wait}");
+}
+
+#[test]
+fn attach_output_and_input_with_cat() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
+        let child = format!("cat-{i}");
+        let call = session_call(&root, &child, "cat", None);
+        let (status, head, stream, rest) =
+            open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+        assert_eq!(status, 200, "{head}");
+        let session = std::thread::spawn(move || output(wire, &head, stream, rest));
+        // A second reader of the same output.
+        let attach: Call = nestguard::json::from_json(
+            &serde_json::json!({
+                "type": "ATTACH_CONTAINER_OUTPUT",
+                "attach_container_output": {"container_id": nested(&root, &child)}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let (status, head, stream, rest) =
+            open(&agent, OPS, &streaming_headers(wire), &wire.encode(&attach));
+        assert_eq!(status, 200, "{head}");
+        let attached = std::thread::spawn(move || output(wire, &head, stream, rest));
+        std::thread::sleep(Duration::from_millis(300));
+        let body = input_body(wire, &root, &child, &[stdin(b"hi there\n"), stdin(b"")]);
+        let (status, text) = send_input(&agent, wire, &body);
+        assert_eq!(status, 200, "{text}");
+        assert_eq!(session.join().unwrap().0, "hi there\n");
+        assert_eq!(attached.join().unwrap().0, "hi there\n");
+        let wait = wait_gone(&agent, &root, &child);
+        assert_eq!(wait["wait_nested_container"]["exit_status"], 0, "{wait}");
+    }
+}
+
+#[test]
+fn tty_session_takes_the_window_size() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let wire = Wire::Json;
+    let call = session_call(
+        &root,
+        "tty",
+        "stty size; read line; stty size",
+        Some((24, 80)),
+    );
+    let (status, head, stream, rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200, "{head}\n{}", agent.log());
+    let session = std::thread::spawn(move || output(wire, &head, stream, rest));
+    std::thread::sleep(Duration::from_millis(500));
+    let body = input_body(wire, &root, "tty", &[window(40, 120), stdin(b"go\n")]);
+    let (status, text) = send_input(&agent, wire, &body);
+    assert_eq!(status, 200, "{text}");
+    let (out, err) = session.join().unwrap();
+    assert!(err.is_empty(), "a TTY has no separate stderr: {err}");
+    let sizes: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains(' '))
+        .collect();
+    assert_eq!(sizes, ["24 80", "40 120"], "{out:?}");
+}
+
+#[test]
+fn sessions_and_attach_are_authorized() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let wire = Wire::Protobuf;
+    let call = session_call(&root, "denied", "echo no", None);
+    let (status, head, _, _) = open(
+        &agent,
+        INTRUDER,
+        &streaming_headers(wire),
+        &wire.encode(&call),
+    );
+    assert_eq!(status, 403, "{head}");
+
+    let call = session_call(&root, "held", "sleep 1000", None);
+    let (status, _, held, _) = open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200);
+    let attach: Call = nestguard::json::from_json(
+        &serde_json::json!({
+            "type": "ATTACH_CONTAINER_OUTPUT",
+            "attach_container_output": {"container_id": nested(&root, "held")}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (status, head, _, _) = open(
+        &agent,
+        INTRUDER,
+        &streaming_headers(wire),
+        &wire.encode(&attach),
+    );
+    assert_eq!(status, 403, "{head}");
+    drop(held);
+    wait_gone(&agent, &root, "held");
+}
+
+/// `nestguard exec` with scripted stdin: with pipes (`-i`) and a TTY
+/// (`-i -t`); its exit code is the command's.
+#[test]
+fn nestguard_exec_runs_a_command_with_scripted_stdin() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let secret = agent.dir.path().join("ops.secret");
+    std::fs::write(&secret, OPS.1).unwrap();
+    let exec = |flags: &[&str], command: &[&str], input: &[u8]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nestguard"))
+            .arg("exec")
+            .args(["--agent", agent.address.trim_end_matches('/')])
+            .args(["--principal", OPS.0])
+            .arg("--secret-file")
+            .arg(&secret)
+            .args(flags)
+            .arg(&root)
+            .arg("--")
+            .args(command)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = exec(&["-i"], &["tr a-z A-Z; exit 7"], b"shout\n");
+    assert_eq!((code, out.as_str()), (Some(7), "SHOUT\n"), "{err}");
+    let (code, out, err) = exec(&[], &["echo", "two words"], b"");
+    assert_eq!((code, out.as_str()), (Some(0), "two words\n"), "{err}");
+    let (code, out, err) = exec(&["-i", "-t"], &["read l; echo got $l; stty size"], b"it\n");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("got it"), "{out:?}");
+}
+
+/// The input is a stream: records reach the container while the request is
+/// open, and a second input connection meanwhile gets Mesos' conflict.
+#[test]
+fn input_streams_and_a_second_input_conflicts() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let wire = Wire::Json;
+    let call = session_call(&root, "live", "cat", None);
+    let (status, head, mut session, mut rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200, "{head}");
+
+    let host = agent
+        .address
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    let mut first = TcpStream::connect(host).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", OPS.0, OPS.1));
+    let head_text = format!(
+        "POST /api/v1 HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: Basic {token}\r\nContent-Type: application/recordio\r\nMessage-Content-Type: application/json\r\nAccept: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    first.write_all(head_text.as_bytes()).unwrap();
+    let chunk = |data: &[u8]| {
+        let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+        out
+    };
+    // The container ID and a line, the request still open.
+    let body = input_body(wire, &root, "live", &[stdin(b"live\n")]);
+    first.write_all(&chunk(&body)).unwrap();
+    first.flush().unwrap();
+
+    // The line comes back through cat before the input ends.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut buf = [0u8; 4096];
+    session
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    while !String::from_utf8_lossy(&rest).contains("bGl2ZQo") {
+        assert!(Instant::now() < deadline, "no echo of the live input");
+        if let Ok(n) = session.read(&mut buf) {
+            rest.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    let second = input_body(wire, &root, "live", &[stdin(b"other\n")]);
+    let (status, text) = send_input(&agent, wire, &second);
+    assert_eq!(
+        (status, text.as_str()),
+        (409, "Multiple input connections are not allowed")
+    );
+
+    // EOF ends cat; the first input is answered 200.
+    let eof = input_body(wire, &root, "live", &[stdin(b"")]);
+    let mut decoder = recordio::Decoder::new(1 << 20);
+    let records = decoder.feed(&eof).unwrap();
+    first
+        .write_all(&chunk(&recordio::encode(&records[1])))
+        .unwrap();
+    first.write_all(b"0\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = first.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    session
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let (out, _) = output(wire, &head, session, rest);
+    assert_eq!(out, "live\n");
+    wait_gone(&agent, &root, "live");
+}
