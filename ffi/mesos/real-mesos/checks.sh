@@ -46,7 +46,7 @@ python3 "$CLIENT" framework "$MASTER" fw "$WORK/framework.json" >"$WORK/framewor
 echo $! >"$WORK/framework.pid"
 EXEC=""
 for i in $(seq 150); do
-  EXEC="$(containers | json_get '[c["container_id"]["value"] for c in d["containers"] if c.get("executor_id",{}).get("value")=="holder-exec" and "parent" not in c["container_id"]][0]')"
+  EXEC="$(containers | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")=="holder-exec" and "parent" not in c["container_id"]][0]')"
   [ -n "$EXEC" ] && [ -n "$(container_pid "$EXEC")" ] && break
   sleep 0.2
 done
@@ -70,7 +70,7 @@ TOKEN="$(environ_of "$EPID" | sed -n 's/^MESOS_EXECUTOR_AUTHENTICATION_TOKEN=//p
 r=ok
 if [ -z "$TOKEN" ]; then r="no MESOS_EXECUTOR_AUTHENTICATION_TOKEN (agent --jwt_secret_key)"
 else
-  claims="$(cut -d. -f2 <<<"$TOKEN" | tr '_-' '/+' | base64 -d 2>/dev/null; echo)"
+  claims="$(python3 -c 'import base64,sys; p=sys.argv[1].split(".")[1]; print(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)).decode())' "$TOKEN" 2>&1)"
   grep -q "\"cid\":\"$EXEC\"" <<<"$claims" || r="token claims lack cid $EXEC: $claims"
 fi
 check hook-token "$r"
@@ -168,11 +168,11 @@ fi
 # ---- teardown: nothing left
 stop_pid "$(cat "$WORK/framework.pid")"; rm -f "$WORK/framework.pid"
 for i in $(seq 100); do
-  [ -z "$(containers | json_get '[c for c in d["containers"]] or None')" ] && break
+  [ -z "$(containers | json_get '[c for c in d["get_containers"].get("containers",[])] or None')" ] && break
   sleep 0.2
 done
 r=ok
-left="$(containers | json_get '" ".join(c["container_id"]["value"] for c in d["containers"])')"
+left="$(containers | json_get '" ".join(c["container_id"]["value"] for c in d["get_containers"].get("containers",[]))')"
 [ -n "$left" ] && r="containers left after teardown: $left"
 for i in $(seq 50); do
   [ -z "$(find "$CG"/*/"$NCG" "$CG"/*/"$MCG" -mindepth 1 -type d 2>/dev/null)" ] && break
@@ -201,7 +201,7 @@ for l in m["libraries"]:
             mod.setdefault("parameters", []).append({"key": "cgroups_root", "value": ncg})
 json.dump(m, open(out, "w"), indent=1)
 PY
-rm -rf "$WORK/agent"
+rm -rf "$WORK/agent" "$WORK/run"
 MODULES_FILE="$WORK/modules-acls.json"
 if start_agent agent-acls-modules with; then
   pass modules-json-acls

@@ -8,11 +8,11 @@ bench() {  # bench <name> <host:port> [user:secret]
   local out; out="$(python3 "$CLIENT" bench "$2" "$N" "b-$1-$RID" ${3:-} 2>&1)"
   if [[ "$out" =~ ^[0-9]+\ [0-9]+$ ]]; then NUM[$1]="$out"; else NUM[$1]="error"; note "bench $1: $out"; fi
 }
-rm -rf "$WORK/agent"
+rm -rf "$WORK/agent" "$WORK/run"
 MODULES_FILE=""
 if start_agent agent-bench-plain without; then bench mesos-plain "$AGENT"; fi
 stop_agent
-rm -rf "$WORK/agent"
+rm -rf "$WORK/agent" "$WORK/run"
 if start_agent agent-bench-nestguard with; then bench mesos-nestguard "$AGENT" "ops:$OPS_SECRET"; fi
 stop_agent
 NGP=$(free_port)

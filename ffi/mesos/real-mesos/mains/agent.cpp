@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   os::setenv("LIBPROCESS_PORT", stringify(flags.port));
 
   const std::string id = process::ID::generate("slave");
-  if (!process::initialize(id, mesos::internal::READWRITE_HTTP_AUTHENTICATION_REALM,
-                           mesos::internal::READONLY_HTTP_AUTHENTICATION_REALM)) {
+  if (!process::initialize(id, ms::READWRITE_HTTP_AUTHENTICATION_REALM,
+                           ms::READONLY_HTTP_AUTHENTICATION_REALM)) {
     return die("libprocess", "already initialized");
   }
   process::spawn(new mesos::internal::VersionProcess(), true);
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   if (created.isSome()) authorizer = created.get();
 
   auto* files = new mesos::internal::Files(
-      mesos::internal::READONLY_HTTP_AUTHENTICATION_REALM, authorizer);
+      ms::READONLY_HTTP_AUTHENTICATION_REALM, authorizer);
   auto* statusUpdates = new ms::TaskStatusUpdateManager(flags);
   Try<mesos::slave::ResourceEstimator*> estimator =
       mesos::slave::ResourceEstimator::create(flags.resource_estimator);

@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
   if (flags.ip.isSome()) os::setenv("LIBPROCESS_IP", flags.ip.get());
   os::setenv("LIBPROCESS_PORT", stringify(flags.port));
 
-  if (!process::initialize("master", mesos::internal::READWRITE_HTTP_AUTHENTICATION_REALM,
-                           mesos::internal::READONLY_HTTP_AUTHENTICATION_REALM)) {
+  if (!process::initialize("master", mm::READWRITE_HTTP_AUTHENTICATION_REALM,
+                           mm::READONLY_HTTP_AUTHENTICATION_REALM)) {
     return die("libprocess", "already initialized");
   }
   process::spawn(new mesos::internal::VersionProcess(), true);
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   auto* storage = new mesos::state::InMemoryStorage();
   auto* state = new mesos::state::State(storage);
   auto* registrar =
-      new mm::Registrar(flags, state, mesos::internal::READONLY_HTTP_AUTHENTICATION_REALM);
+      new mm::Registrar(flags, state, mm::READONLY_HTTP_AUTHENTICATION_REALM);
 
   Try<mesos::master::contender::MasterContender*> contender =
       mesos::master::contender::MasterContender::create(None(), flags.master_contender,
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   if (created.isSome()) authorizer = created.get();
 
   auto* files =
-      new mesos::internal::Files(mesos::internal::READONLY_HTTP_AUTHENTICATION_REALM, authorizer);
+      new mesos::internal::Files(mm::READONLY_HTTP_AUTHENTICATION_REALM, authorizer);
   auto* master = new mm::Master(allocator.get(), registrar, files, contender.get(),
                                 detector.get(), authorizer, None(), flags);
   if (flags.master_detector.isNone()) {

@@ -14,12 +14,25 @@ class Status {
   StatusCode error_code() const { return OK; }
   std::string error_message() const { return std::string(); }
 };
-class ClientContext {};
-class CompletionQueue {};
+class ClientContext {
+ public:
+  void set_wait_for_ready(bool);
+  template <typename T> void set_deadline(const T&);
+  void TryCancel();
+};
+class CompletionQueue {
+ public:
+  bool Next(void**, bool*);
+  void Shutdown();
+};
 class Channel {};
 class ChannelCredentials {};
 class ChannelArguments {};
-template <typename R> class ClientAsyncResponseReader {};
+template <typename R> class ClientAsyncResponseReader {
+ public:
+  void StartCall();
+  void Finish(R*, Status*, void*);
+};
 template <typename R> class ClientAsyncResponseReaderInterface {};
 std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
 std::shared_ptr<Channel> CreateChannel(const std::string&, const std::shared_ptr<ChannelCredentials>&);
