@@ -120,6 +120,7 @@ write_acls() {  # $1: "fw-kill" to let fw kill nested containers, "no-fw-kill" n
   cat >"$WORK/acls.json.tmp" <<JSON
 {
   "permissive": false,
+  "run_tasks": [{"principals": {"values": ["fw"]}, "users": {"type": "ANY"}}],
   "launch_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "wait_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "kill_standalone_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
