@@ -19,6 +19,12 @@ container_pid() {  # container_pid <path under freezer/$MCG>
   head -n1 "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null
 }
 environ_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null; }
+# The environments of all processes of a container (the launch helper may be
+# one of them; the executor's command is another).
+container_environ() {  # container_environ <path under freezer/$MCG>
+  local pid
+  for pid in $(cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null); do environ_of "$pid"; done
+}
 
 # ---- authn
 check authn-none "$(expect authn-none 401 none "$CONTAINERS")"
@@ -76,13 +82,13 @@ else
 # ---- hook: injected credentials in the executor's environment
 r="no executor pid"
 if [ -n "$EPID" ]; then
-  envs="$(environ_of "$EPID")"
+  envs="$(container_environ "$EXEC")"
   if ! grep -qx "MESOS_PRINCIPAL=fw" <<<"$envs"; then r="no MESOS_PRINCIPAL=fw in the executor's environment"
   elif ! grep -qx "MESOS_SECRET=$FW_SECRET" <<<"$envs"; then r="MESOS_SECRET missing or wrong"
   else r=ok; fi
 fi
 check hook-secret "$r"
-TOKEN="$(environ_of "$EPID" | sed -n 's/^MESOS_EXECUTOR_AUTHENTICATION_TOKEN=//p')"
+TOKEN="$(container_environ "$EXEC" | sed -n 's/^MESOS_EXECUTOR_AUTHENTICATION_TOKEN=//p' | head -n1)"
 r=ok
 if [ -z "$TOKEN" ]; then r="no MESOS_EXECUTOR_AUTHENTICATION_TOKEN (agent --jwt_secret_key)"
 else
@@ -230,7 +236,7 @@ MODULES_FILE="$WORK/modules-acls.json"
 if start_agent agent-acls-modules with; then
   pass modules-json-acls
 else
-  fail modules-json-acls "agent with acls/modules.json (paths rewritten) did not start: $(grep -m1 -iE 'error|fail' "$WORK/agent-acls-modules.log" | cut -c1-300)"
+  fail modules-json-acls "agent with acls/modules.json (paths rewritten) did not start: $(grep -m1 -E "module 'io_nestguard" "$WORK/agent-acls-modules.log" | cut -d] -f2- | cut -c1-300)"
 fi
 stop_agent
 

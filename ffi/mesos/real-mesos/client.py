@@ -113,8 +113,10 @@ def cmd_framework(argv):
                     continue
                 launched = True
                 agent = offer["agent_id"]["value"]
+                # Memory above the nested containers' limits: their usage
+                # also counts against this container's (hierarchical) cgroup.
                 res = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}},
-                       {"name": "mem", "type": "SCALAR", "scalar": {"value": 32}}]
+                       {"name": "mem", "type": "SCALAR", "scalar": {"value": 512}}]
                 for r in res:
                     r["allocation_info"] = {"role": "*"}
                 task = {"name": "holder", "task_id": {"value": "holder-1"},
