@@ -183,6 +183,11 @@ kill -KILL "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
 if [ "$r" != ok ]; then
   fail recovery-containers-survive "setup: $r"
 elif start_agent agent-recovered with; then
+  # Registered is not recovered: the v1 API answers 503 until then.
+  for i in $(seq 150); do
+    [ "$(status_of "$(call ops "$CONTAINERS")")" = 200 ] && break
+    sleep 0.2
+  done
   r=ok
   has_container "$RP" || r="$RP not listed after recovery"
   has_container "$RC" || r="$RC not listed after recovery"
