@@ -515,7 +515,12 @@ mod tests {
 
     #[test]
     fn mesos_launcher_leaves_the_freezer_to_mesos_by_default() {
-        assert!(!IsolatorParams::parse([]).unwrap().cgroups_options.skip_freezer);
+        assert!(
+            !IsolatorParams::parse([])
+                .unwrap()
+                .cgroups_options
+                .skip_freezer
+        );
         let p = IsolatorParams::parse([("launcher", "mesos")]).unwrap();
         assert_eq!(
             p.cgroups_options.skip_freezer,
