@@ -82,7 +82,8 @@ cleanup() {
   if [ -n "$(our_cgroups)" ]; then
     echo "cleanup: cgroups left: $(our_cgroups | tr '\n' ' ')" >&2
   fi
-  rm -f "/run/nestguard/cgroups-roots/$NCG"* 2>/dev/null
+  # The isolator's claim files (named after the escaped cgroup path).
+  rm -f /run/nestguard/cgroups-roots/*"nestguard-$RID".lock /run/nestguard/cgroups-roots/*"nestguard-$RID-ng".lock 2>/dev/null
   if [ "$FAILED" -gt 0 ] || [ "$rc" != 0 ]; then
     rm -rf "$CACHE/last-run"; mkdir -p "$CACHE/last-run"
     cp "$WORK"/*.log "$WORK"/*.json "$CACHE/last-run/" 2>/dev/null
