@@ -11,7 +11,7 @@
 //! | `cgroups_enable_cfs` | `false` | the CPU request is also a hard quota |
 //! | `cgroups_pids_max` | none | `pids.max` of every container with its own cgroup |
 //! | `cgroups_owner` | `process <pid>` | who claims `cgroups_root` (the agent passes its ID and work dir); recorded in the root's lock file and named when another agent is refused (see `cgroups::owner`) |
-//! | `cgroups_skip_freezer` | `false` | v1: `isolate` leaves the freezer alone (set it under Mesos' LinuxLauncher, which tracks processes in its own freezer cgroup) |
+//! | `cgroups_skip_freezer` | `false`; `true` with `launcher=mesos` | v1: no freezer cgroups of ours; `isolate` leaves the freezer alone (the default under Mesos' launcher: its LinuxLauncher tracks and destroys processes through its own freezer cgroup) |
 //! | `disallow_sharing_agent_pid_namespace` | `true` | as Mesos' flag (whose default is `false`: we refuse by default) |
 //! | `hardening_no_new_privileges` | `true` | set `no_new_privileges` |
 //! | `hardening_capabilities` | Docker's default set | comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched |
@@ -31,7 +31,7 @@
 //! `linux/seccomp`); its parameters without it are an error.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -152,6 +152,12 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// True when the cgroup hierarchy at `mount_root` uses v1 controllers (an
+/// undetectable one counts as not v1: nothing to skip there).
+fn uses_v1(mount_root: &Path) -> bool {
+    crate::isolation::cgroups::detect_with_root(mount_root).is_ok_and(|h| h.uses_v1())
+}
+
 impl IsolatorParams {
     /// The one cgroups manager of an isolator set: built here only, then
     /// shared by the `cgroups` isolator and (through
@@ -212,6 +218,11 @@ impl IsolatorParams {
             cgroups.destroy_timeout =
                 Duration::from_secs(number("cgroups_destroy_timeout_secs", v)?);
         }
+        let mesos_launcher = match map.get("launcher").copied() {
+            None | Some("nestguard") => false,
+            Some("mesos") => true,
+            Some(other) => return Err(parameter("launcher", "'nestguard' or 'mesos'", other)),
+        };
         let cgroups_options = CgroupsOptions {
             enable_cfs: map
                 .get("cgroups_enable_cfs")
@@ -220,9 +231,14 @@ impl IsolatorParams {
                 .get("cgroups_pids_max")
                 .map(|v| number("cgroups_pids_max", v))
                 .transpose()?,
-            skip_freezer: map
-                .get("cgroups_skip_freezer")
-                .map_or(Ok(false), |v| boolean("cgroups_skip_freezer", v))?,
+            // Under Mesos' launcher on cgroup v1 the freezer is Mesos': its
+            // LinuxLauncher finds and destroys a container through its own
+            // freezer cgroup, so moving the pids into ours would leave Mesos'
+            // empty (and v2 has no separate freezer to skip).
+            skip_freezer: map.get("cgroups_skip_freezer").map_or_else(
+                || Ok(mesos_launcher && uses_v1(&cgroups.mount_root)),
+                |v| boolean("cgroups_skip_freezer", v),
+            )?,
         };
         let cgroups_owner = map.get("cgroups_owner").map(|v| (*v).to_owned());
         let mut hardening = HardeningIsolator::default();
@@ -342,11 +358,7 @@ impl IsolatorParams {
             seccomp_allow_unconfined: map
                 .get("seccomp_allow_unconfined")
                 .map_or(Ok(false), |v| boolean("seccomp_allow_unconfined", v))?,
-            mesos_launcher: match map.get("launcher").copied() {
-                None | Some("nestguard") => false,
-                Some("mesos") => true,
-                Some(other) => return Err(parameter("launcher", "'nestguard' or 'mesos'", other)),
-            },
+            mesos_launcher,
         })
     }
 
@@ -499,6 +511,24 @@ mod tests {
         ])
         .unwrap();
         assert!(Composite::from_parameters(&p).is_ok());
+    }
+
+    #[test]
+    fn mesos_launcher_leaves_the_freezer_to_mesos_by_default() {
+        assert!(
+            !IsolatorParams::parse([])
+                .unwrap()
+                .cgroups_options
+                .skip_freezer
+        );
+        let p = IsolatorParams::parse([("launcher", "mesos")]).unwrap();
+        assert_eq!(
+            p.cgroups_options.skip_freezer,
+            uses_v1(Path::new("/sys/fs/cgroup"))
+        );
+        let p = IsolatorParams::parse([("launcher", "mesos"), ("cgroups_skip_freezer", "false")])
+            .unwrap();
+        assert!(!p.cgroups_options.skip_freezer);
     }
 
     #[test]

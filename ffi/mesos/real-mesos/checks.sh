@@ -1,0 +1,269 @@
+# The checks of run.sh (sourced by it: uses its helpers and variables).
+# Order matters: later checks use containers made by earlier ones.
+
+json_get() {  # json_get <python expression over d> < response body
+  python3 -c 'import json,sys
+d=json.loads(sys.stdin.read() or "null")
+try:
+    v=eval(sys.argv[1])
+except Exception:
+    v=None
+print("" if v is None else v)' "$1"
+}
+body_of() { cut -d' ' -f2- <<<"$1"; }
+containers() { body_of "$(call ops "$CONTAINERS")"; }
+has_container() { containers | grep -q "\"value\":\"$1\""; }
+cgroup_dirs_named() { find "$CG"/*/"$MCG" "$CG"/*/"$NCG" -type d -name "$1" 2>/dev/null; }
+# First pid of a container (Mesos' freezer cgroup of the linux launcher).
+container_pid() {  # container_pid <path under freezer/$MCG>
+  head -n1 "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null
+}
+environ_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null; }
+# The environments of all processes of a container (the launch helper may be
+# one of them; the executor's command is another).
+container_environ() {  # container_environ <path under freezer/$MCG>
+  local pid
+  for pid in $(cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null); do environ_of "$pid"; done
+}
+
+# ---- authn
+check authn-none "$(expect authn-none 401 none "$CONTAINERS")"
+check authn-wrong-secret "$(expect authn-wrong 401 wrong "$CONTAINERS")"
+check authn-basic "$(expect authn-basic 200 ops "$CONTAINERS")"
+
+# ---- authz: standalone containers
+SA="sa-$RID"
+check authz-standalone-allowed "$(expect x 200 ops "$(launch_json "$SA" "" "exec sleep 600")")"
+check authz-standalone-denied "$(expect x 403 intruder "$(launch_json "$SA-denied" "" "exec sleep 600")")"
+sleep 1
+r=ok
+has_container "$SA-denied" && r="GET_CONTAINERS lists $SA-denied"
+[ -n "$(cgroup_dirs_named "$SA-denied")" ] && r="cgroup left: $(cgroup_dirs_named "$SA-denied" | head -1)"
+[ -e "$WORK/run/containers/$SA-denied" ] && r="runtime dir left for $SA-denied"
+check authz-denied-leaves-nothing "$r"
+check authz-standalone-kill-denied "$(expect x 403 intruder "$(kill_json "$SA")")"
+# A standalone container's termination is not kept once it is destroyed:
+# WAIT first (in the background), then KILL.
+call ops "$(wait_json "$SA")" >"$WORK/sa-wait.out" &
+waiter=$!
+sleep 0.5
+r="$(expect x 200 ops "$(kill_json "$SA")")"
+wait "$waiter"
+[ "$r" = ok ] && [ "$(status_of "$(cat "$WORK/sa-wait.out")")" != 200 ] && r="WAIT gave $(head -c 300 "$WORK/sa-wait.out")"
+# No REMOVE of a standalone container: Mesos 1.11's containerizer aborts the
+# agent on it (containerizer.cpp:3152, CHECK containerId.has_parent()).
+check authz-standalone-kill-wait "$r"
+
+# ---- a framework with an executor (parent of the nested containers)
+python3 "$CLIENT" framework "$MASTER" fw "$WORK/framework.json" >"$WORK/framework.log" 2>&1 &
+echo $! >"$WORK/framework.pid"
+EXEC=""
+for i in $(seq 150); do
+  EXEC="$(containers | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")=="holder-exec" and "parent" not in c["container_id"]][0]')"
+  [ -n "$EXEC" ] && [ -n "$(container_pid "$EXEC")" ] && break
+  sleep 0.2
+done
+if [ -z "$EXEC" ]; then
+  fail framework-executor "no executor container: $(cat "$WORK/framework.json" 2>/dev/null | head -c 300)"
+else
+  pass framework-executor
+fi
+EPID="$(container_pid "$EXEC")"
+if [ -z "$EXEC" ]; then
+  # Nothing below means anything without the parent container.
+  for c in hook-secret hook-token authn-executor-token authz-nested-launch authz-nested-kill \
+           authz-nested-wait authz-nested-remove authz-manage-nested-containers iso-limits \
+           iso-oom-reported iso-oom-sibling-unaffected fix-a-pids-stay-in-mesos-freezer \
+           ; do
+    fail "$c" "no executor container to nest under (see framework-executor)"
+  done
+else
+
+# ---- hook: injected credentials in the executor's environment
+r="no executor pid"
+if [ -n "$EPID" ]; then
+  envs="$(container_environ "$EXEC")"
+  if ! grep -qx "MESOS_PRINCIPAL=fw" <<<"$envs"; then r="no MESOS_PRINCIPAL=fw in the executor's environment"
+  elif ! grep -qx "MESOS_SECRET=$FW_SECRET" <<<"$envs"; then r="MESOS_SECRET missing or wrong"
+  else r=ok; fi
+fi
+check hook-secret "$r"
+TOKEN="$(container_environ "$EXEC" | sed -n 's/^MESOS_EXECUTOR_AUTHENTICATION_TOKEN=//p' | head -n1)"
+r=ok
+if [ -z "$TOKEN" ]; then r="no MESOS_EXECUTOR_AUTHENTICATION_TOKEN (agent --jwt_secret_key)"
+else
+  claims="$(python3 -c 'import base64,sys; p=sys.argv[1].split(".")[1]; print(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)).decode())' "$TOKEN" 2>&1)"
+  grep -q "\"cid\":\"$EXEC\"" <<<"$claims" || r="token claims lack cid $EXEC: $claims"
+fi
+check hook-token "$r"
+grep -q "nestguard-real-mesos: stub" "$WORK/agent.log" &&
+  fail openssl-stubs-unused "$(grep -m1 'nestguard-real-mesos: stub' "$WORK/agent.log")" ||
+  pass openssl-stubs-unused
+
+# ---- authn with the executor's token: nested launch under its own container
+if [ -n "$TOKEN" ]; then
+  check authn-executor-token "$(expect x 200 "bearer:$TOKEN" "$(launch_json tok-$RID "$EXEC" "exec sleep 600")")"
+  check authn-executor-token-foreign-parent "$(expect x 403 "bearer:$TOKEN" "$(launch_json tok2-$RID "$SA" "exec sleep 600")")"
+  call ops "$(kill_json tok-$RID "$EXEC")" >/dev/null
+  call ops "$(wait_json tok-$RID "$EXEC")" >/dev/null
+  call ops "$(remove_json tok-$RID "$EXEC")" >/dev/null
+else
+  fail authn-executor-token "no executor token"
+fi
+
+# ---- authz: nested containers under the executor
+N1="n1-$RID"
+check authz-nested-launch-denied "$(expect x 403 intruder "$(launch_json "$N1-x" "$EXEC" "exec sleep 600")")"
+check authz-nested-launch-allowed "$(expect x 200 fw "$(launch_json "$N1" "$EXEC" "exec sleep 600")")"
+check authz-nested-kill-denied "$(expect x 403 intruder "$(kill_json "$N1" "$EXEC")")"
+check authz-nested-kill-allowed "$(expect x 200 fw "$(kill_json "$N1" "$EXEC")")"
+check authz-nested-wait-denied "$(expect x 403 intruder "$(wait_json "$N1" "$EXEC")")"
+check authz-nested-wait-allowed "$(expect x 200 fw "$(wait_json "$N1" "$EXEC")")"
+check authz-nested-remove-denied "$(expect x 403 intruder "$(remove_json "$N1" "$EXEC")")"
+check authz-nested-remove-allowed "$(expect x 200 fw "$(remove_json "$N1" "$EXEC")")"
+r=ok
+has_container "$N1-x" && r="GET_CONTAINERS lists $N1-x"
+[ -n "$(cgroup_dirs_named "$N1-x")" ] && r="cgroup left: $(cgroup_dirs_named "$N1-x" | head -1)"
+check authz-nested-denied-leaves-nothing "$r"
+N2="n2-$RID"
+r="$(expect x 200 ops "$(launch_json "$N2" "$EXEC" "exec sleep 600")")"
+[ "$r" = ok ] && r="$(expect x 200 ops "$(kill_json "$N2" "$EXEC")")"
+[ "$r" = ok ] && r="$(expect x 200 ops "$(wait_json "$N2" "$EXEC")")"
+[ "$r" = ok ] && r="$(expect x 200 ops "$(remove_json "$N2" "$EXEC")")"
+check authz-manage-nested-containers "$r"
+
+# ---- isolator: limits, OOM, sibling
+LIM="lim-$RID"; OOM="oom-$RID"
+r="$(expect x 200 fw "$(launch_json "$LIM" "$EXEC" "exec sleep 600" 64)")"
+if [ "$r" = ok ]; then
+  f="$CG/memory/$NCG/$EXEC/mesos/$LIM/memory.limit_in_bytes"
+  v="$(cat "$f" 2>/dev/null)"
+  [ "$v" = 67108864 ] || r="$f = '${v:-missing}', wanted 67108864"
+fi
+check iso-limits "$r"
+r="$(expect x 200 fw "$(launch_json "$OOM" "$EXEC" "exec tail /dev/zero" 64)")"
+if [ "$r" = ok ]; then
+  w="$(call fw "$(wait_json "$OOM" "$EXEC")")"
+  reason="$(body_of "$w" | json_get 'd["wait_container"].get("reason")')"
+  [ "$reason" = REASON_CONTAINER_LIMITATION_MEMORY ] || r="WAIT gave ${w:0:300}"
+fi
+check iso-oom-reported "$r"
+r=ok
+LPID="$(container_pid "$EXEC/mesos/$LIM")"
+{ [ -n "$LPID" ] && kill -0 "$LPID" 2>/dev/null; } || r="sibling $LIM is not running"
+has_container "$LIM" || r="sibling $LIM not listed"
+check iso-oom-sibling-unaffected "$r"
+call fw "$(remove_json "$OOM" "$EXEC")" >/dev/null
+
+fi  # executor container present
+# ---- fixes (a)/(b): the isolator and Mesos' LinuxLauncher freezer cgroups
+if [ -n "$EXEC" ]; then
+  r=ok
+  [ -n "$LPID" ] || r="no pid in Mesos' freezer cgroup $MCG/$EXEC/mesos/$LIM (moved out by the isolator?)"
+  check fix-a-pids-stay-in-mesos-freezer "$r"
+fi
+r=ok
+if [ -d "$CG/freezer/$NCG" ]; then
+  n="$(find "$CG/freezer/$NCG" -mindepth 1 -type d | wc -l)"
+  [ "$n" = 0 ] || r="$n directories under freezer/$NCG"
+fi
+check fix-b-no-isolator-freezer-cgroups "$r"
+
+# ---- recovery (+ ACL flip, which the shim only reads at start)
+# Parent: a standalone container (Mesos kills an executor that never
+# subscribed when it recovers, and ours cannot subscribe before #14).
+RP="rp-$RID"; RC="rc-$RID"
+r="$(expect x 200 ops "$(launch_json "$RP" "" "exec sleep 600")")"
+[ "$r" = ok ] && r="$(expect x 200 ops "$(launch_json "$RC" "$RP" "exec sleep 600")")"
+RCPID=""
+for i in $(seq 50); do RCPID="$(container_pid "$RP/mesos/$RC")"; [ -n "$RCPID" ] && break; sleep 0.2; done
+[ "$r" = ok ] && [ -z "$RCPID" ] && r="no process for $RC"
+write_acls no-fw-kill
+kill -KILL "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
+if [ "$r" != ok ]; then
+  fail recovery-containers-survive "setup: $r"
+elif start_agent agent-recovered with; then
+  # Registered is not recovered: the v1 API answers 503 until then.
+  for i in $(seq 150); do
+    [ "$(status_of "$(call ops "$CONTAINERS")")" = 200 ] && break
+    sleep 0.2
+  done
+  r=ok
+  has_container "$RP" || r="$RP not listed after recovery"
+  has_container "$RC" || r="$RC not listed after recovery"
+  pid_now="$(container_pid "$RP/mesos/$RC")"
+  [ "$pid_now" = "$RCPID" ] || r="$RC's process changed: $RCPID -> ${pid_now:-none}"
+  grep -q "io_nestguard_Isolator" "$WORK/agent-recovered.log" || r="isolator not in the restarted agent"
+  check recovery-containers-survive "$r"
+  if [ -n "$EXEC" ]; then
+    check authz-flip-after-restart "$(expect x 403 fw "$(kill_json "$LIM" "$EXEC")")"
+  fi
+  r="$(expect x 200 ops "$(kill_json "$RC" "$RP")")"
+  [ "$r" = ok ] && r="$(expect x 200 ops "$(wait_json "$RC" "$RP")")"
+  [ "$r" = ok ] && r="$(expect x 200 ops "$(remove_json "$RC" "$RP")")"
+  call ops "$(wait_json "$RP")" >"$WORK/rp-wait.out" &
+  waiter=$!
+  sleep 0.5
+  [ "$r" = ok ] && r="$(expect x 200 ops "$(kill_json "$RP")")"
+  wait "$waiter"
+  check recovery-containers-manageable "$r"
+else
+  fail recovery-containers-survive "agent did not restart: $(agent_log_tail agent-recovered)"
+  fail recovery-containers-manageable "agent did not restart"
+fi
+has_container "$EXEC" && pass recovery-executor-container ||
+  fail recovery-executor-container "Mesos kills an executor that never subscribed when it recovers; needs #14 executor API"
+
+# ---- teardown: nothing left
+stop_pid "$(cat "$WORK/framework.pid")"; rm -f "$WORK/framework.pid"
+for i in $(seq 100); do
+  [ -z "$(containers | json_get '[c for c in d["get_containers"].get("containers",[])] or None')" ] && break
+  sleep 0.2
+done
+r=ok
+left="$(containers | json_get '" ".join(c["container_id"]["value"] for c in d["get_containers"].get("containers",[]))')"
+[ -n "$left" ] && r="containers left after teardown: $left"
+for i in $(seq 50); do
+  [ -z "$(find "$CG"/*/"$NCG" "$CG"/*/"$MCG" -mindepth 1 -type d 2>/dev/null)" ] && break
+  sleep 0.2
+done
+d="$(find "$CG"/*/"$NCG" "$CG"/*/"$MCG" -mindepth 1 -type d 2>/dev/null | head -3 | tr '\n' ' ')"
+[ -n "$d" ] && r="cgroups left after teardown: $d"
+check iso-cleanup-no-cgroups "$r"
+
+# ---- not yet possible
+fail pods "needs #14 executor API (nestguard executor over Mesos' v1 executor API)"
+
+# ---- modules JSON of acls/ (for nestguard agent), paths rewritten
+stop_agent
+python3 - "$repo/acls/modules.json" "$WORK/modules-acls.json" "$NG/libnestguard_mesos.so" "$repo" "$NCG" "$WORK/creds.json" <<'PY'
+import json, os, sys
+src, out, lib, repo, ncg, creds = sys.argv[1:]
+m = json.load(open(src))
+for l in m["libraries"]:
+    l["file"] = lib
+    for mod in l["modules"]:
+        for p in mod.get("parameters", []):
+            if p["key"] == "acls": p["value"] = os.path.join(repo, p["value"])
+        if mod["name"] == "io_nestguard_CredentialHook":
+            # A path the agent supplies (its --http_credentials file).
+            mod.setdefault("parameters", []).append({"key": "http_credentials", "value": creds})
+        if mod["name"] == "io_nestguard_Isolator":
+            # Not a path but shared with other jobs: this run's cgroup root.
+            mod.setdefault("parameters", []).append({"key": "cgroups_root", "value": ncg})
+json.dump(m, open(out, "w"), indent=1)
+PY
+rm -rf "$WORK/agent" "$WORK/run"
+MODULES_FILE="$WORK/modules-acls.json"
+if start_agent agent-acls-modules with; then
+  pass modules-json-acls
+else
+  fail modules-json-acls "agent with acls/modules.json (paths rewritten) did not start: $(grep -m1 -E "module 'io_nestguard" "$WORK/agent-acls-modules.log" | cut -d] -f2- | cut -c1-300)"
+fi
+stop_agent
+
+# ---- numbers
+source "$here/numbers.sh"
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

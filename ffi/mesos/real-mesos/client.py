@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Small Mesos v1 HTTP API client for the real-Mesos checks (stdlib only).
+
+  client.py call <host:port> <json> [--basic user:secret | --bearer token]
+      POSTs one v1 agent/operator call to /api/v1; prints "<status> <body>".
+  client.py framework <master host:port> <principal> <state file>
+      A v1 scheduler: SUBSCRIBEs, accepts the first offer with one task that
+      has a CUSTOM executor (a long `sleep`, so the executor container stays
+      up for nested launches), acknowledges updates, writes the ids it knows
+      to <state file> as JSON, and TEARDOWNs on SIGTERM.
+"""
+import base64
+import http.client
+import json
+import signal
+import sys
+import threading
+import time
+
+
+def post(hostport, path, body, headers=None, stream=False, timeout=30):
+    host, port = hostport.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    h = {"Content-Type": "application/json", "Accept": "application/json"}
+    h.update(headers or {})
+    conn.request("POST", path, json.dumps(body) if not isinstance(body, str) else body, h)
+    resp = conn.getresponse()
+    if stream:
+        return conn, resp
+    data = resp.read().decode("utf-8", "replace")
+    conn.close()
+    return resp.status, data
+
+
+def cmd_call(argv):
+    hostport, body = argv[0], argv[1]
+    headers = {}
+    if len(argv) >= 4 and argv[2] == "--basic":
+        headers["Authorization"] = "Basic " + base64.b64encode(argv[3].encode()).decode()
+    elif len(argv) >= 4 and argv[2] == "--bearer":
+        headers["Authorization"] = "Bearer " + argv[3]
+    timeout = 60
+    status, data = post(hostport, "/api/v1", body, headers, timeout=timeout)
+    print(status, data.replace("\n", " "))
+
+
+def records(resp):
+    """RecordIO: '<length>\\n<bytes>' repeated."""
+    while True:
+        line = b""
+        while not line.endswith(b"\n"):
+            c = resp.read(1)
+            if not c:
+                return
+            line += c
+        n = int(line.strip())
+        data = b""
+        while len(data) < n:
+            chunk = resp.read(n - len(data))
+            if not chunk:
+                return
+            data += chunk
+        yield json.loads(data)
+
+
+def cmd_framework(argv):
+    master, principal, state_file = argv[0], argv[1], argv[2]
+    state = {"principal": principal}
+
+    def save():
+        with open(state_file + ".tmp", "w") as f:
+            json.dump(state, f)
+        import os
+        os.replace(state_file + ".tmp", state_file)
+
+    info = {"user": "root", "name": "nestguard-real-mesos", "principal": principal,
+            "checkpoint": True, "failover_timeout": 0,
+            "roles": ["*"], "capabilities": [{"type": "MULTI_ROLE"}]}
+    conn, resp = post(master, "/api/v1/scheduler",
+                      {"type": "SUBSCRIBE", "subscribe": {"framework_info": info}},
+                      stream=True, timeout=None)
+    if resp.status != 200:
+        sys.exit("subscribe: %d %s" % (resp.status, resp.read()[:500]))
+    stream_id = resp.getheader("Mesos-Stream-Id")
+    hdr = {"Mesos-Stream-Id": stream_id}
+
+    def send(call):
+        call["framework_id"] = {"value": state["framework_id"]}
+        status, data = post(master, "/api/v1/scheduler", call, hdr)
+        if status not in (200, 202):
+            state.setdefault("errors", []).append("%s: %d %s" % (call["type"], status, data[:300]))
+            save()
+
+    def teardown(*_):
+        if "framework_id" in state:
+            try:
+                send({"type": "TEARDOWN"})
+            except Exception:
+                pass
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, teardown)
+    launched = False
+    for ev in records(resp):
+        t = ev.get("type")
+        if t == "SUBSCRIBED":
+            state["framework_id"] = ev["subscribed"]["framework_id"]["value"]
+            save()
+        elif t == "OFFERS":
+            for offer in ev["offers"]["offers"]:
+                if launched:
+                    send({"type": "DECLINE", "decline": {"offer_ids": [offer["id"]]}})
+                    continue
+                launched = True
+                agent = offer["agent_id"]["value"]
+                # Memory above the nested containers' limits: their usage
+                # also counts against this container's (hierarchical) cgroup.
+                res = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}},
+                       {"name": "mem", "type": "SCALAR", "scalar": {"value": 512}}]
+                for r in res:
+                    r["allocation_info"] = {"role": "*"}
+                task = {"name": "holder", "task_id": {"value": "holder-1"},
+                        "agent_id": {"value": agent},
+                        "resources": [dict(r, scalar={"value": r["scalar"]["value"] / 2}) for r in res],
+                        "executor": {"type": "CUSTOM", "executor_id": {"value": "holder-exec"},
+                                     "framework_id": {"value": state["framework_id"]},
+                                     "command": {"shell": True, "value": "exec sleep 3600"},
+                                     "resources": [dict(r, scalar={"value": r["scalar"]["value"] / 2}) for r in res]}}
+                state.update(agent_id=agent, executor_id="holder-exec", task_id="holder-1")
+                save()
+                send({"type": "ACCEPT", "accept": {"offer_ids": [offer["id"]], "operations": [
+                    {"type": "LAUNCH", "launch": {"task_infos": [task]}}]}})
+        elif t == "UPDATE":
+            st = ev["update"]["status"]
+            state.setdefault("updates", []).append(st.get("state"))
+            save()
+            if "uuid" in st:
+                send({"type": "ACKNOWLEDGE", "acknowledge": {
+                    "agent_id": st["agent_id"], "task_id": st["task_id"], "uuid": st["uuid"]}})
+        elif t == "ERROR":
+            state["error"] = ev.get("error", {}).get("message")
+            save()
+
+
+def cmd_bench(argv):
+    """bench <host:port> <n> <prefix> [user:secret]: n standalone containers
+    running /bin/true; prints the median and p90 of LAUNCH_CONTAINER ->
+    WAIT_CONTAINER answered, in ms, or "error <text>"."""
+    hostport, n, prefix = argv[0], int(argv[1]), argv[2]
+    headers = {}
+    if len(argv) > 3:
+        headers["Authorization"] = "Basic " + base64.b64encode(argv[3].encode()).decode()
+    times = []
+    for i in range(n):
+        cid = {"value": "%s-%d" % (prefix, i)}
+        t = time.monotonic()
+        st, data = post(hostport, "/api/v1", {"type": "LAUNCH_CONTAINER", "launch_container": {
+            "container_id": cid, "command": {"shell": False, "value": "/bin/true",
+                                             "arguments": ["true"]}}}, headers)
+        if st != 200:
+            print("error launch %d %s" % (st, data[:200].replace("\n", " ")))
+            return
+        st, data = post(hostport, "/api/v1", {"type": "WAIT_CONTAINER",
+                                              "wait_container": {"container_id": cid}}, headers)
+        if st != 200:
+            print("error wait %d %s" % (st, data[:200].replace("\n", " ")))
+            return
+        times.append((time.monotonic() - t) * 1000)
+        # No REMOVE_CONTAINER: Mesos 1.11 aborts on it for a standalone one.
+    times.sort()
+    print("%.0f %.0f" % (times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.9))]))
+
+
+if __name__ == "__main__":
+    {"call": cmd_call, "framework": cmd_framework, "bench": cmd_bench}[sys.argv[1]](sys.argv[2:])
