@@ -399,3 +399,58 @@ impl ListFilesOrPanic for Response {
         self.list_files.expect("list_files").file_infos
     }
 }
+
+/// A non-streaming response whose client never reads it does not pin the
+/// connection: after the idle timeout (and one more for the graceful close)
+/// the agent drops it.
+#[test]
+fn an_unread_download_is_closed_after_the_idle_timeout() {
+    use std::io::{Read, Write};
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--http_idle_timeout=1secs"]);
+    let spec = pod(serde_json::json!([task("sleeper", "sleep 600")]));
+    let (_root, sandbox) = agent.launch_pod(&spec);
+    let executor_id = spec["executor"]["executor_id"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    const SIZE: u64 = 1 << 30;
+    std::fs::File::create(sandbox.join("big.bin"))
+        .unwrap()
+        .set_len(SIZE)
+        .unwrap();
+    let host = agent.address.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&host).unwrap();
+    let token = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", OPS.0, OPS.1))
+    };
+    let path = format!("/frameworks/e2e-framework/executors/{executor_id}/runs/latest/big.bin");
+    stream
+        .write_all(
+            format!(
+                "GET /files/download?path={path} HTTP/1.1\r\nHost: {host}\r\n\
+                 Authorization: Basic {token}\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    // Never read while the agent's idle timer runs out.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut got: u64 = 0;
+    let mut buf = vec![0; 1 << 20];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the agent kept the unread download open: {e} after {got} bytes"),
+        }
+    }
+    assert!(got < SIZE, "the whole file arrived: {got}");
+}
