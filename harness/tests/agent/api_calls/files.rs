@@ -105,18 +105,28 @@ fn sandbox_files_by_mesos_paths() {
             api(&agent, OPS, wire, &read(&virtual_path, 0, None)),
             (400, b"Cannot read a directory.\n".to_vec())
         );
-        let (status, body) = api(
-            &agent,
-            OPS,
-            wire,
-            &read(&format!("{virtual_path}/escape/hostname"), 0, None),
-        );
-        let body = String::from_utf8(body).unwrap();
-        assert_eq!(status, 400);
-        assert!(
-            body.ends_with("/escape/hostname' is inaccessible.\n"),
-            "{body}"
-        );
+        // A link out of the sandbox is not found, whether its target
+        // exists or not (no oracle for host paths).
+        for target in ["hostname", "no-such-file"] {
+            assert_eq!(
+                api(
+                    &agent,
+                    OPS,
+                    wire,
+                    &read(&format!("{virtual_path}/escape/{target}"), 0, None),
+                ),
+                (404, Vec::new()),
+                "{target}"
+            );
+        }
+        // Listed as the link itself, not its target.
+        let r = ok(&agent, OPS, wire, &list(&virtual_path));
+        let escape = r
+            .get_list_files_or_panic()
+            .into_iter()
+            .find(|f| f.path.ends_with("/escape"))
+            .unwrap();
+        assert_eq!(escape.mode.unwrap() & 0o170000, 0o120000, "{escape:?}");
     }
     // The /files endpoints.
     let encoded_path = |p: &str| p.replace('/', "%2F");

@@ -134,8 +134,10 @@ fn resolve(m: &Mount, suffix: &[&str]) -> Result<Option<(PathBuf, PathBuf)>, Str
     let joined = m.real.join(suffix.join("/"));
     match std::fs::canonicalize(&joined) {
         Ok(real) if real.starts_with(&m.real) => Ok(Some((m.real.clone(), real))),
-        // Component-wise, stricter than Mesos' string prefix test.
-        Ok(_) => Err(format!("'{}' is inaccessible", joined.display())),
+        // Component-wise, stricter than Mesos' string prefix test. Not found
+        // (Mesos: 400 "inaccessible"), as a missing target is: the answer
+        // must not tell whether a host path a link points at exists.
+        Ok(_) => Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!(
             "Failed to determine canonical path of '{}': {e}",
@@ -249,7 +251,8 @@ fn file_info(path: String, stat: &rustix::fs::Stat) -> v1::FileInfo {
 
 /// `Files::browse`: the entries of a directory, sorted by path; a file
 /// lists as nothing. Entries are read and stat'ed through the directory's
-/// descriptor (stat follows a link, as Mesos' does, for what it shows).
+/// descriptor, without following links (Mesos' stat follows them: a link
+/// to a host path would show that path's size, owner and mtime).
 pub fn browse(
     agent: &Agent,
     subject: Option<&Subject>,
@@ -269,7 +272,7 @@ pub fn browse(
         if name == c"." || name == c".." {
             continue;
         }
-        let Ok(stat) = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::empty()) else {
+        let Ok(stat) = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
             tracing::warn!(path = %real.display(), "listed but stat failed");
             continue;
         };
