@@ -122,6 +122,10 @@ pub fn set_logging_level(level: u32, duration: std::time::Duration) -> Result<()
     let Some(filter) = LOG_FILTER.get() else {
         return Err("logging is not initialized".into());
     };
+    // Held across the reload so the timer cannot reset an older level in
+    // between.
+    let timer = log_timer();
+    let mut due = timer.due.lock().unwrap_or_else(|e| e.into_inner());
     let directive = match level {
         0 => filter.directive.clone(),
         1 => "debug".to_owned(),
@@ -133,20 +137,73 @@ pub fn set_logging_level(level: u32, duration: std::time::Duration) -> Result<()
         .map_err(|e| e.to_string())?;
     LOG_LEVEL.store(level, Ordering::SeqCst);
     let generation = LOG_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
-    if level != 0 {
-        std::thread::spawn(move || {
-            std::thread::sleep(duration);
-            if LOG_GENERATION.load(Ordering::SeqCst) == generation
-                && let Some(filter) = LOG_FILTER.get()
-            {
-                let _ = filter
-                    .handle
-                    .reload(tracing_subscriber::EnvFilter::new(&filter.directive));
-                LOG_LEVEL.store(0, Ordering::SeqCst);
-            }
-        });
-    }
+    // A new call replaces the previous deadline; level 0 needs none.
+    *due = (level != 0).then(|| {
+        (
+            std::time::Instant::now() + duration.min(MAX_LOGGING_DURATION),
+            generation,
+        )
+    });
+    timer.changed.notify_all();
     Ok(())
+}
+
+/// The longest a SET_LOGGING_LEVEL call keeps its level: Mesos sets no cap,
+/// but a caller-chosen duration of years would pin the level for the life
+/// of the agent (and `Instant + Duration` panics on overflow). One day.
+pub const MAX_LOGGING_DURATION: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// The one deadline of [`set_logging_level`]: when it passes and no later
+/// call set another level, the start-up filter comes back. One thread
+/// serves every call (a thread per call let a caller pile up sleepers).
+struct LogTimer {
+    due: std::sync::Mutex<Option<(std::time::Instant, u64)>>,
+    changed: std::sync::Condvar,
+}
+
+fn log_timer() -> &'static LogTimer {
+    static TIMER: std::sync::OnceLock<&'static LogTimer> = std::sync::OnceLock::new();
+    TIMER.get_or_init(|| {
+        let timer: &'static LogTimer = Box::leak(Box::new(LogTimer {
+            due: std::sync::Mutex::new(None),
+            changed: std::sync::Condvar::new(),
+        }));
+        std::thread::Builder::new()
+            .name("log-level-timer".into())
+            .spawn(move || run_log_timer(timer))
+            .map_err(|e| tracing::warn!(error = %e, "no logging level timer"))
+            .ok();
+        timer
+    })
+}
+
+fn run_log_timer(timer: &LogTimer) {
+    use std::sync::atomic::Ordering;
+    let mut due = timer.due.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let Some((deadline, generation)) = *due else {
+            due = timer.changed.wait(due).unwrap_or_else(|e| e.into_inner());
+            continue;
+        };
+        let now = std::time::Instant::now();
+        if now < deadline {
+            due = timer
+                .changed
+                .wait_timeout(due, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            continue;
+        }
+        *due = None;
+        if LOG_GENERATION.load(Ordering::SeqCst) == generation
+            && let Some(filter) = LOG_FILTER.get()
+        {
+            let _ = filter
+                .handle
+                .reload(tracing_subscriber::EnvFilter::new(&filter.directive));
+            LOG_LEVEL.store(0, Ordering::SeqCst);
+        }
+    }
 }
 
 /// Runs a command and returns the process exit code.

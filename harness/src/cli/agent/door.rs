@@ -124,6 +124,40 @@ pub fn hold<G: Send + Sync + Unpin + 'static>(body: Body, guard: G) -> Body {
     })
 }
 
+/// [`hold`] for a streaming response only: Content-Type
+/// `application/recordio` (attach streams), or a body whose length is not
+/// known up front (the executor's SUBSCRIBE stream, whose Content-Type is
+/// the message format's): its guard lasts as long as the stream. Any other response drops the guard once its headers
+/// are out, so a client that never reads a large body cannot keep the
+/// connection "in flight" (and out of reach of the idle timeout) or keep a
+/// subject's slot.
+pub fn hold_if_streaming<G: Send + Sync + Unpin + 'static>(
+    response: axum::response::Response,
+    guard: G,
+) -> axum::response::Response {
+    let streaming = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case(APPLICATION_RECORDIO))
+        });
+    if streaming
+        || http_body::Body::size_hint(response.body())
+            .exact()
+            .is_none()
+    {
+        response.map(|body| hold(body, guard))
+    } else {
+        drop(guard);
+        response
+    }
+}
+
+use super::negotiation::APPLICATION_RECORDIO;
+
 struct Held<G> {
     body: Body,
     _guard: G,
@@ -229,7 +263,7 @@ pub async fn serve(
                 let mut router = router.clone();
                 async move {
                     let response = router.call(request).await;
-                    response.map(|r| r.map(|body| hold(body, guard)))
+                    response.map(|r| hold_if_streaming(r, guard))
                 }
             });
             let connection = builder.serve_connection(TokioIo::new(stream), service);
@@ -237,6 +271,8 @@ pub async fn serve(
             let idle = idle_for(rx, limits.idle_timeout);
             tokio::pin!(idle);
             let mut closing = false;
+            let grace = tokio::time::sleep(limits.idle_timeout);
+            tokio::pin!(grace);
             loop {
                 tokio::select! {
                     result = connection.as_mut() => {
@@ -249,6 +285,13 @@ pub async fn serve(
                         tracing::debug!(%peer, "closing an idle connection");
                         connection.as_mut().graceful_shutdown();
                         closing = true;
+                        grace.as_mut().reset(tokio::time::Instant::now() + limits.idle_timeout);
+                    }
+                    // A response the client never reads keeps a graceful
+                    // shutdown waiting: after one more idle period, drop it.
+                    () = &mut grace, if closing => {
+                        tracing::debug!(%peer, "dropping a connection that would not close");
+                        break;
                     }
                 }
             }

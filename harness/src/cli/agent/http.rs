@@ -302,10 +302,10 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(Principal(subject));
     let response = next.run(request).await;
-    // The slot is the subject's until the response body is sent: a stream
-    // (SUBSCRIBE) counts against its cap for as long as it lasts.
+    // A stream (SUBSCRIBE) counts against the subject's cap for as long as
+    // it lasts; any other response frees the slot once its headers are out.
     match slot {
-        Some(slot) => response.map(|body| super::door::hold(body, slot)),
+        Some(slot) => super::door::hold_if_streaming(response, slot),
         None => response,
     }
 }

@@ -343,9 +343,10 @@ fn first_record(body: &[u8]) -> Result<Option<&[u8]>, String> {
         .ok_or_else(|| {
             "Failed to decode RecordIO: the record's length is not a number".to_owned()
         })?;
-    body.get(newline + 1..newline + 1 + length)
-        .map(Some)
-        .ok_or_else(|| "Failed to decode RecordIO: the stream ended inside a record".to_owned())
+    let ended = || "Failed to decode RecordIO: the stream ended inside a record".to_owned();
+    // The length is the client's: near usize::MAX the end would overflow.
+    let end = (newline + 1).checked_add(length).ok_or_else(ended)?;
+    body.get(newline + 1..end).map(Some).ok_or_else(ended)
 }
 
 /// Decodes and validates the call (`Http::api` :431-545), then applies

@@ -159,3 +159,41 @@ fn simple_calls_in_json_and_protobuf() {
         assert_eq!(api(&agent, INTRUDER, wire, &gone).0, 403);
     }
 }
+
+/// SET_LOGGING_LEVEL's one timer: the level returns to 0 when its duration
+/// ends, a later call replaces an earlier one's deadline, and a duration of
+/// centuries is accepted (capped) without harming the agent.
+#[test]
+fn logging_level_timer_reverts_and_is_replaced() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let set = |level: u32, nanoseconds: i64| {
+        let mut c = typed(call::Type::SetLoggingLevel);
+        c.set_logging_level = Some(call::SetLoggingLevel {
+            level,
+            duration: nestguard::proto::mesos::v1::DurationInfo { nanoseconds },
+        });
+        assert_eq!(api(&agent, OPS, Wire::Json, &c).0, 200);
+    };
+    let level = || {
+        ok(&agent, OPS, Wire::Json, &typed(call::Type::GetLoggingLevel))
+            .get_logging_level
+            .unwrap()
+            .level
+    };
+    let second = 1_000_000_000;
+    set(1, second);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(level(), 0, "the level outlived its duration");
+    // The second call's deadline replaces the first's.
+    set(1, second);
+    set(2, 60 * second);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(level(), 2);
+    set(1, i64::MAX);
+    assert_eq!(level(), 1);
+    set(0, second);
+    assert_eq!(level(), 0);
+}

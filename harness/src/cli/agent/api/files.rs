@@ -91,22 +91,12 @@ fn mount<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
     mounts.iter().find(|m| m.virtual_path == path)
 }
 
-/// `FilesProcess::authorize`: the callback of the path, or of its nearest
-/// attached ancestor; none: allowed.
-fn authorized(agent: &Agent, subject: Option<&Subject>, mounts: &[Mount], path: &str) -> bool {
-    let trimmed = path.strip_suffix('/').unwrap_or(path);
-    let mut found = mount(mounts, trimmed);
-    let mut current = Path::new(path);
-    while found.is_none() {
-        let Some(parent) = current.parent() else {
-            break;
-        };
-        found = mount(mounts, &parent.to_string_lossy());
-        current = parent;
-    }
-    let Some(m) = found else {
-        return true;
-    };
+/// `FilesProcess::authorize` on the mount that `attached` found: the
+/// mount's executor and framework need ACCESS_SANDBOX. The mount is the one
+/// the path resolves through, never one found a second way (walking up with
+/// `Path::parent` skips a trailing `.` or empty component, so `…/latest/.`
+/// would find no mount to authorize and still resolve to the sandbox).
+fn authorized(agent: &Agent, subject: Option<&Subject>, m: &Mount) -> bool {
     let object = Object {
         executor_info: Some(m.executor.executor.clone()),
         framework_info: Some(m.executor.framework.clone()),
@@ -117,37 +107,43 @@ fn authorized(agent: &Agent, subject: Option<&Subject>, mounts: &[Mount], path: 
         .is_ok()
 }
 
-/// `FilesProcess::resolve` (files.cpp:836-901): the longest attached prefix,
-/// the rest joined below it if it is a directory, canonicalized and kept
-/// inside it. `Ok(None)`: not found.
-fn resolve(mounts: &[Mount], path: &str) -> Result<Option<(PathBuf, PathBuf)>, String> {
+/// `FilesProcess::resolve`'s lookup (files.cpp:836-901): the longest
+/// attached prefix of `path` split on `/`, and the components below it.
+fn attached<'a, 'p>(mounts: &'a [Mount], path: &'p str) -> Option<(&'a Mount, Vec<&'p str>)> {
     let trimmed = path.strip_suffix('/').unwrap_or(path);
     let mut tokens: Vec<&str> = trimmed.split('/').collect();
     let mut suffix: Vec<&str> = Vec::new();
     while !tokens.is_empty() {
-        let prefix = tokens.join("/");
-        let Some(m) = mount(mounts, &prefix) else {
-            if let Some(last) = tokens.pop() {
-                suffix.insert(0, last);
-            }
-            continue;
-        };
-        if !m.real.is_dir() {
-            return Ok(suffix.is_empty().then(|| (m.real.clone(), m.real.clone())));
+        if let Some(m) = mount(mounts, &tokens.join("/")) {
+            return Some((m, suffix));
         }
-        let joined = m.real.join(suffix.join("/"));
-        return match std::fs::canonicalize(&joined) {
-            Ok(real) if real.starts_with(&m.real) => Ok(Some((m.real.clone(), real))),
-            // Component-wise, stricter than Mesos' string prefix test.
-            Ok(_) => Err(format!("'{}' is inaccessible", joined.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!(
-                "Failed to determine canonical path of '{}': {e}",
-                joined.display()
-            )),
-        };
+        if let Some(last) = tokens.pop() {
+            suffix.insert(0, last);
+        }
     }
-    Ok(None)
+    None
+}
+
+/// The rest of `FilesProcess::resolve`: the suffix joined below the mount
+/// if it is a directory, canonicalized and kept inside it. `Ok(None)`: not
+/// found.
+fn resolve(m: &Mount, suffix: &[&str]) -> Result<Option<(PathBuf, PathBuf)>, String> {
+    if !m.real.is_dir() {
+        return Ok(suffix.is_empty().then(|| (m.real.clone(), m.real.clone())));
+    }
+    let joined = m.real.join(suffix.join("/"));
+    match std::fs::canonicalize(&joined) {
+        Ok(real) if real.starts_with(&m.real) => Ok(Some((m.real.clone(), real))),
+        // Component-wise, stricter than Mesos' string prefix test. Not found
+        // (Mesos: 400 "inaccessible"), as a missing target is: the answer
+        // must not tell whether a host path a link points at exists.
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!(
+            "Failed to determine canonical path of '{}': {e}",
+            joined.display()
+        )),
+    }
 }
 
 /// stout's `path::from_uri`.
@@ -162,10 +158,15 @@ fn located(
     path: &str,
 ) -> Result<(PathBuf, PathBuf), FilesError> {
     let mounts = mounts(agent);
-    if !authorized(agent, subject, &mounts, path) {
+    // A path below no attached sandbox is not found (Mesos: allowed, then
+    // not found); one below a sandbox needs that sandbox's ACCESS_SANDBOX.
+    let Some((m, suffix)) = attached(&mounts, path) else {
+        return Err(FilesError::NotFound);
+    };
+    if !authorized(agent, subject, m) {
         return Err(FilesError::Unauthorized);
     }
-    match resolve(&mounts, path) {
+    match resolve(m, &suffix) {
         Ok(Some(found)) => Ok(found),
         Ok(None) => Err(FilesError::NotFound),
         Err(e) => Err(FilesError::Invalid(format!("{e}.\n"))),
@@ -250,7 +251,8 @@ fn file_info(path: String, stat: &rustix::fs::Stat) -> v1::FileInfo {
 
 /// `Files::browse`: the entries of a directory, sorted by path; a file
 /// lists as nothing. Entries are read and stat'ed through the directory's
-/// descriptor (stat follows a link, as Mesos' does, for what it shows).
+/// descriptor, without following links (Mesos' stat follows them: a link
+/// to a host path would show that path's size, owner and mtime).
 pub fn browse(
     agent: &Agent,
     subject: Option<&Subject>,
@@ -270,7 +272,7 @@ pub fn browse(
         if name == c"." || name == c".." {
             continue;
         }
-        let Ok(stat) = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::empty()) else {
+        let Ok(stat) = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
             tracing::warn!(path = %real.display(), "listed but stat failed");
             continue;
         };

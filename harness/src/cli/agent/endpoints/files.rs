@@ -189,12 +189,14 @@ pub(super) async fn files_download(
     };
     let agent = Arc::clone(&server.agent);
     let found = tokio::task::spawn_blocking(move || {
-        files::download(&agent, subject.as_ref(), &path).and_then(|(real, mut file)| {
-            let mut bytes = Vec::new();
-            match std::io::Read::read_to_end(&mut file, &mut bytes) {
-                Ok(_) => Ok((real, bytes)),
+        files::download(&agent, subject.as_ref(), &path).and_then(|(real, file)| {
+            // The size at open is all that is sent: a file the tenant keeps
+            // appending to (or a sparse `truncate -s 1T`) must not grow the
+            // agent's memory or keep the response open forever.
+            match file.metadata() {
+                Ok(m) => Ok((real, file, m.len())),
                 Err(e) => Err(FilesError::Unknown(format!(
-                    "Failed to read '{}': {e}",
+                    "Failed to stat '{}': {e}",
                     real.display()
                 ))),
             }
@@ -202,7 +204,7 @@ pub(super) async fn files_download(
     })
     .await;
     match found {
-        Ok(Ok((real, bytes))) => {
+        Ok(Ok((real, file, size))) => {
             let name = real
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -215,7 +217,7 @@ pub(super) async fn files_download(
                         format!("attachment; filename={name}"),
                     ),
                 ],
-                bytes,
+                axum::body::Body::new(FileBody::start(file, size)),
             )
                 .into_response()
         }
@@ -231,5 +233,88 @@ pub(super) async fn files_download(
             format!("worker failed: {e}"),
         )
             .into_response(),
+    }
+}
+
+/// One read of a download: 64 KiB, as Mesos' `Files::read` caps a read.
+const CHUNK: usize = 64 * 1024;
+
+/// A download's body: `size` bytes of the file read in chunks on a blocking
+/// worker and handed over a bounded channel, so at most a few chunks are in
+/// memory whatever the file's size. Hand-rolled over the channel because the
+/// harness has no `tokio-util` (`ReaderStream`) and tokio's `fs` would add a
+/// feature for one use.
+struct FileBody {
+    chunks: tokio::sync::mpsc::Receiver<std::io::Result<axum::body::Bytes>>,
+    remaining: u64,
+}
+
+impl FileBody {
+    fn start(file: std::fs::File, size: u64) -> Self {
+        let (tx, chunks) = tokio::sync::mpsc::channel(4);
+        tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let mut file = file.take(size);
+            let mut left = size;
+            while left > 0 {
+                let mut buf = vec![0; CHUNK.min(usize::try_from(left).unwrap_or(CHUNK))];
+                let sent = match file.read(&mut buf) {
+                    // Shrunk since the open: the body cannot keep its length.
+                    Ok(0) => Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the file shrank during the download",
+                    )),
+                    Ok(n) => {
+                        buf.truncate(n);
+                        left -= n as u64;
+                        Ok(axum::body::Bytes::from(buf))
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => Err(e),
+                };
+                let failed = sent.is_err();
+                // The client went away: stop reading.
+                if tx.blocking_send(sent).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        FileBody {
+            chunks,
+            remaining: size,
+        }
+    }
+}
+
+impl http_body::Body for FileBody {
+    type Data = axum::body::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if self.remaining == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        self.chunks.poll_recv(cx).map(|chunk| match chunk {
+            Some(Ok(bytes)) => {
+                self.remaining = self.remaining.saturating_sub(bytes.len() as u64);
+                Some(Ok(http_body::Frame::data(bytes)))
+            }
+            Some(Err(e)) => Some(Err(e)),
+            None => Some(Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the download's reader stopped",
+            ))),
+        })
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
     }
 }

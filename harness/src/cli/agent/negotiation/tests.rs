@@ -166,3 +166,17 @@ fn accepted_requests_pick_mesos_formats() {
     let (call, _) = run(Method::POST, &[(ct, JSON)], br#"{"type":"UNKNOWN"}"#).unwrap();
     assert_eq!(call.r#type, Some(call::Type::Unknown as i32));
 }
+
+/// A length header near `usize::MAX` is a record the stream ends inside,
+/// not an overflow.
+#[test]
+fn recordio_length_near_usize_max_is_rejected_not_overflowed() {
+    for length in [usize::MAX, usize::MAX - 1, usize::MAX - 3] {
+        let body = format!("{length}\n{{}}");
+        assert_eq!(
+            first_record(body.as_bytes()),
+            Err("Failed to decode RecordIO: the stream ended inside a record".to_owned()),
+            "{length}"
+        );
+    }
+}
