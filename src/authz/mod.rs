@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod audit;
 pub mod compile;
 pub mod evaluate;
 pub mod explain;
@@ -22,6 +23,7 @@ pub mod roles;
 pub mod validate;
 
 pub use api::{Approver, Authorizer, LoadError, ParameterError, Source, load};
+pub use audit::{AuditOptions, AuditRecord, AuditSink, ObjectSummary};
 pub use compile::{Policy, Req};
 pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
 pub use lists::List;
