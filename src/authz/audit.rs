@@ -258,7 +258,7 @@ impl Audit {
             return;
         }
         let n = reg.seen.fetch_add(1, Ordering::Relaxed);
-        if reg.options.sample_every > 1 && n % reg.options.sample_every != 0 {
+        if reg.options.sample_every > 1 && !n.is_multiple_of(reg.options.sample_every) {
             return;
         }
         let decision = match result {

@@ -8,6 +8,7 @@ mod agent_support;
 mod common;
 
 mod agent_e2e;
+mod audit_log;
 mod security_http;
 mod security_ids;
 mod security_inputs;
