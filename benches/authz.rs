@@ -10,13 +10,23 @@
 //! Action::"kill", resource == User::"u<i>");` (default deny = permissive
 //! false).
 //!
-//! Run: `cargo bench --bench authz` (about a minute).
+//! The audit log: `fast_path_kill_audit_off` is the fast path with the
+//! audit hook compiled in and no callback registered (one relaxed atomic
+//! load); `*_audit_on` registers a callback that ignores the bytes, so they
+//! measure building and serializing every record.
+//!
+//! Run: `cargo bench --bench authz` (about a minute); only the audit cases:
+//! `cargo bench --bench authz -- 'kill(_audit_(off|on))?/10000'`.
 
 use std::hint::black_box;
 use std::str::FromStr;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use nestguard::abi::audit::{
+    nestguard_audit_options, nestguard_authorizer_clear_audit_callback,
+    nestguard_authorizer_set_audit_callback,
+};
 use nestguard::abi::authorizer::{
     nestguard_approver, nestguard_approver_approved, nestguard_approver_new, nestguard_authorizer,
     nestguard_authorizer_authorize, nestguard_authorizer_new, nestguard_object_view,
@@ -60,6 +70,29 @@ const ABSENT: nestguard_str_view = nestguard_str_view {
     len: 0,
     present: false,
 };
+
+/// An audit callback that does nothing with the record.
+unsafe extern "C" fn ignore_record(_: *mut std::ffi::c_void, json: *const u8, len: usize) {
+    black_box((json, len));
+}
+
+fn set_audit(auth: *mut nestguard_authorizer, on: bool) {
+    let rc = if on {
+        let options = nestguard_audit_options {
+            sample_every: 1,
+            denials_only: false,
+        };
+        nestguard_authorizer_set_audit_callback(
+            auth,
+            Some(ignore_record),
+            std::ptr::null_mut(),
+            &options,
+        )
+    } else {
+        nestguard_authorizer_clear_audit_callback(auth)
+    };
+    assert_eq!(rc, nestguard_result::Ok);
+}
 
 struct Setup {
     auth: *mut nestguard_authorizer,
@@ -223,6 +256,44 @@ fn bench(c: &mut Criterion) {
             ),
             (Some(n / 2), true)
         );
+        let fast_kill = |b: &mut criterion::Bencher<'_>, _: &usize| {
+            b.iter(|| {
+                let mut allowed = false;
+                let rc =
+                    nestguard_approver_approved(black_box(s.kill), black_box(&view), &mut allowed);
+                black_box((rc, allowed))
+            });
+        };
+        let protobuf_kill = |b: &mut criterion::Bencher<'_>, _: &usize| {
+            b.iter(|| {
+                let mut allowed = false;
+                let rc = nestguard_authorizer_authorize(
+                    black_box(s.auth),
+                    request.as_ptr().cast(),
+                    request.len(),
+                    &mut allowed,
+                );
+                black_box((rc, allowed))
+            });
+        };
+        group.bench_with_input(
+            BenchmarkId::new("fast_path_kill_audit_off", n),
+            &n,
+            fast_kill,
+        );
+        set_audit(s.auth, true);
+        group.bench_with_input(
+            BenchmarkId::new("fast_path_kill_audit_on", n),
+            &n,
+            fast_kill,
+        );
+        group.bench_with_input(
+            BenchmarkId::new("protobuf_path_kill_audit_on", n),
+            &n,
+            protobuf_kill,
+        );
+        set_audit(s.auth, false);
+
         group.bench_with_input(BenchmarkId::new("plain_scan_kill", n), &n, |b, _| {
             b.iter(|| {
                 reference::first_match(

@@ -435,6 +435,27 @@ typedef struct nestguard_isolator_watch nestguard_isolator_watch;
 typedef struct nestguard_launcher nestguard_launcher;
 
 /**
+ * Receives one audit record: `json`/`len` are the record's bytes, valid for
+ * the call only; `userdata` is the pointer given at registration.
+ */
+typedef void (*nestguard_audit_callback)(void *userdata, const uint8_t *json, size_t len);
+
+/**
+ * Which decisions reach the callback.
+ */
+typedef struct {
+  /**
+   * Report one decision in `sample_every` (counted after the
+   * `denials_only` filter, deterministically); 0 and 1 report every one.
+   */
+  uint32_t sample_every;
+  /**
+   * Report only denials (a decision that failed counts as a denial).
+   */
+  bool denials_only;
+} nestguard_audit_options;
+
+/**
  * A borrowed UTF-8 string: `ptr` + `len` (not NUL-terminated), and whether
  * the field is set at all. When `present` is false, `ptr` and `len` are
  * ignored; when true, `ptr` may be NULL only with `len == 0`.
@@ -517,6 +538,46 @@ typedef struct {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Registers `callback` (with `userdata`, passed back unchanged) to receive
+ * an audit record of every later decision of `auth` and of every approver
+ * made from it, filtered by `options` (NULL = every decision). Replaces a
+ * callback registered before. Auditing is off until this is called; while
+ * it is off a decision pays one atomic load.
+ *
+ * A record is one JSON object (UTF-8, not NUL-terminated, no newline):
+ * `time` (RFC 3339 UTC), `subject` (the principal, `token for <container
+ * id>` for an executor token, or `unauthenticated`), `action` (the
+ * `mesos.authorization.Action` name), `object` (the users and container ids
+ * the decision read), `allowed`, `decision` (as
+ * `nestguard_authorizer_explain`: `list`, `index` (null when `permissive`
+ * decided), `decided_by`, `parent`/`child` for launches; or `error`) and
+ * `latency_ns`. It never holds a secret or token text. Explanation calls
+ * are not decisions and are not reported.
+ *
+ * Thread safety: the callback is called on whichever thread decides, from
+ * several threads at once, while that decision's caller waits. It must be
+ * thread-safe and quick, must not unwind (no C++ exception may leave it),
+ * and must not call back into this authorizer or its approvers
+ * (registering or unregistering from it deadlocks).
+ *
+ * Errors: `NESTGUARD_RESULT_NULL_PARAMETER` for a NULL `auth` or `callback`.
+ */
+nestguard_result nestguard_authorizer_set_audit_callback(const nestguard_authorizer *auth,
+                                                         nestguard_audit_callback callback,
+                                                         void *userdata,
+                                                         const nestguard_audit_options *options);
+
+/**
+ * Unregisters the audit callback of `auth` (a no-op when none is). Waits
+ * for callbacks in flight: when it returns, the callback is not running and
+ * will not be called again, and its userdata may be freed. Must not be
+ * called from the callback.
+ *
+ * Errors: `NESTGUARD_RESULT_NULL_PARAMETER` for a NULL `auth`.
+ */
+nestguard_result nestguard_authorizer_clear_audit_callback(const nestguard_authorizer *auth);
 
 /**
  * Creates an authorizer from ACL JSON text (Mesos' `ACLs` JSON, plus

@@ -21,7 +21,7 @@ use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
 /// `nestguard_authorizer_new_from_file`, release with
 /// `nestguard_authorizer_free`. Thread-safe (see the module notes).
 pub struct nestguard_authorizer {
-    inner: Authorizer,
+    pub(super) inner: Authorizer,
 }
 
 /// An approver for one (subject, action), Mesos' `ObjectApprover`. Create

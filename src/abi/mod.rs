@@ -38,6 +38,7 @@ mod panic;
 #[macro_use]
 mod ffi;
 
+pub mod audit;
 pub mod authorizer;
 pub mod bytes;
 pub mod container_id;

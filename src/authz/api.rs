@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
+use super::audit::{Audit, AuditOptions, AuditSink, Facts, ObjectSummary, subject_summary};
+
 use super::compile::{Policy, Req};
 use super::evaluate::{
     Basis, Decision, EvalError, ListOutcome, ObjectView, decide_launch, decide_list,
@@ -129,6 +131,8 @@ struct Shared {
     /// Mesos' behaviour for executor tokens: a token may launch nested
     /// containers as any user. Off by default (see [`Authorizer::set_executor_tokens_any_user`]).
     executor_tokens_any_user: AtomicBool,
+    /// The decision audit log (off unless a sink is registered).
+    audit: Audit,
 }
 
 /// A Mesos-compatible local authorizer over a hot-reloadable ACL policy.
@@ -162,6 +166,7 @@ impl Authorizer {
                 max_file_size,
                 reloading: Mutex::new(()),
                 executor_tokens_any_user: AtomicBool::new(false),
+                audit: Audit::default(),
             }),
         })
     }
@@ -209,6 +214,20 @@ impl Authorizer {
     /// Whether executor tokens may launch as any user (Mesos' behaviour).
     pub fn executor_tokens_any_user(&self) -> bool {
         self.shared.executor_tokens_any_user.load(Ordering::Relaxed)
+    }
+
+    /// Reports every later decision of this authorizer and of its approvers
+    /// (old and new) to `sink`, filtered by `options`, replacing any sink
+    /// registered before. See [`super::audit`].
+    pub fn set_audit_sink(&self, sink: Arc<dyn AuditSink>, options: AuditOptions) {
+        self.shared.audit.register(sink, options);
+    }
+
+    /// Stops the audit log. When this returns, no sink call is running or
+    /// will run. Must not be called from the sink itself (it would wait for
+    /// itself).
+    pub fn clear_audit_sink(&self) {
+        self.shared.audit.unregister();
     }
 
     /// From JSON text.
@@ -268,7 +287,32 @@ impl Authorizer {
 
     /// `authorized(request)` with what decided it.
     pub fn explain(&self, request: &Request) -> Result<Decision, EvalError> {
+        if self.shared.audit.on() {
+            return self.explain_audited(request);
+        }
         self.explain_in(&self.shared.current.load(), request)
+    }
+
+    #[cold]
+    fn explain_audited(&self, request: &Request) -> Result<Decision, EvalError> {
+        let started = std::time::Instant::now();
+        let policy = self.shared.current.load();
+        let result = self.explain_in(&policy, request);
+        let action = request
+            .action
+            .and_then(|a| Action::try_from(a).ok())
+            .map_or("UNKNOWN", |a| a.as_str_name());
+        self.shared.audit.emit(
+            started,
+            &result,
+            Facts {
+                policy: &policy,
+                action,
+                subject: &|| subject_summary(request.subject.as_ref()),
+                object: &|| ObjectSummary::from_proto(request.object.as_ref()),
+            },
+        );
+        result
     }
 
     /// Explains a request as JSON (`allowed`, `list`, `index`, ...), using
@@ -450,8 +494,49 @@ impl Approver {
     }
 
     /// `approved(object)` with what decided it, over borrowed fields.
+    #[inline]
     pub fn decide(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
+        if self.shared.audit.on() {
+            return self.decide_audited(object);
+        }
         self.decide_in(&self.shared.current.load(), object)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn decide_audited(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
+        let started = std::time::Instant::now();
+        let policy = self.shared.current.load();
+        let result = self.decide_in(&policy, object);
+        self.shared.audit.emit(
+            started,
+            &result,
+            Facts {
+                policy: &policy,
+                action: self.action.as_str_name(),
+                subject: &|| self.subject_summary(),
+                object: &|| ObjectSummary::from_view(object),
+            },
+        );
+        result
+    }
+
+    /// Who this approver decides for, as an audit record names it.
+    fn subject_summary(&self) -> String {
+        match &self.kind {
+            ApproverKind::Acl {
+                principal: Some(p), ..
+            } => String::from_utf8_lossy(p).into_owned(),
+            ApproverKind::Acl {
+                principal: None, ..
+            } => "unauthenticated".to_owned(),
+            ApproverKind::Executor(cid) => format!("token for {}", String::from_utf8_lossy(cid)),
+            ApproverKind::ResourceProvider(prefix) => format!(
+                "token for containers under {}",
+                String::from_utf8_lossy(prefix)
+            ),
+            ApproverKind::Reject(_) => "subject without a principal".to_owned(),
+        }
     }
 
     /// [`Approver::decide`] against a given policy snapshot.
@@ -566,6 +651,22 @@ impl Approver {
 
     /// `approved(object)` with what decided it, over a protobuf object.
     pub fn decide_proto(&self, object: Option<&Object>) -> Result<Decision, EvalError> {
+        if self.shared.audit.on() {
+            let started = std::time::Instant::now();
+            let policy = self.shared.current.load();
+            let result = self.decide_proto_in(&policy, object);
+            self.shared.audit.emit(
+                started,
+                &result,
+                Facts {
+                    policy: &policy,
+                    action: self.action.as_str_name(),
+                    subject: &|| self.subject_summary(),
+                    object: &|| ObjectSummary::from_proto(object),
+                },
+            );
+            return result;
+        }
         self.decide_proto_in(&self.shared.current.load(), object)
     }
 

@@ -12,6 +12,7 @@
 
 pub mod analysis;
 pub mod api;
+pub mod audit;
 pub mod compile;
 pub mod evaluate;
 pub mod explain;
@@ -23,6 +24,7 @@ pub mod roles;
 pub mod validate;
 
 pub use api::{Approver, Authorizer, LoadError, ParameterError, Source, load};
+pub use audit::{AuditOptions, AuditRecord, AuditSink, ObjectSummary};
 pub use compile::{Policy, Req};
 pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
 pub use lists::List;

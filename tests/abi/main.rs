@@ -8,6 +8,7 @@ mod common;
 mod launcher_support;
 
 mod abi_support;
+mod audit_abi;
 mod c_abi;
 mod credentials_abi;
 mod header;

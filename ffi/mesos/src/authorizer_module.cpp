@@ -11,6 +11,8 @@
 //           nested containers as any user, as Mesos does
 //   max_file_size  optional, bytes, default 16 MiB; the ACL file must be a
 //           regular file no larger than this (a FIFO or /dev/zero is refused)
+//   audit_log, audit_sample, audit_denials_only  optional: the decision
+//           audit log to glog (see audit_log.hpp)
 //
 // authorized() passes the serialized authorization::Request. getApprover()
 // makes a nestguard approver for the (subject, action); its approved() is
@@ -35,6 +37,7 @@
 #include <stout/numify.hpp>
 #include <stout/try.hpp>
 
+#include "audit_log.hpp"
 #include "nestguard_mesos.hpp"
 
 using mesos::Authorizer;
@@ -230,7 +233,8 @@ public:
   static Try<Authorizer*> create(const Parameters& parameters)
   {
     static const char* const known[] = {
-        "acls", "strict", "executor_tokens_any_user", "max_file_size", nullptr};
+        "acls", "strict", "executor_tokens_any_user", "max_file_size",
+        NESTGUARD_AUDIT_PARAMETERS, nullptr};
     Try<ModuleParameters> params =
       ModuleParameters::parse(parameters, known, "io_nestguard_Authorizer");
     if (params.isError()) {
@@ -290,6 +294,12 @@ public:
     if (set != NESTGUARD_RESULT_OK) {
       nestguard_authorizer_free(handle);
       return toError("module 'io_nestguard_Authorizer'", set);
+    }
+
+    const Option<Error> audit = enableAuditLog(handle, params.get());
+    if (audit.isSome()) {
+      nestguard_authorizer_free(handle);
+      return audit.get();
     }
 
     return new NestguardAuthorizer(handle);

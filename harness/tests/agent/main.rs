@@ -9,6 +9,7 @@ mod common;
 
 mod agent_e2e;
 mod api_calls;
+mod audit_log;
 mod debug_sessions;
 mod executor_api;
 #[path = "../../src/cli/recordio.rs"]

@@ -121,6 +121,15 @@ pub struct nestguard_isolator_watch {
 pub struct nestguard_launcher {
     _unused: [u8; 0],
 }
+pub type nestguard_audit_callback = ::std::option::Option<
+    unsafe extern "C" fn(userdata: *mut ::std::os::raw::c_void, json: *const u8, len: usize),
+>;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct nestguard_audit_options {
+    pub sample_every: u32,
+    pub denials_only: bool,
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct nestguard_str_view {
@@ -143,6 +152,14 @@ pub struct nestguard_object_view {
 }
 pub struct Nestguard {
     __library: ::libloading::Library,
+    pub nestguard_authorizer_set_audit_callback: unsafe extern "C" fn(
+        auth: *const nestguard_authorizer,
+        callback: nestguard_audit_callback,
+        userdata: *mut ::std::os::raw::c_void,
+        options: *const nestguard_audit_options,
+    ) -> nestguard_result,
+    pub nestguard_authorizer_clear_audit_callback:
+        unsafe extern "C" fn(auth: *const nestguard_authorizer) -> nestguard_result,
     pub nestguard_authorizer_new: unsafe extern "C" fn(
         json: *const ::std::os::raw::c_char,
         json_len: usize,
@@ -510,6 +527,12 @@ impl Nestguard {
         L: Into<::libloading::Library>,
     {
         let __library = library.into();
+        let nestguard_authorizer_set_audit_callback = __library
+            .get(b"nestguard_authorizer_set_audit_callback\0")
+            .map(|sym| *sym)?;
+        let nestguard_authorizer_clear_audit_callback = __library
+            .get(b"nestguard_authorizer_clear_audit_callback\0")
+            .map(|sym| *sym)?;
         let nestguard_authorizer_new = __library
             .get(b"nestguard_authorizer_new\0")
             .map(|sym| *sym)?;
@@ -699,6 +722,8 @@ impl Nestguard {
             .map(|sym| *sym)?;
         Ok(Nestguard {
             __library,
+            nestguard_authorizer_set_audit_callback,
+            nestguard_authorizer_clear_audit_callback,
             nestguard_authorizer_new,
             nestguard_authorizer_new_from_file,
             nestguard_authorizer_new_from_file_limited,
@@ -767,6 +792,21 @@ impl Nestguard {
             nestguard_abi_version,
             nestguard_library_version,
         })
+    }
+    pub unsafe fn nestguard_authorizer_set_audit_callback(
+        &self,
+        auth: *const nestguard_authorizer,
+        callback: nestguard_audit_callback,
+        userdata: *mut ::std::os::raw::c_void,
+        options: *const nestguard_audit_options,
+    ) -> nestguard_result {
+        (self.nestguard_authorizer_set_audit_callback)(auth, callback, userdata, options)
+    }
+    pub unsafe fn nestguard_authorizer_clear_audit_callback(
+        &self,
+        auth: *const nestguard_authorizer,
+    ) -> nestguard_result {
+        (self.nestguard_authorizer_clear_audit_callback)(auth)
     }
     pub unsafe fn nestguard_authorizer_new(
         &self,

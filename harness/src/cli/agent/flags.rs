@@ -106,6 +106,18 @@ pub struct AgentFlags {
     /// Largest request body accepted from an authenticated client (413 beyond).
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
+    /// Write the authorizer's decision audit log here, one JSON record per line.
+    #[arg(long)]
+    pub audit_log: Option<PathBuf>,
+    /// Rotate the audit log when it would exceed this many bytes (PATH → PATH.1, one kept).
+    #[arg(long, default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub audit_log_max_size: u64,
+    /// Log only denied decisions.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub audit_denials_only: bool,
+    /// Log one decision in N (1: every one).
+    #[arg(long, default_value_t = 1)]
+    pub audit_sample: u32,
 }
 
 /// Parses a Mesos-style duration (`10secs`, `500ms`, `2mins`, `1hrs`,
