@@ -91,6 +91,14 @@ fn watch_signals() -> anyhow::Result<()> {
             return;
         }
         INTERRUPTED.store(true, Ordering::Relaxed);
+        // A second signal ends the demo at once (the main thread may be
+        // blocked where it cannot see the first one).
+        let again = set;
+        std::thread::spawn(move || {
+            if again.wait().is_ok() {
+                std::process::exit(130);
+            }
+        });
         let launched = LAUNCHED
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -251,7 +259,11 @@ fn start_agent(
         .context("starting nestguard agent")?;
     let stdout = child.stdout.take().context("agent stdout")?;
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line)?;
+    if let Err(e) = BufReader::new(stdout).read_line(&mut line) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e).context("reading the agent's address");
+    }
     let Some(address) = line.split_whitespace().find(|w| w.starts_with("http://")) else {
         let _ = child.kill();
         let _ = child.wait();

@@ -240,11 +240,33 @@ fn running_pod(agent: &TestAgent) -> String {
 }
 
 #[test]
-fn session_streams_output_and_the_container_is_gone_after() {
+fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
     if !require_root() {
         return;
     }
     let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let call = session_call(&root, "dbg-off", "echo hello", None);
+    let (status, head, _, rest) = open(
+        &agent,
+        OPS,
+        &streaming_headers(Wire::Json),
+        &Wire::Json.encode(&call),
+    );
+    assert_eq!(status, 400, "{head}");
+    assert!(
+        String::from_utf8_lossy(&rest).contains("--debug_sessions")
+            || head.contains("--debug_sessions"),
+        "{head}"
+    );
+}
+
+#[test]
+fn session_streams_output_and_the_container_is_gone_after() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("dbg-{i}");
@@ -280,7 +302,7 @@ fn attach_output_and_input_with_cat() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("cat-{i}");
@@ -318,7 +340,7 @@ fn tty_session_takes_the_window_size() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(
@@ -350,7 +372,7 @@ fn sessions_and_attach_are_authorized() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
     let root = running_pod(&agent);
     let wire = Wire::Protobuf;
     let call = session_call(&root, "denied", "echo no", None);
@@ -391,7 +413,7 @@ fn nestguard_exec_runs_a_command_with_scripted_stdin() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
     let root = running_pod(&agent);
     let secret = agent.dir.path().join("ops.secret");
     std::fs::write(&secret, OPS.1).unwrap();
@@ -435,7 +457,7 @@ fn input_streams_and_a_second_input_conflicts() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(&root, "live", "cat", None);

@@ -16,3 +16,9 @@ mod views;
 pub use self::executors::Lookup;
 pub use self::registry::{Agent, ApiError, ExecutorRecord, Launched, Modules};
 pub use self::switchboard::{Chunk, InputSlot};
+
+/// Turns debug sessions, attach and TTYs on or off for this process (the
+/// agent's `--debug_sessions`).
+pub fn set_debug_sessions(on: bool) {
+    switchboard::DEBUG_SESSIONS.store(on, std::sync::atomic::Ordering::Relaxed);
+}

@@ -118,6 +118,12 @@ pub struct AgentFlags {
     /// Log one decision in N (1: every one).
     #[arg(long, default_value_t = 1)]
     pub audit_sample: u32,
+    /// Serve debug sessions and attach (LAUNCH_NESTED_CONTAINER_SESSION,
+    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`). Off by
+    /// default: the I/O switchboard still works on sandbox paths a tenant
+    /// can swap (see the README), so an operator must opt in.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub debug_sessions: bool,
 }
 
 /// Parses a Mesos-style duration (`10secs`, `500ms`, `2mins`, `1hrs`,
@@ -220,6 +226,17 @@ impl AgentFlags {
                 Some(self.max_unauthenticated_body_bytes.to_string()),
             ),
             ("max_body_bytes", Some(self.max_body_bytes.to_string())),
+            ("audit_log", self.audit_log.as_deref().map(p)),
+            (
+                "audit_log_max_size",
+                Some(self.audit_log_max_size.to_string()),
+            ),
+            (
+                "audit_denials_only",
+                Some(self.audit_denials_only.to_string()),
+            ),
+            ("audit_sample", Some(self.audit_sample.to_string())),
+            ("debug_sessions", Some(self.debug_sessions.to_string())),
         ];
         out.sort_by_key(|(name, _)| *name);
         out.into_iter()
@@ -300,6 +317,7 @@ mod tests {
             "--http_credentials=/c",
             "--jwt_secret_key=/k",
             "--library=/l",
+            "--audit_log=/a",
         ])
         .unwrap();
         let listed: Vec<String> = w.flags.values().into_iter().map(|(k, _)| k).collect();

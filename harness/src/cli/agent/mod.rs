@@ -172,6 +172,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         }
     };
     audit_log::install(authorizer.as_ref(), &flags)?;
+    core::set_debug_sessions(flags.debug_sessions);
     let credentials = flags
         .http_credentials
         .as_deref()

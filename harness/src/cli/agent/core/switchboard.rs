@@ -30,6 +30,14 @@ use tokio::sync::mpsc;
 
 use super::registry::{Agent, ApiError};
 
+/// Whether the agent serves debug sessions, attach and TTYs (its
+/// `--debug_sessions` flag; one agent per process). Off by default: the
+/// switchboard still creates and opens its FIFOs and log files by path in
+/// the tenant-writable sandbox, as root, where a tenant can swap a path for
+/// a link between the check and the use.
+pub static DEBUG_SESSIONS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// The FIFOs' directory, relative to the sandbox.
 const IO_DIR: &str = ".nestguard-io";
 
@@ -422,6 +430,11 @@ impl Agent {
     ) -> Result<(Option<Arc<Switchboard>>, CommandInfo), ApiError> {
         if !Switchboard::required(class, container) {
             return Ok((None, command));
+        }
+        if !DEBUG_SESSIONS.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(ApiError::BadRequest(
+                "Debug sessions and TTYs are off on this agent (--debug_sessions)".into(),
+            ));
         }
         let (board, command) = Switchboard::create(sandbox, user, class, container, command)?;
         Ok((Some(board), command))
