@@ -25,10 +25,25 @@ pub struct AuditLog {
     state: Mutex<State>,
 }
 
+/// Opens for appending, created 0600 (records name principals and users),
+/// never through a symbolic link, and only a regular file (a FIFO would
+/// block every decision).
 fn open(path: &Path) -> std::io::Result<State> {
-    let file = OpenOptions::new().create(true).append(true).open(path)?;
-    let size = file.metadata()?.len();
-    Ok(State { file, size })
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(State {
+        file,
+        size: meta.len(),
+    })
 }
 
 impl AuditLog {
