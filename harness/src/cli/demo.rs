@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use nix::sys::signal::{SigSet, Signal};
 
 use super::client::{AgentClient, Credential};
 use super::pod::{self, TaskEvent};
@@ -78,26 +77,42 @@ fn checkpoint() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// SIGINT and SIGTERM go to one thread (blocked everywhere else, so the
-/// threads started later inherit the mask): it marks the demo interrupted
-/// and destroys the pod at once; the main thread then unwinds its guards.
+/// SIGINT and SIGTERM are handled by one thread (tokio's handlers, which
+/// `exec` resets: the agent and its containers get default dispositions
+/// and no blocked signals): the first marks the demo interrupted and
+/// destroys the pod at once, and the main thread then unwinds its guards;
+/// a second ends the demo at once (the main thread may be blocked where it
+/// cannot see the first).
 fn watch_signals() -> anyhow::Result<()> {
-    let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
-    set.thread_block().context("blocking SIGINT and SIGTERM")?;
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("a runtime for signals")?;
+    let (mut int, mut term) = runtime
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        })
+        .context("handling SIGINT and SIGTERM")?;
     std::thread::spawn(move || {
-        if set.wait().is_err() {
-            return;
-        }
-        INTERRUPTED.store(true, Ordering::Relaxed);
-        // A second signal ends the demo at once (the main thread may be
-        // blocked where it cannot see the first one).
-        let again = set;
-        std::thread::spawn(move || {
-            if again.wait().is_ok() {
-                std::process::exit(130);
+        runtime.block_on(async {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
+        });
+        INTERRUPTED.store(true, Ordering::Relaxed);
+        std::thread::spawn(move || {
+            runtime.block_on(async {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            });
+            std::process::exit(130);
         });
         let launched = LAUNCHED
             .lock()

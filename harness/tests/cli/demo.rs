@@ -39,21 +39,24 @@ fn demo_runs_and_leaves_nothing() {
         !stdout.contains("executor API: 0 status updates"),
         "no update was acknowledged:\n{stdout}"
     );
-    // Nothing of the demo's is left: its cgroups root and temp directory.
-    let leftovers: Vec<_> = std::fs::read_dir("/sys/fs/cgroup")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|c| std::fs::read_dir(c.path()).ok())
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy() == root)
-        .collect();
+    // Nothing of the demo's is left: its cgroups root and its claim.
+    let leftovers = leftover_cgroups(&root);
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-/// The demo's cgroups roots left in any controller (none once it ended).
+/// The demo's cgroups roots left in any controller, and its claim on the
+/// root (the agent releases it when it stops): none once the demo ended.
 fn leftover_cgroups(root: &str) -> Vec<std::path::PathBuf> {
+    let claims = std::fs::read_dir("/run/nestguard/cgroups-roots")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(&format!("%2F{root}.lock"))
+        })
+        .map(|e| e.path());
     std::fs::read_dir("/sys/fs/cgroup")
         .into_iter()
         .flatten()
@@ -63,6 +66,7 @@ fn leftover_cgroups(root: &str) -> Vec<std::path::PathBuf> {
         .flatten()
         .filter(|e| e.file_name().to_string_lossy() == root)
         .map(|e| e.path())
+        .chain(claims)
         .collect()
 }
 
@@ -109,7 +113,8 @@ fn demo_with_closed_stdout_ends_quietly_and_cleans_up() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(leftover_cgroups(&root).is_empty(), "pod left running");
+    let leftovers = leftover_cgroups(&root);
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
 }
 
 #[test]
@@ -126,5 +131,6 @@ fn demo_interrupted_by_sigterm_cleans_up() {
     let stderr = String::from_utf8_lossy(&waited.stderr);
     assert_eq!(waited.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
-    assert!(leftover_cgroups(&root).is_empty(), "pod left running");
+    let leftovers = leftover_cgroups(&root);
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
 }
