@@ -537,8 +537,9 @@ fn executor_runs_as_the_framework_user_in_its_own_sandbox() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start();
-    // The operator's part: the work directory's parents are traversable.
+    // The operator's part: the executor's binary and the work directory's
+    // parents are reachable by the framework's user.
+    let agent = TestAgent::start_with_public_binaries();
     std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
     let mut spec = pod(serde_json::json!([task(
         "app",

@@ -10,6 +10,7 @@ use crate::common;
 pub use crate::common::wait_until;
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -50,6 +51,9 @@ pub struct TestAgent {
     cgroups_root: String,
     /// More agent flags, on every (re)start.
     extra_args: Vec<String>,
+    /// A copy of the binaries other users can run (see
+    /// [`TestAgent::start_with_public_binaries`]).
+    public_bin: Option<tempfile::TempDir>,
 }
 
 impl TestAgent {
@@ -67,8 +71,38 @@ impl TestAgent {
         TestAgent::start_with_acls_and(acls, &[])
     }
 
+    /// An agent run from a copy of `nestguard` and `nestguard-launch` in a
+    /// directory every user can traverse: its executors run as the
+    /// framework's user and exec the agent's binary, which a checkout in a
+    /// private directory (a CI clone under a 0700 temp dir) hides from them.
+    pub fn start_with_public_binaries() -> TestAgent {
+        let bin = tempfile::Builder::new()
+            .prefix("nestguard-bin-")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = Path::new(env!("CARGO_BIN_EXE_nestguard"));
+        for name in ["nestguard", "nestguard-launch"] {
+            let from = exe.with_file_name(name);
+            let to = bin.path().join(name);
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).unwrap();
+            }
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        TestAgent::start_full(ACLS, &[], Some(bin))
+    }
+
     /// An agent whose authorizer reads `acls`, with more agent flags.
     pub fn start_with_acls_and(acls: &str, extra_args: &[&str]) -> TestAgent {
+        TestAgent::start_full(acls, extra_args, None)
+    }
+
+    fn start_full(
+        acls: &str,
+        extra_args: &[&str],
+        public_bin: Option<tempfile::TempDir>,
+    ) -> TestAgent {
         let dir = tempfile::Builder::new()
             .prefix("nestguard-e2e-")
             .tempdir()
@@ -97,6 +131,7 @@ impl TestAgent {
             child: None,
             cgroups_root,
             extra_args: extra_args.iter().map(|a| (*a).to_owned()).collect(),
+            public_bin,
         };
         agent.spawn();
         agent
@@ -112,20 +147,26 @@ impl TestAgent {
             .map_or("0".to_owned(), |(_, p)| p.trim_end_matches('/').to_owned());
         let d = self.dir.path();
         let (child, line) = spawn_logged(
-            agent_command()
-                .arg(format!("--work_dir={}", d.join("work").display()))
-                .arg(format!("--modules={}", d.join("modules.json").display()))
-                .arg("--authorizer=io_nestguard_Authorizer")
-                .arg("--hooks=io_nestguard_CredentialHook")
-                .arg("--isolation=io_nestguard_Isolator")
-                .arg(format!(
-                    "--http_credentials={}",
-                    d.join("credentials.json").display()
-                ))
-                .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
-                .arg("--authenticate_http_readwrite")
-                .arg(format!("--port={port}"))
-                .args(&self.extra_args),
+            agent_command_at(
+                &self
+                    .public_bin
+                    .as_ref()
+                    .map(|b| b.path().join("nestguard"))
+                    .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_nestguard"))),
+            )
+            .arg(format!("--work_dir={}", d.join("work").display()))
+            .arg(format!("--modules={}", d.join("modules.json").display()))
+            .arg("--authorizer=io_nestguard_Authorizer")
+            .arg("--hooks=io_nestguard_CredentialHook")
+            .arg("--isolation=io_nestguard_Isolator")
+            .arg(format!(
+                "--http_credentials={}",
+                d.join("credentials.json").display()
+            ))
+            .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
+            .arg("--authenticate_http_readwrite")
+            .arg(format!("--port={port}"))
+            .args(&self.extra_args),
             d,
         );
         self.address = expect_address(&line, || self.log());
@@ -343,15 +384,20 @@ pub fn remove_root_lock(root: &str) {
 
 /// `nestguard agent` (the built simulated agent), flags still to add.
 pub fn agent_command() -> Command {
+    agent_command_at(Path::new(env!("CARGO_BIN_EXE_nestguard")))
+}
+
+/// [`agent_command`] with the `nestguard` binary at `exe`.
+pub fn agent_command_at(exe: &Path) -> Command {
     // The agent runs the launch helper from next to its own executable; it
     // is the root package's binary, which only a workspace build makes.
-    let helper = Path::new(env!("CARGO_BIN_EXE_nestguard")).with_file_name("nestguard-launch");
+    let helper = exe.with_file_name("nestguard-launch");
     assert!(
         helper.exists(),
         "{} is missing: run the harness's tests with `cargo test --workspace`",
         helper.display()
     );
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nestguard"));
+    let mut cmd = Command::new(exe);
     cmd.arg("agent");
     cmd
 }
