@@ -357,6 +357,35 @@ typedef uint32_t nestguard_injection_mode;
 #endif // __cplusplus
 
 /**
+ * The text `nestguard_metrics_snapshot` writes. Inputs take the number as
+ * a `uint32_t` (an unknown number is an error).
+ */
+enum nestguard_metrics_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * One flat JSON object of name → number, as Mesos'
+   * `/metrics/snapshot` (`{"nestguard/authz/allowed": 3, ...}`).
+   */
+  NESTGUARD_METRICS_FORMAT_JSON = 0,
+  /**
+   * The Prometheus text format 0.0.4: for each metric a `# TYPE` line
+   * (`counter` or `gauge`) and a value line, the name's `/` turned to `_`
+   * (`nestguard_authz_allowed 3`).
+   */
+  NESTGUARD_METRICS_FORMAT_PROMETHEUS = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum nestguard_metrics_format nestguard_metrics_format;
+#else
+typedef uint32_t nestguard_metrics_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * An approver for one (subject, action), Mesos' `ObjectApprover`. Create
  * with `nestguard_approver_new`, release with `nestguard_approver_free`.
  * Thread-safe; `nestguard_approver_approved` never blocks or allocates.
@@ -1303,6 +1332,36 @@ nestguard_result nestguard_launcher_destroy(const nestguard_launcher *launcher,
  * not be called twice or while another thread uses the launcher.
  */
 void nestguard_launcher_free(nestguard_launcher *launcher);
+
+/**
+ * Copies a snapshot of the library's metrics (process-wide: every
+ * authorizer, approver, launcher and isolator of this process) into
+ * `buf`, NUL-terminated, in `format` (a `nestguard_metrics_format`).
+ *
+ * The metrics, in Mesos' naming style: `nestguard/authz/allowed`,
+ * `nestguard/authz/denied` (a request that could not be decided counts as
+ * denied, and also in `nestguard/authz/errors`), the same per action
+ * (`nestguard/authz/kill_nested_container/allowed`, ...), decision latency
+ * as a Mesos timer (`nestguard/authz/decision_latency_ms/count`, `/min`,
+ * `/max`, `/p50`, `/p90`, `/p95`, `/p99`, `/p999`, `/p9999`; one decision
+ * in 64 is timed), and `nestguard/isolation/launches`, `launch_errors`,
+ * `launch_latency_ms/...`, `containers_running`, `oom_kills`,
+ * `recoveries`, `orphans_destroyed`. Counters count since the library was
+ * loaded.
+ *
+ * `*out_n` (may be NULL) receives the size needed, NUL included. When
+ * `len` is smaller (or `buf` is NULL with `len == 0`, to ask for the size)
+ * nothing is copied and the result is `NESTGUARD_RESULT_BUFFER_TOO_SMALL`;
+ * the snapshot may grow between two calls, so leave room or retry.
+ *
+ * Thread safety: any thread, any time; the values are read without locks
+ * (each one is exact, the set is not one instant).
+ *
+ * Errors: `NESTGUARD_RESULT_INVALID_ARGUMENT` for an unknown `format`,
+ * `NESTGUARD_RESULT_NULL_PARAMETER` for a NULL `buf` with `len > 0`,
+ * `NESTGUARD_RESULT_BUFFER_TOO_SMALL`.
+ */
+nestguard_result nestguard_metrics_snapshot(uint32_t format, char *buf, size_t len, size_t *out_n);
 
 /**
  * Panics inside the library on purpose and returns what the panic boundary

@@ -20,5 +20,6 @@ pub mod credentials;
 pub mod input;
 pub mod isolation;
 pub mod json;
+pub mod metrics;
 pub mod proto;
 pub mod validation;

@@ -156,12 +156,49 @@ static void test_panic_boundary(void) {
   CHECK(nestguard_abi_version() == NESTGUARD_ABI_VERSION, "library usable after a caught panic");
 }
 
+static void test_metrics(void) {
+  size_t n = 0;
+  char tiny[4] = {'x', 'x', 'x', 'x'};
+  nestguard_result rc =
+      nestguard_metrics_snapshot(NESTGUARD_METRICS_FORMAT_JSON, tiny, sizeof tiny, &n);
+  CHECK(rc == NESTGUARD_RESULT_BUFFER_TOO_SMALL && n > sizeof tiny && tiny[0] == 'x',
+        "a too small buffer gets BUFFER_TOO_SMALL, the size needed, and no bytes");
+  rc = nestguard_metrics_snapshot(NESTGUARD_METRICS_FORMAT_JSON, NULL, 0, &n);
+  CHECK(rc == NESTGUARD_RESULT_BUFFER_TOO_SMALL && n > 1, "a NULL buffer of length 0 asks for the size");
+  size_t len = n + 4096;
+  char *buf = malloc(len);
+  CHECK(buf != NULL, "allocate the snapshot buffer");
+  if (buf == NULL) return;
+  rc = nestguard_metrics_snapshot(NESTGUARD_METRICS_FORMAT_JSON, buf, len, &n);
+  CHECK(rc == NESTGUARD_RESULT_OK && buf[0] == '{' && strlen(buf) + 1 == n,
+        "the JSON snapshot is one NUL-terminated object");
+  CHECK(strstr(buf, "\"nestguard/authz/allowed\":") != NULL &&
+            strstr(buf, "\"nestguard/isolation/launches\":") != NULL,
+        "with Mesos-style names");
+  /* The Prometheus text is longer: ask for its size first. */
+  rc = nestguard_metrics_snapshot(NESTGUARD_METRICS_FORMAT_PROMETHEUS, NULL, 0, &n);
+  CHECK(rc == NESTGUARD_RESULT_BUFFER_TOO_SMALL, "the Prometheus text's size");
+  free(buf);
+  len = n + 4096;
+  buf = malloc(len);
+  CHECK(buf != NULL, "allocate the Prometheus buffer");
+  if (buf == NULL) return;
+  rc = nestguard_metrics_snapshot(NESTGUARD_METRICS_FORMAT_PROMETHEUS, buf, len, &n);
+  CHECK(rc == NESTGUARD_RESULT_OK &&
+            strstr(buf, "# TYPE nestguard_authz_allowed counter\nnestguard_authz_allowed ") != NULL,
+        "the Prometheus text has TYPE lines and _ names");
+  rc = nestguard_metrics_snapshot(42u, buf, len, &n);
+  CHECK(rc == NESTGUARD_RESULT_INVALID_ARGUMENT, "an unknown format is an invalid argument");
+  free(buf);
+}
+
 int main(void) {
   test_version();
   test_round_trip();
   test_errors();
   test_deep_ids();
   test_panic_boundary();
+  test_metrics();
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -48,6 +48,7 @@ pub mod error;
 mod error_codes;
 pub mod isolator;
 pub mod launcher;
+pub mod metrics;
 pub mod result;
 pub mod selftest;
 pub mod version;

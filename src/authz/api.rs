@@ -25,6 +25,7 @@ use super::parse::{ParseError, ParseMode, parse};
 use super::roles::{decide_role, role_objects};
 use super::validate::{ValidateError, validate};
 use crate::input::{self, DEFAULT_MAX_FILE_SIZE, FlagValue, InputError};
+use crate::metrics::{self, Outcome};
 use crate::proto::mesos::ContainerId;
 use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
 
@@ -133,6 +134,62 @@ struct Shared {
     executor_tokens_any_user: AtomicBool,
     /// The decision audit log (off unless a sink is registered).
     audit: Audit,
+}
+
+/// Counts a decision in the process-wide metrics (one relaxed atomic add).
+#[inline(always)]
+fn count(action: i32, result: &Result<Decision, EvalError>) {
+    let outcome = match result {
+        Ok(d) if d.allowed => Outcome::Allowed,
+        Ok(_) => Outcome::Denied,
+        Err(_) => Outcome::Error,
+    };
+    metrics::authz().count(action, outcome);
+}
+
+impl Shared {
+    /// Whether a decision leaves the fast path: an audit sink is registered,
+    /// or this decision's latency is to be sampled (see [`crate::metrics`]).
+    /// Two relaxed loads.
+    #[inline(always)]
+    fn observed(&self) -> bool {
+        self.audit.on() || metrics::authz().timing_due()
+    }
+
+    /// A decision off the fast path: timed if its sample is due, counted,
+    /// and reported to the audit sink if one is registered.
+    #[cold]
+    #[inline(never)]
+    fn observe(
+        &self,
+        action: i32,
+        name: &'static str,
+        subject: &dyn Fn() -> String,
+        object: &dyn Fn() -> ObjectSummary,
+        decide: impl FnOnce(&Policy) -> Result<Decision, EvalError>,
+    ) -> Result<Decision, EvalError> {
+        let timed = metrics::authz().take_timing();
+        let started = std::time::Instant::now();
+        let policy = self.current.load();
+        let result = decide(&policy);
+        if timed {
+            metrics::authz().record_latency(started.elapsed());
+        }
+        count(action, &result);
+        if self.audit.on() {
+            self.audit.emit(
+                started,
+                &result,
+                Facts {
+                    policy: &policy,
+                    action: name,
+                    subject,
+                    object,
+                },
+            );
+        }
+        result
+    }
 }
 
 /// A Mesos-compatible local authorizer over a hot-reloadable ACL policy.
@@ -287,31 +344,19 @@ impl Authorizer {
 
     /// `authorized(request)` with what decided it.
     pub fn explain(&self, request: &Request) -> Result<Decision, EvalError> {
-        if self.shared.audit.on() {
-            return self.explain_audited(request);
-        }
-        self.explain_in(&self.shared.current.load(), request)
-    }
-
-    #[cold]
-    fn explain_audited(&self, request: &Request) -> Result<Decision, EvalError> {
-        let started = std::time::Instant::now();
-        let policy = self.shared.current.load();
-        let result = self.explain_in(&policy, request);
-        let action = request
-            .action
-            .and_then(|a| Action::try_from(a).ok())
-            .map_or("UNKNOWN", |a| a.as_str_name());
-        self.shared.audit.emit(
-            started,
-            &result,
-            Facts {
-                policy: &policy,
+        let action = request.action.unwrap_or(0);
+        if self.shared.observed() {
+            let name = Action::try_from(action).map_or("UNKNOWN", |a| a.as_str_name());
+            return self.shared.observe(
                 action,
-                subject: &|| subject_summary(request.subject.as_ref()),
-                object: &|| ObjectSummary::from_proto(request.object.as_ref()),
-            },
-        );
+                name,
+                &|| subject_summary(request.subject.as_ref()),
+                &|| ObjectSummary::from_proto(request.object.as_ref()),
+                |policy| self.explain_in(policy, request),
+            );
+        }
+        let result = self.explain_in(&self.shared.current.load(), request);
+        count(action, &result);
         result
     }
 
@@ -496,28 +541,17 @@ impl Approver {
     /// `approved(object)` with what decided it, over borrowed fields.
     #[inline]
     pub fn decide(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
-        if self.shared.audit.on() {
-            return self.decide_audited(object);
+        if self.shared.observed() {
+            return self.shared.observe(
+                self.action as i32,
+                self.action.as_str_name(),
+                &|| self.subject_summary(),
+                &|| ObjectSummary::from_view(object),
+                |policy| self.decide_in(policy, object),
+            );
         }
-        self.decide_in(&self.shared.current.load(), object)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn decide_audited(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
-        let started = std::time::Instant::now();
-        let policy = self.shared.current.load();
-        let result = self.decide_in(&policy, object);
-        self.shared.audit.emit(
-            started,
-            &result,
-            Facts {
-                policy: &policy,
-                action: self.action.as_str_name(),
-                subject: &|| self.subject_summary(),
-                object: &|| ObjectSummary::from_view(object),
-            },
-        );
+        let result = self.decide_in(&self.shared.current.load(), object);
+        count(self.action as i32, &result);
         result
     }
 
@@ -651,23 +685,18 @@ impl Approver {
 
     /// `approved(object)` with what decided it, over a protobuf object.
     pub fn decide_proto(&self, object: Option<&Object>) -> Result<Decision, EvalError> {
-        if self.shared.audit.on() {
-            let started = std::time::Instant::now();
-            let policy = self.shared.current.load();
-            let result = self.decide_proto_in(&policy, object);
-            self.shared.audit.emit(
-                started,
-                &result,
-                Facts {
-                    policy: &policy,
-                    action: self.action.as_str_name(),
-                    subject: &|| self.subject_summary(),
-                    object: &|| ObjectSummary::from_proto(object),
-                },
+        if self.shared.observed() {
+            return self.shared.observe(
+                self.action as i32,
+                self.action.as_str_name(),
+                &|| self.subject_summary(),
+                &|| ObjectSummary::from_proto(object),
+                |policy| self.decide_proto_in(policy, object),
             );
-            return result;
         }
-        self.decide_proto_in(&self.shared.current.load(), object)
+        let result = self.decide_proto_in(&self.shared.current.load(), object);
+        count(self.action as i32, &result);
+        result
     }
 
     /// [`Approver::decide_proto`] against a given policy snapshot.

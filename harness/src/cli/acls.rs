@@ -8,6 +8,7 @@
 use std::process::ExitCode;
 
 mod analysis;
+mod cases_file;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};

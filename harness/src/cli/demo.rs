@@ -261,6 +261,7 @@ fn start_agent(
             dir.join("jwt.key").display()
         ))
         .arg("--authenticate_http_readwrite")
+        .arg(format!("--audit_log={}", dir.join("audit.jsonl").display()))
         .arg(if cgroups_root.is_some() {
             "--isolation=io_nestguard_Isolator"
         } else {
@@ -564,6 +565,8 @@ fn demo() -> anyhow::Result<ExitCode> {
         .unwrap_or(0);
     say!("\nshared volume: app.log heartbeats backed up by the transient task: {backup} lines");
 
+    show_audit_and_metrics(&ops, &dir.path().join("audit.jsonl"))?;
+
     pod::remove(&ops, &pod_id)?;
     pod_guard.pod_id = None;
     drop(agent);
@@ -600,4 +603,54 @@ fn last_denial(log: &std::path::Path) -> Option<String> {
         .find(|l| l.contains("nestguard::decision") && l.contains("decision=\"deny\""))?;
     let (_, acl) = line.split_once("acl=\"")?;
     Some(acl.split('"').next()?.to_owned())
+}
+
+/// The metrics the demo shows, in this order (Mesos' names).
+const SHOWN_METRICS: &[&str] = &[
+    "nestguard/authz/allowed",
+    "nestguard/authz/denied",
+    "nestguard/authz/kill_nested_container/denied",
+    "nestguard/authz/decision_latency_ms/count",
+    "nestguard/isolation/launches",
+    "nestguard/isolation/launch_latency_ms/p50",
+    "nestguard/isolation/containers_running",
+];
+
+/// Prints the audit log's record of the intruder's refused kill (and how
+/// many records there are) and a few of the library's metrics.
+fn show_audit_and_metrics(ops: &AgentClient, audit: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(audit)
+        .with_context(|| format!("reading the audit log {}", audit.display()))?;
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let denied = records
+        .iter()
+        .filter(|r| r["allowed"] == false)
+        .count();
+    say!(
+        "\naudit log (--audit_log): {} decisions recorded, {denied} denied; the intruder's kill:",
+        records.len()
+    );
+    let kill = records.iter().rev().find(|r| {
+        r["allowed"] == false && r["action"] == "KILL_NESTED_CONTAINER"
+    });
+    match kill {
+        Some(record) => say!("  {record}"),
+        None => bail!("the audit log has no record of the refused kill"),
+    }
+    let reply = ops.request("GET", "/metrics/snapshot")?;
+    if reply.status != 200 {
+        bail!("/metrics/snapshot answered {}", reply.status);
+    }
+    let metrics: serde_json::Value =
+        serde_json::from_str(&reply.body).context("/metrics/snapshot is not JSON")?;
+    say!("\nmetrics (/metrics/snapshot; Prometheus text at /metrics):");
+    for name in SHOWN_METRICS {
+        if let Some(v) = metrics[*name].as_f64() {
+            say!("  {name:<46} {v}");
+        }
+    }
+    Ok(())
 }

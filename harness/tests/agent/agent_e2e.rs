@@ -405,6 +405,13 @@ fn agent_sigkill_then_recovery() {
             .join("work/meta/standalone/lonely")
             .exists()
     );
+    // One recovery, which destroyed one orphan (the forgotten one).
+    let metrics = agent.metrics();
+    assert_eq!(metrics["nestguard/isolation/recoveries"], 1.0, "{metrics}");
+    assert_eq!(
+        metrics["nestguard/isolation/orphans_destroyed"], 1.0,
+        "{metrics}"
+    );
     // The forgotten one was an orphan: destroyed.
     let pgrep = Command::new("pgrep")
         .args(["-f", "sleep 62"])
@@ -455,4 +462,16 @@ fn memory_limit_kills_only_that_sub_container() {
     // The executor and its app live on.
     let (_, body) = agent.get(&format!("/nestguard/v1/pods/{pod_id}"));
     assert!(body.contains("RUNNING"), "{body}");
+    // The library counted the OOM kill and the launches (the executor, its
+    // task and the hog), each timed.
+    let metrics = agent.metrics();
+    assert_eq!(metrics["nestguard/isolation/oom_kills"], 1.0, "{metrics}");
+    let launches = metrics["nestguard/isolation/launches"].as_f64().unwrap();
+    assert!(launches >= 3.0, "{metrics}");
+    assert_eq!(
+        metrics["nestguard/isolation/launch_latency_ms/count"].as_f64(),
+        Some(launches)
+    );
+    assert!(metrics["nestguard/isolation/launch_latency_ms/p50"].as_f64().unwrap() > 0.0);
+    assert!(metrics["nestguard/isolation/containers_running"].as_f64().unwrap() >= 2.0);
 }

@@ -233,6 +233,13 @@ impl TestAgent {
         self.curl_with(&["-u", &format!("{}:{}", OPS.0, OPS.1)], path)
     }
 
+    /// `/metrics/snapshot` as ops.
+    pub fn metrics(&self) -> serde_json::Value {
+        let (status, body) = self.get("/metrics/snapshot");
+        assert_eq!(status, 200, "/metrics/snapshot: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
     /// A DELETE as ops.
     pub fn delete(&self, path: &str) -> (u16, String) {
         self.curl_with(

@@ -190,3 +190,61 @@ fn test_runs_cases_with_located_failures() {
         "{err}"
     );
 }
+
+#[test]
+fn test_reads_yaml_cases_with_located_failures() {
+    let cases = example("nested-containers.cases.yaml");
+    let out = nestguard(&["acls", "test", &example("nested-containers.json"), &cases]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "9 passed, 0 failed\n");
+
+    // The same failure as the JSON cases', at the YAML case's line.
+    let out = nestguard(&[
+        "acls",
+        "test",
+        &example("nested-containers.next.json"),
+        &cases,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!(
+            "{cases}:13:3: oncall kills under any executor: expected allow, got deny"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("8 passed, 1 failed\n"), "{stdout}");
+
+    // Picked by content when the name says nothing; errors name file and line.
+    let dir = tempfile::Builder::new()
+        .prefix("nestguard-acls-test-yaml")
+        .tempdir()
+        .unwrap();
+    let bad = dir.path().join("cases");
+    std::fs::write(
+        &bad,
+        "- action: KILL_NESTED_CONTAINER\n  expect: allow\n- action: KILL_NESTED_CONTAINER\n",
+    )
+    .unwrap();
+    let out = nestguard(&[
+        "acls",
+        "test",
+        &example("nested-containers.json"),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("cases:3:3: case 1: missing field `expect`"), "{err}");
+    let broken = dir.path().join("broken.yml");
+    std::fs::write(&broken, "- name: x\n  expect: [allow\n").unwrap();
+    let out = nestguard(&[
+        "acls",
+        "test",
+        &example("nested-containers.json"),
+        broken.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("broken.yml:3:"), "{err}");
+    assert!(err.contains("not valid YAML"), "{err}");
+}

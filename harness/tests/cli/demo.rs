@@ -27,12 +27,30 @@ fn demo_runs_and_leaves_nothing() {
         "TASK_KILLED      app",
         "cleaned up: pod destroyed, agent stopped, work directory removed",
         "status updates from the executor acknowledged by the framework",
+        // The audit log's record of the refused kill, and the metrics.
+        "audit log (--audit_log): ",
+        r#""subject":"intruder","action":"KILL_NESTED_CONTAINER""#,
+        r#""allowed":false"#,
+        "metrics (/metrics/snapshot; Prometheus text at /metrics):",
+        "nestguard/authz/kill_nested_container/denied",
+        "nestguard/isolation/launches",
     ] {
         assert!(
             stdout.contains(expected),
             "missing {expected:?} in:\n{stdout}"
         );
     }
+    // The counters moved: one refused kill, some launches.
+    let metric = |name: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{stdout}"));
+        line.split_whitespace().last().unwrap().parse().unwrap()
+    };
+    assert_eq!(metric("nestguard/authz/kill_nested_container/denied"), 1.0);
+    assert!(metric("nestguard/authz/allowed") >= 1.0);
+    assert!(metric("nestguard/isolation/launches") >= 1.0);
     // The executor went through the executor API: its updates were
     // acknowledged (it exits only then).
     assert!(

@@ -16,8 +16,10 @@
 //! `permissive` or `rejected`; for a launch, the deciding half's (the first
 //! denying half, else the child, else the parent).
 //!
-//! YAML is not accepted: no YAML crate is in the dependency tree, and a
-//! hand-rolled YAML reader is not worth its risk for a test table.
+//! The library reads JSON; the command line also reads YAML (`nestguard
+//! acls test` picks by extension or content) and hands the same values to
+//! [`run_case_values`], so that the YAML parser is not linked into the
+//! plugin.
 
 use std::path::Path;
 
@@ -182,9 +184,24 @@ pub fn run_cases(policy: &Policy, text: &str, origin: &str) -> Result<CasesRepor
     };
     let values: Vec<serde_json::Value> = serde_json::from_str(text)
         .map_err(|e| syntax(Location::default(), format!("not valid JSON: {e}")))?;
-    let mut outcomes = Vec::with_capacity(values.len());
-    for (index, (element, value)) in array.elements.iter().zip(values).enumerate() {
-        let at = location(text, start(element));
+    let cases = array
+        .elements
+        .iter()
+        .map(|element| location(text, start(element)))
+        .zip(values)
+        .collect();
+    run_case_values(policy, cases, origin)
+}
+
+/// Runs cases read from a file of any syntax: each case's value (an object
+/// with the fields in the module notes) with where it starts in `origin`.
+pub fn run_case_values(
+    policy: &Policy,
+    cases: Vec<(Location, serde_json::Value)>,
+    origin: &str,
+) -> Result<CasesReport, AnalysisError> {
+    let mut outcomes = Vec::with_capacity(cases.len());
+    for (index, (at, value)) in cases.into_iter().enumerate() {
         let bad = |message: String| AnalysisError::Case {
             origin: origin.to_owned(),
             location: at,

@@ -155,6 +155,7 @@ impl OomWatcher {
             return Ok(None);
         }
         self.fired = true;
+        crate::metrics::isolation().oom_killed();
         let limitation = self.limitation()?;
         tracing::info!(cgroup = %self.memory_dir.display(), "OOM kill detected");
         Ok(Some(limitation))

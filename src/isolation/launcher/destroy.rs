@@ -184,7 +184,9 @@ impl Launcher {
             if k == key {
                 result = Some(status);
             }
-            containers.remove(&k);
+            if containers.remove(&k).is_some_and(|c| c.counted.orphan) {
+                crate::metrics::isolation().orphan_destroyed();
+            }
         }
         // The subtree's cgroups at once, children first, now that none of
         // its containers has a process left.

@@ -22,6 +22,7 @@ use crate::isolation::sandbox::{self, SandboxError};
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{ContainerId, ContainerInfo};
 
+use super::tree::Counted;
 use super::{Container, HELPER_NAME, Launcher, LauncherError, Mode, PendingGuard, in_subtree, io};
 
 /// How long a launch waits for the helper's report: a helper that cannot
@@ -95,6 +96,22 @@ impl Launcher {
     /// `LinuxInfo.share_pid_namespace`. Returns the supervisor's pid once the
     /// container runs and its `pid` is checkpointed.
     pub fn launch(
+        &self,
+        id: &ContainerId,
+        info: &ContainerLaunchInfo,
+        container: Option<&ContainerInfo>,
+        sandbox: &Path,
+    ) -> Result<i32, LauncherError> {
+        let started = std::time::Instant::now();
+        let launched = self.launch_timed(id, info, container, sandbox);
+        match &launched {
+            Ok(_) => crate::metrics::isolation().launched(started.elapsed()),
+            Err(_) => crate::metrics::isolation().launch_failed(),
+        }
+        launched
+    }
+
+    fn launch_timed(
         &self,
         id: &ContainerId,
         info: &ContainerLaunchInfo,
@@ -263,6 +280,7 @@ impl Launcher {
                 pidfd,
                 helper: Some(helper),
                 status: None,
+                counted: Counted::new(false),
             },
         );
         Ok(pid)

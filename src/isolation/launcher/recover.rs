@@ -12,6 +12,7 @@ use crate::isolation::process;
 use crate::proto::mesos::ContainerId;
 use crate::proto::mesos::slave::ContainerConfig;
 
+use super::tree::Counted;
 use super::{Container, Launcher, LauncherError, io};
 
 impl Launcher {
@@ -26,7 +27,7 @@ impl Launcher {
         let key = container_id::to_dotted(id);
         let mut containers = self.lock();
         if !containers.contains_key(&key) {
-            containers.insert(key.clone(), recover_one(id, &runtime)?);
+            containers.insert(key.clone(), recover_one(id, &runtime, false)?);
         }
         let known = HashSet::from([key]);
         let mut orphans = Vec::new();
@@ -59,6 +60,7 @@ impl Launcher {
             orphans = orphans.len(),
             "launcher recovered"
         );
+        crate::metrics::isolation().recovered();
         Ok(orphans)
     }
 
@@ -94,6 +96,7 @@ impl Launcher {
                     pidfd: None,
                     helper: None,
                     status: None,
+                    counted: Counted::new(true),
                 },
             );
             orphans.push(id);
@@ -131,7 +134,7 @@ impl Launcher {
             let finished = runtime.join(TERMINATION_FILE).exists();
             if !finished && !containers.contains_key(&key) {
                 let orphan = !known.contains(&container_id::to_dotted(container_id::root(&id)));
-                containers.insert(key, recover_one(&id, &runtime)?);
+                containers.insert(key, recover_one(&id, &runtime, orphan)?);
                 if orphan {
                     orphans.push(id.clone());
                 }
@@ -148,7 +151,9 @@ impl Launcher {
     }
 }
 
-fn recover_one(id: &ContainerId, runtime: &Path) -> Result<Container, LauncherError> {
+/// A container's record from its checkpoints; `orphan`: the agent does not
+/// know it (destroying it counts in the metrics' `orphans_destroyed`).
+fn recover_one(id: &ContainerId, runtime: &Path, orphan: bool) -> Result<Container, LauncherError> {
     let pid_path = runtime.join(PID_FILE);
     let pid = match std::fs::read_to_string(&pid_path) {
         Ok(text) => Some(channel::parse_pid_file(&text, pid_path.clone())?),
@@ -173,5 +178,6 @@ fn recover_one(id: &ContainerId, runtime: &Path) -> Result<Container, LauncherEr
         pidfd,
         helper: None,
         status: None,
+        counted: Counted::new(orphan),
     })
 }

@@ -27,6 +27,27 @@ pub(super) struct Container {
     pub(super) helper: Option<Child>,
     /// Raw wait status once the container exited.
     pub(super) status: Option<i32>,
+    /// Counts it in `nestguard/isolation/containers_running` while the
+    /// launcher manages it.
+    pub(super) counted: Counted,
+}
+
+/// A container's place in the metrics: counted as running while the
+/// launcher holds it; `orphan`: found by recovery and not known to the
+/// agent, so destroying it counts in `orphans_destroyed`.
+#[derive(Debug)]
+pub(super) struct Counted {
+    _running: crate::metrics::ContainerToken,
+    pub(super) orphan: bool,
+}
+
+impl Counted {
+    pub(super) fn new(orphan: bool) -> Self {
+        Counted {
+            _running: crate::metrics::isolation().container(),
+            orphan,
+        }
+    }
 }
 
 impl Container {

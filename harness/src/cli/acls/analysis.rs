@@ -71,7 +71,8 @@ pub struct DiffArgs {
 pub struct TestArgs {
     /// The ACL JSON file.
     file: String,
-    /// The test cases: a JSON list of requests with expected decisions.
+    /// The test cases: a JSON or YAML list of requests with expected
+    /// decisions (`.yaml`/`.yml` are YAML; otherwise by content).
     cases: String,
     /// Load the ACLs as leniently as Mesos does.
     #[arg(long)]
@@ -153,7 +154,7 @@ pub fn test(args: &TestArgs) -> ExitCode {
     let run = || -> anyhow::Result<bool> {
         let policy = policy(&args.file, args.lenient)?;
         let cases = nestguard::input::flag_path(&args.cases);
-        let report = analysis::run_cases_file(&policy, cases)?;
+        let report = super::cases_file::run(&policy, cases)?;
         for line in report.failure_lines() {
             println!("{line}");
         }

@@ -117,6 +117,53 @@ impl Abi {
     }
 }
 
+impl super::metrics::LibraryMetrics for Arc<Abi> {
+    fn json(&self) -> Result<String, String> {
+        self.metrics(ffi::NESTGUARD_METRICS_FORMAT_JSON)
+            .map_err(|e| e.to_string())
+    }
+
+    fn prometheus(&self) -> Result<String, String> {
+        self.metrics(ffi::NESTGUARD_METRICS_FORMAT_PROMETHEUS)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Abi {
+    /// `nestguard_metrics_snapshot` in `format` (a
+    /// `NESTGUARD_METRICS_FORMAT_*`): the library's process-wide metrics.
+    pub fn metrics(&self, format: ffi::nestguard_metrics_format) -> Result<String, AbiFailure> {
+        let mut buf = vec![0 as c_char; 16 * 1024];
+        let mut needed = 0usize;
+        // The snapshot may grow between two calls: a few tries.
+        for _ in 0..3 {
+            // SAFETY: valid buffer and out pointer for the call.
+            let code = unsafe {
+                self.f().nestguard_metrics_snapshot(
+                    format,
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                    &mut needed,
+                )
+            };
+            if code == NESTGUARD_RESULT_BUFFER_TOO_SMALL {
+                buf.resize(needed + 1024, 0);
+                continue;
+            }
+            self.check(code)?;
+            let raw: Vec<u8> = buf[..needed.saturating_sub(1)]
+                .iter()
+                .map(|c| *c as u8)
+                .collect();
+            return Ok(String::from_utf8_lossy(&raw).into_owned());
+        }
+        Err(AbiFailure {
+            code: NESTGUARD_RESULT_BUFFER_TOO_SMALL,
+            message: "the metrics snapshot kept growing".into(),
+        })
+    }
+}
+
 fn text(s: &str) -> (*const c_char, usize) {
     (s.as_ptr().cast(), s.len())
 }

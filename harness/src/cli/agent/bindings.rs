@@ -66,6 +66,9 @@ pub const NESTGUARD_INJECTION_MODE_AUTO: nestguard_injection_mode = 0;
 pub const NESTGUARD_INJECTION_MODE_TOKEN: nestguard_injection_mode = 1;
 pub const NESTGUARD_INJECTION_MODE_SECRET: nestguard_injection_mode = 2;
 pub type nestguard_injection_mode = u32;
+pub const NESTGUARD_METRICS_FORMAT_JSON: nestguard_metrics_format = 0;
+pub const NESTGUARD_METRICS_FORMAT_PROMETHEUS: nestguard_metrics_format = 1;
+pub type nestguard_metrics_format = u32;
 #[repr(C)]
 #[derive(Debug)]
 pub struct nestguard_approver {
@@ -509,6 +512,12 @@ pub struct Nestguard {
         out_status: *mut i32,
     ) -> nestguard_result,
     pub nestguard_launcher_free: unsafe extern "C" fn(launcher: *mut nestguard_launcher),
+    pub nestguard_metrics_snapshot: unsafe extern "C" fn(
+        format: u32,
+        buf: *mut ::std::os::raw::c_char,
+        len: usize,
+        out_n: *mut usize,
+    ) -> nestguard_result,
     pub nestguard_abi_selftest_panic: unsafe extern "C" fn() -> nestguard_result,
     pub nestguard_abi_version: unsafe extern "C" fn() -> u32,
     pub nestguard_library_version: unsafe extern "C" fn() -> *const ::std::os::raw::c_char,
@@ -713,6 +722,9 @@ impl Nestguard {
         let nestguard_launcher_free = __library
             .get(b"nestguard_launcher_free\0")
             .map(|sym| *sym)?;
+        let nestguard_metrics_snapshot = __library
+            .get(b"nestguard_metrics_snapshot\0")
+            .map(|sym| *sym)?;
         let nestguard_abi_selftest_panic = __library
             .get(b"nestguard_abi_selftest_panic\0")
             .map(|sym| *sym)?;
@@ -788,6 +800,7 @@ impl Nestguard {
             nestguard_launcher_kill,
             nestguard_launcher_destroy,
             nestguard_launcher_free,
+            nestguard_metrics_snapshot,
             nestguard_abi_selftest_panic,
             nestguard_abi_version,
             nestguard_library_version,
@@ -1451,6 +1464,15 @@ impl Nestguard {
     }
     pub unsafe fn nestguard_launcher_free(&self, launcher: *mut nestguard_launcher) {
         (self.nestguard_launcher_free)(launcher)
+    }
+    pub unsafe fn nestguard_metrics_snapshot(
+        &self,
+        format: u32,
+        buf: *mut ::std::os::raw::c_char,
+        len: usize,
+        out_n: *mut usize,
+    ) -> nestguard_result {
+        (self.nestguard_metrics_snapshot)(format, buf, len, out_n)
     }
     pub unsafe fn nestguard_abi_selftest_panic(&self) -> nestguard_result {
         (self.nestguard_abi_selftest_panic)()

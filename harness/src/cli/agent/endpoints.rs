@@ -3,8 +3,9 @@
 //! authentication), `/version` (libprocess' VersionProcess: a JSON object
 //! of the version info), `/flags` (:955-1000: `{"flags": {...}}`, VIEW_FLAGS
 //! or 403), `/state` (:1331, the frameworks and executors the principal
-//! may view), `/metrics/snapshot` (a flat JSON object of metric values)
-//! and `/files/{browse,read,download}` (src/files/files.cpp:380-800; the
+//! may view), `/metrics/snapshot` (a flat JSON object of metric values),
+//! `/metrics` (the same in the Prometheus text format, for scrapers; behind
+//! the same front door) and `/files/{browse,read,download}` (src/files/files.cpp:380-800; the
 //! sandbox lookup is shared with LIST_FILES/READ_FILE in [`files`]).
 
 mod files;
@@ -50,6 +51,7 @@ pub fn authenticated_routes() -> Router<Arc<Server>> {
         .route("/state", get(state))
         .route("/slave(1)/state", get(state))
         .route("/metrics/snapshot", get(metrics))
+        .route("/metrics", get(prometheus))
         .route("/files/browse", get(files::files_browse))
         .route("/files/read", get(files::files_read))
         .route("/files/download", get(files::files_download))
@@ -86,6 +88,21 @@ async fn metrics(State(server): State<Arc<Server>>) -> Response {
         .map(|(k, v)| (k, serde_json::json!(v)))
         .collect();
     json(&serde_json::Value::Object(snapshot))
+}
+
+/// The content type of the Prometheus text format 0.0.4.
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+async fn prometheus(State(server): State<Arc<Server>>) -> Response {
+    // The library's part is read through the ABI: off the async workers.
+    match tokio::task::spawn_blocking(move || server.metrics.prometheus()).await {
+        Ok(text) => ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], text).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("worker failed: {e}"),
+        )
+            .into_response(),
+    }
 }
 
 async fn state(

@@ -278,6 +278,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         layout,
         exe,
     ));
+    let library_metrics = Arc::clone(&abi);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -294,7 +295,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         let recovering = Arc::clone(&agent);
         tokio::task::spawn_blocking(move || recovering.recover()).await??;
         println!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
-        let metrics = agent_metrics(&agent);
+        let metrics = agent_metrics(&agent, library_metrics);
         let server = Arc::new(http::Server {
             agent,
             authenticator,
@@ -324,9 +325,10 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The registry with the agent-level metrics it has (Mesos' names).
-fn agent_metrics(agent: &Arc<Agent>) -> Arc<metrics::Metrics> {
-    let metrics = Arc::new(metrics::Metrics::default());
+/// The registry with the agent-level metrics it has (Mesos' names) and the
+/// library's.
+fn agent_metrics(agent: &Arc<Agent>, library: Arc<Abi>) -> Arc<metrics::Metrics> {
+    let metrics = Arc::new(metrics::Metrics::with_library(library));
     let started = std::time::Instant::now();
     metrics.register("slave/uptime_secs", move || started.elapsed().as_secs_f64());
     let a = Arc::clone(agent);

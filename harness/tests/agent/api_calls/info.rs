@@ -52,6 +52,9 @@ fn simple_calls_in_json_and_protobuf() {
             "slave/uptime_secs",
             "slave/executors_running",
             "slave/containers_running",
+            "nestguard/authz/allowed",
+            "nestguard/authz/denied",
+            "nestguard/isolation/launches",
         ] {
             assert!(names.iter().any(|n| n == name), "{names:?}");
         }
