@@ -14,6 +14,6 @@ mod credentials_abi;
 mod header;
 mod isolator_abi;
 mod launcher_abi;
-mod metrics_abi;
 mod mesos_shim;
+mod metrics_abi;
 mod wire;

@@ -625,17 +625,15 @@ fn show_audit_and_metrics(ops: &AgentClient, audit: &Path) -> anyhow::Result<()>
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let denied = records
-        .iter()
-        .filter(|r| r["allowed"] == false)
-        .count();
+    let denied = records.iter().filter(|r| r["allowed"] == false).count();
     say!(
         "\naudit log (--audit_log): {} decisions recorded, {denied} denied; the intruder's kill:",
         records.len()
     );
-    let kill = records.iter().rev().find(|r| {
-        r["allowed"] == false && r["action"] == "KILL_NESTED_CONTAINER"
-    });
+    let kill = records
+        .iter()
+        .rev()
+        .find(|r| r["allowed"] == false && r["action"] == "KILL_NESTED_CONTAINER");
     match kill {
         Some(record) => say!("  {record}"),
         None => bail!("the audit log has no record of the refused kill"),

@@ -472,6 +472,16 @@ fn memory_limit_kills_only_that_sub_container() {
         metrics["nestguard/isolation/launch_latency_ms/count"].as_f64(),
         Some(launches)
     );
-    assert!(metrics["nestguard/isolation/launch_latency_ms/p50"].as_f64().unwrap() > 0.0);
-    assert!(metrics["nestguard/isolation/containers_running"].as_f64().unwrap() >= 2.0);
+    assert!(
+        metrics["nestguard/isolation/launch_latency_ms/p50"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        metrics["nestguard/isolation/containers_running"]
+            .as_f64()
+            .unwrap()
+            >= 2.0
+    );
 }

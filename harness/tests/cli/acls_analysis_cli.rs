@@ -234,7 +234,10 @@ fn test_reads_yaml_cases_with_located_failures() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("cases:3:3: case 1: missing field `expect`"), "{err}");
+    assert!(
+        err.contains("cases:3:3: case 1: missing field `expect`"),
+        "{err}"
+    );
     let broken = dir.path().join("broken.yml");
     std::fs::write(&broken, "- name: x\n  expect: [allow\n").unwrap();
     let out = nestguard(&[

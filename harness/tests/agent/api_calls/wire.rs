@@ -44,8 +44,14 @@ fn operator_endpoints_and_refusals_on_the_wire() {
     assert!(metrics["slave/uptime_secs"].as_f64().unwrap() >= 0.0);
     // The library's decision counters: ops read /flags twice, the intruder
     // was refused once.
-    assert_eq!(metrics["nestguard/authz/view_flags/allowed"], 2.0, "{metrics}");
-    assert_eq!(metrics["nestguard/authz/view_flags/denied"], 1.0, "{metrics}");
+    assert_eq!(
+        metrics["nestguard/authz/view_flags/allowed"], 2.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        metrics["nestguard/authz/view_flags/denied"], 1.0,
+        "{metrics}"
+    );
     assert!(metrics["nestguard/authz/allowed"].as_f64().unwrap() >= 2.0);
     assert!(metrics["nestguard/authz/denied"].as_f64().unwrap() >= 1.0);
     assert!(metrics["nestguard/authz/decision_latency_ms/count"].is_number());
@@ -62,8 +68,14 @@ fn operator_endpoints_and_refusals_on_the_wire() {
     );
     let text = String::from_utf8(body).unwrap();
     let values = prometheus_values(&text);
-    assert_eq!(values["nestguard_authz_view_flags_allowed"], (2.0, "counter"));
-    assert_eq!(values["nestguard_authz_view_flags_denied"], (1.0, "counter"));
+    assert_eq!(
+        values["nestguard_authz_view_flags_allowed"],
+        (2.0, "counter")
+    );
+    assert_eq!(
+        values["nestguard_authz_view_flags_denied"],
+        (1.0, "counter")
+    );
     assert_eq!(values["slave_executors_running"], (0.0, "gauge"));
     assert_eq!(values["nestguard_isolation_containers_running"].1, "gauge");
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
