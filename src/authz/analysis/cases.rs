@@ -112,6 +112,12 @@ impl CasesReport {
 
 /// Runs the cases of a file (JSON, at most 16 MiB) against a policy.
 pub fn run_cases_file(policy: &Policy, path: &Path) -> Result<CasesReport, AnalysisError> {
+    let (text, origin) = read_cases_file(path)?;
+    run_cases(policy, &text, &origin)
+}
+
+/// The text of a cases file (at most 16 MiB) and its name for locations.
+pub fn read_cases_file(path: &Path) -> Result<(String, String), AnalysisError> {
     let origin = path.display().to_string();
     let text = input::read_text(path, DEFAULT_MAX_FILE_SIZE).map_err(|source| {
         AnalysisError::CasesRead {
@@ -119,7 +125,7 @@ pub fn run_cases_file(policy: &Policy, path: &Path) -> Result<CasesReport, Analy
             source,
         }
     })?;
-    run_cases(policy, &text, &origin)
+    Ok((text, origin))
 }
 
 fn location(text: &str, offset: usize) -> Location {

@@ -19,7 +19,9 @@ pub mod diff;
 pub mod domain;
 pub mod who_can;
 
-pub use cases::{CaseOutcome, CasesReport, run_case_values, run_cases, run_cases_file};
+pub use cases::{
+    CaseOutcome, CasesReport, read_cases_file, run_case_values, run_cases, run_cases_file,
+};
 pub use diff::{Change, Diff, diff};
 pub use domain::{Decider, Domain, Half, ObjectValue, Principal, Target, Verdict};
 pub use who_can::{Can, WhoCan, can, who_can};

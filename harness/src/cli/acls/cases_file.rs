@@ -17,19 +17,12 @@ use std::path::Path;
 use nestguard::authz::Location;
 use nestguard::authz::analysis::{self, AnalysisError, CasesReport};
 use nestguard::authz::compile::Policy;
-use nestguard::input::{self, DEFAULT_MAX_FILE_SIZE};
 use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
 use serde_json::Value;
 
 /// Runs the cases of `path` (at most 16 MiB) against `policy`.
 pub fn run(policy: &Policy, path: &Path) -> Result<CasesReport, AnalysisError> {
-    let origin = path.display().to_string();
-    let text = input::read_text(path, DEFAULT_MAX_FILE_SIZE).map_err(|source| {
-        AnalysisError::CasesRead {
-            path: origin.clone(),
-            source,
-        }
-    })?;
+    let (text, origin) = analysis::read_cases_file(path)?;
     if is_yaml(path, &text) {
         let cases = yaml_cases(&text, &origin)?;
         analysis::run_case_values(policy, cases, &origin)

@@ -133,19 +133,27 @@ impl Abi {
     /// `nestguard_metrics_snapshot` in `format` (a
     /// `NESTGUARD_METRICS_FORMAT_*`): the library's process-wide metrics.
     pub fn metrics(&self, format: ffi::nestguard_metrics_format) -> Result<String, AbiFailure> {
+        self.text_out("the metrics snapshot", |buf, len, needed| {
+            // SAFETY: valid buffer and out pointer for the call.
+            unsafe {
+                self.f()
+                    .nestguard_metrics_snapshot(format, buf, len, needed)
+            }
+        })
+    }
+
+    /// Text from a function that fills a caller buffer (`buf`, `len`,
+    /// `out_n`): retried with the size the library asks for, a few times
+    /// since the text may grow between calls.
+    fn text_out(
+        &self,
+        what: &str,
+        call: impl Fn(*mut c_char, usize, &mut usize) -> nestguard_result,
+    ) -> Result<String, AbiFailure> {
         let mut buf = vec![0 as c_char; 16 * 1024];
         let mut needed = 0usize;
-        // The snapshot may grow between two calls: a few tries.
         for _ in 0..3 {
-            // SAFETY: valid buffer and out pointer for the call.
-            let code = unsafe {
-                self.f().nestguard_metrics_snapshot(
-                    format,
-                    buf.as_mut_ptr(),
-                    buf.len(),
-                    &mut needed,
-                )
-            };
+            let code = call(buf.as_mut_ptr(), buf.len(), &mut needed);
             if code == NESTGUARD_RESULT_BUFFER_TOO_SMALL {
                 buf.resize(needed + 1024, 0);
                 continue;
@@ -159,7 +167,7 @@ impl Abi {
         }
         Err(AbiFailure {
             code: NESTGUARD_RESULT_BUFFER_TOO_SMALL,
-            message: "the metrics snapshot kept growing".into(),
+            message: format!("{what} kept growing"),
         })
     }
 }
@@ -299,34 +307,18 @@ impl Authorizer {
     /// Why the request is decided as it is (JSON).
     pub fn explain(&self, request: &authorization::Request) -> Result<String, AbiFailure> {
         let bytes = request.encode_to_vec();
-        let mut buf = vec![0 as c_char; 4096];
-        let mut needed = 0usize;
-        for _ in 0..2 {
+        self.abi.text_out("the explanation", |buf, len, needed| {
             // SAFETY: live handle, valid buffers and out pointer.
-            let code = unsafe {
+            unsafe {
                 self.abi.f().nestguard_authorizer_explain(
                     self.handle.0,
                     bytes.as_ptr(),
                     bytes.len(),
-                    buf.as_mut_ptr(),
-                    buf.len(),
-                    &mut needed,
+                    buf,
+                    len,
+                    needed,
                 )
-            };
-            if code == NESTGUARD_RESULT_BUFFER_TOO_SMALL {
-                buf.resize(needed, 0);
-                continue;
             }
-            self.abi.check(code)?;
-            let raw: Vec<u8> = buf[..needed.saturating_sub(1)]
-                .iter()
-                .map(|c| *c as u8)
-                .collect();
-            return Ok(String::from_utf8_lossy(&raw).into_owned());
-        }
-        Err(AbiFailure {
-            code: NESTGUARD_RESULT_BUFFER_TOO_SMALL,
-            message: "explanation did not fit".into(),
         })
     }
 }
