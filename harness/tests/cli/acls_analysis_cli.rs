@@ -177,12 +177,25 @@ fn example_cases_pass_then_one_fails(name: &str, line: u32) {
 fn test_runs_cases_with_located_failures() {
     example_cases_pass_then_one_fails("nested-containers.cases.json", 4);
 
+    let err = bad_cases(
+        "bad.json",
+        "[\n  {\"action\": \"KILL_NESTED_CONTAINER\"}\n]\n",
+    );
+    assert!(
+        err.contains("bad.json:2:3: case 0: missing field `expect`"),
+        "{err}"
+    );
+}
+
+/// `acls test` on a cases file named `name` holding `content`: it must
+/// fail to load (exit 2); its error text.
+fn bad_cases(name: &str, content: &str) -> String {
     let dir = tempfile::Builder::new()
         .prefix("nestguard-acls-test")
         .tempdir()
         .unwrap();
-    let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, "[\n  {\"action\": \"KILL_NESTED_CONTAINER\"}\n]\n").unwrap();
+    let bad = dir.path().join(name);
+    std::fs::write(&bad, content).unwrap();
     let out = nestguard(&[
         "acls",
         "test",
@@ -190,11 +203,7 @@ fn test_runs_cases_with_located_failures() {
         bad.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("bad.json:2:3: case 0: missing field `expect`"),
-        "{err}"
-    );
+    text(&out.stderr)
 }
 
 #[test]
@@ -203,38 +212,15 @@ fn test_reads_yaml_cases_with_located_failures() {
     example_cases_pass_then_one_fails("nested-containers.cases.yaml", 13);
 
     // Picked by content when the name says nothing; errors name file and line.
-    let dir = tempfile::Builder::new()
-        .prefix("nestguard-acls-test-yaml")
-        .tempdir()
-        .unwrap();
-    let bad = dir.path().join("cases");
-    std::fs::write(
-        &bad,
+    let err = bad_cases(
+        "cases",
         "- action: KILL_NESTED_CONTAINER\n  expect: allow\n- action: KILL_NESTED_CONTAINER\n",
-    )
-    .unwrap();
-    let out = nestguard(&[
-        "acls",
-        "test",
-        &example("nested-containers.json"),
-        bad.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
+    );
     assert!(
         err.contains("cases:3:3: case 1: missing field `expect`"),
         "{err}"
     );
-    let broken = dir.path().join("broken.yml");
-    std::fs::write(&broken, "- name: x\n  expect: [allow\n").unwrap();
-    let out = nestguard(&[
-        "acls",
-        "test",
-        &example("nested-containers.json"),
-        broken.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
+    let err = bad_cases("broken.yml", "- name: x\n  expect: [allow\n");
     assert!(err.contains("broken.yml:3:"), "{err}");
     assert!(err.contains("not valid YAML"), "{err}");
 }
