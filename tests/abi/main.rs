@@ -15,4 +15,5 @@ mod header;
 mod isolator_abi;
 mod launcher_abi;
 mod mesos_shim;
+mod proto_names;
 mod wire;

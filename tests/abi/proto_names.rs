@@ -1,0 +1,214 @@
+//! Our v1 protos against Mesos 1.11's: every message, field and enum value
+//! we declare in `mesos/v1/` exists in Mesos' v1 protos under the same full
+//! name, with the same number, label and type. The reference is
+//! `tests/fixtures/mesos-1.11-v1-names.txt`, extracted from Mesos' own files by
+//! `proto/tools/mesos-v1-names.sh`; the lines below are built the same way
+//! from the descriptors compiled into the library.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use nestguard::proto::DESCRIPTOR_POOL;
+use prost_reflect::{Cardinality, FieldDescriptor, Kind};
+
+const MESOS: &str = include_str!("../fixtures/mesos-1.11-v1-names.txt");
+
+/// The v1 files we compile; Mesos' fixture covers the same three.
+const V1_FILES: [&str; 3] = [
+    "mesos/v1/mesos.proto",
+    "mesos/v1/agent/agent.proto",
+    "mesos/v1/executor/executor.proto",
+];
+
+/// One declaration: its full name (the key) and the line the fixture has.
+type Lines = BTreeMap<String, String>;
+
+fn mesos_lines() -> Lines {
+    MESOS
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| (key(l).to_owned(), l.to_owned()))
+        .collect()
+}
+
+/// The full name a fixture line declares: `message X` / `enum X` → X,
+/// `X.f = 1 ...` → X.f.
+fn key(line: &str) -> &str {
+    let line = line
+        .strip_prefix("message ")
+        .or_else(|| line.strip_prefix("enum "))
+        .unwrap_or(line);
+    line.split(" = ").next().unwrap_or(line)
+}
+
+fn field_type(field: &FieldDescriptor) -> String {
+    match field.kind() {
+        Kind::Message(m) => m.full_name().to_owned(),
+        Kind::Enum(e) => e.full_name().to_owned(),
+        scalar => format!("{scalar:?}").to_ascii_lowercase(),
+    }
+}
+
+fn our_lines() -> Lines {
+    let ours = |file: &str| V1_FILES.contains(&file);
+    let mut lines = Lines::new();
+    let mut add = |key: String, line: String| {
+        assert!(lines.insert(key.clone(), line).is_none(), "{key} twice");
+    };
+    for message in DESCRIPTOR_POOL.all_messages() {
+        if !ours(message.parent_file().name()) {
+            continue;
+        }
+        let name = message.full_name();
+        add(name.to_owned(), format!("message {name}"));
+        for field in message.fields() {
+            let label = match field.cardinality() {
+                Cardinality::Optional => "optional",
+                Cardinality::Required => "required",
+                Cardinality::Repeated => "repeated",
+            };
+            let key = format!("{name}.{}", field.name());
+            let line = format!("{key} = {} {label} {}", field.number(), field_type(&field));
+            add(key, line);
+        }
+    }
+    for e in DESCRIPTOR_POOL.all_enums() {
+        if !ours(e.parent_file().name()) {
+            continue;
+        }
+        let name = e.full_name();
+        add(name.to_owned(), format!("enum {name}"));
+        for value in e.values() {
+            let key = format!("{name}.{}", value.name());
+            add(key.clone(), format!("{key} = {}", value.number()));
+        }
+    }
+    lines
+}
+
+/// The container of a declaration: `a.b.C.f` → `a.b.C`.
+fn parent(key: &str) -> &str {
+    key.rsplit_once('.').map_or("", |(p, _)| p)
+}
+
+/// What Mesos declares under `parent` with the same number as `line` (a
+/// field or enum value of another name), to say what a wrong name should be.
+fn same_number<'a>(mesos: &'a Lines, key: &str, line: &str) -> Vec<&'a str> {
+    let number = |l: &str| l.split(" = ").nth(1)?.split(' ').next().map(str::to_owned);
+    let Some(ours) = number(line) else {
+        return Vec::new();
+    };
+    mesos
+        .iter()
+        .filter(|(k, l)| parent(k) == parent(key) && number(l).as_deref() == Some(ours.as_str()))
+        .map(|(_, l)| l.as_str())
+        .collect()
+}
+
+#[test]
+fn v1_protos_use_mesos_names_and_numbers() {
+    let files: BTreeSet<String> = DESCRIPTOR_POOL
+        .files()
+        .map(|f| f.name().to_owned())
+        .filter(|n| n.starts_with("mesos/v1/"))
+        .collect();
+    assert_eq!(
+        files,
+        V1_FILES.into_iter().map(str::to_owned).collect(),
+        "a new v1 file needs Mesos' names in the fixture (proto/tools/mesos-v1-names.sh)"
+    );
+    let mesos = mesos_lines();
+    assert!(
+        mesos.len() > 1000,
+        "the fixture is Mesos' full v1 set: {}",
+        mesos.len()
+    );
+    let ours = our_lines();
+    assert!(
+        ours.contains_key("mesos.v1.ContainerID.value"),
+        "the walk found our v1 descriptors"
+    );
+
+    let wrong: Vec<String> = ours
+        .iter()
+        .filter(|(key, line)| mesos.get(*key) != Some(*line))
+        .map(|(key, line)| match mesos.get(key) {
+            Some(theirs) => format!("{line}\n    Mesos: {theirs}"),
+            None => format!(
+                "{line}\n    Mesos has no {key}; same number there: {:?}",
+                same_number(&mesos, key, line)
+            ),
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} declarations differ from Mesos 1.11's v1 protos:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+
+    // What we leave out, by the nearest container we do declare: whole
+    // messages and enums Mesos has and we do not (their members are not
+    // listed again), then fields and enum values of ones we declare.
+    let left_out: Vec<&str> = mesos
+        .keys()
+        .filter(|k| !ours.contains_key(*k))
+        .filter(|k| ours.contains_key(parent(k)) || !mesos.contains_key(parent(k)))
+        .map(String::as_str)
+        .collect();
+    let (whole, members): (Vec<&str>, Vec<&str>) = left_out
+        .iter()
+        .partition(|k| mesos[**k].starts_with("message ") || mesos[**k].starts_with("enum "));
+    println!(
+        "Mesos 1.11 v1 declarations we do not transcribe ({} messages/enums, {} fields/values):",
+        whole.len(),
+        members.len()
+    );
+    for k in whole.iter().chain(&members) {
+        println!("  {}", mesos[*k]);
+    }
+    // What the agent's JSON must spell as Mesos does: nothing renamed away.
+    for name in [
+        "mesos.v1.AgentID",
+        "mesos.v1.AgentInfo",
+        "mesos.v1.Task.agent_id",
+        "mesos.v1.TaskInfo.agent_id",
+        "mesos.v1.TaskStatus.agent_id",
+        "mesos.v1.TaskStatus.Source.SOURCE_AGENT",
+        "mesos.v1.TaskStatus.Reason.REASON_AGENT_RESTARTED",
+        "mesos.v1.agent.Response.GetAgent.agent_info",
+        "mesos.v1.executor.Event.Subscribed.agent_info",
+    ] {
+        assert!(ours.contains_key(name), "{name} is not declared");
+    }
+}
+
+/// The unversioned package keeps Mesos' unversioned names: the shim, the C
+/// ABI and the checkpoints speak it.
+#[test]
+fn unversioned_keeps_slave_names() {
+    for name in [
+        "mesos.SlaveID",
+        "mesos.SlaveInfo",
+        "mesos.TaskInfo",
+        "mesos.TaskStatus",
+    ] {
+        assert!(
+            DESCRIPTOR_POOL.get_message_by_name(name).is_some(),
+            "{name}"
+        );
+    }
+    let task = DESCRIPTOR_POOL
+        .get_message_by_name("mesos.TaskInfo")
+        .unwrap();
+    assert_eq!(task.get_field_by_name("slave_id").unwrap().number(), 3);
+    let reason = DESCRIPTOR_POOL
+        .get_enum_by_name("mesos.TaskStatus.Reason")
+        .unwrap();
+    assert_eq!(
+        reason
+            .get_value_by_name("REASON_SLAVE_RESTARTED")
+            .unwrap()
+            .number(),
+        12
+    );
+}
