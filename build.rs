@@ -1,9 +1,9 @@
 //! Generates the Mesos wire types from `proto/` with prost.
 //!
 //! protoc comes from the `protoc-bin-vendored` crate, so a fresh machine needs
-//! no system protoc. `mesos/v1/mesos.proto` is derived from `mesos/mesos.proto`
-//! by renaming the package: Mesos keeps the two field-for-field identical, and
-//! deriving one from the other keeps ours identical too.
+//! no system protoc. Every file is compiled as checked in: `mesos/v1/*.proto`
+//! carry v1's own names (`AgentID`, `agent_id`, `REASON_AGENT_*`), which the
+//! unversioned package does not have.
 
 use std::path::PathBuf;
 
@@ -13,15 +13,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe { std::env::set_var("PROTOC", protoc) };
 
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    let generated = out.join("proto");
-    let v1_dir = generated.join("mesos/v1");
-    std::fs::create_dir_all(&v1_dir)?;
-    let unversioned = std::fs::read_to_string("proto/mesos/mesos.proto")?;
-    if !unversioned.contains("\npackage mesos;\n") {
-        return Err("proto/mesos/mesos.proto must declare `package mesos;`".into());
-    }
-    let v1 = unversioned.replace("\npackage mesos;\n", "\npackage mesos.v1;\n");
-    std::fs::write(v1_dir.join("mesos.proto"), v1)?;
 
     let protos = [
         "proto/mesos/mesos.proto",
@@ -32,6 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/mesos/slave/containerizer.proto",
         "proto/mesos/authentication/authentication.proto",
         "proto/mesos/module/module.proto",
+        "proto/mesos/v1/mesos.proto",
         "proto/mesos/v1/agent/agent.proto",
         "proto/mesos/v1/executor/executor.proto",
         "proto/nestguard/pod.proto",
@@ -47,10 +39,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     prost_reflect_build::Builder::new()
         .descriptor_pool("crate::proto::DESCRIPTOR_POOL")
         .file_descriptor_set_path(out.join("file_descriptor_set.bin"))
-        .compile_protos_with_config(
-            config,
-            &protos,
-            &["proto", generated.to_str().ok_or("OUT_DIR is not UTF-8")?],
-        )?;
+        .compile_protos_with_config(config, &protos, &["proto"])?;
     Ok(())
 }

@@ -36,9 +36,11 @@ include!(concat!(env!("OUT_DIR"), "/_includes.rs"));
 
 /// Re-encodes a message as another message type with the same wire layout.
 ///
-/// Mesos' `mesos.v1` package mirrors `mesos` field for field, so converting
-/// between `mesos::ContainerId` and `mesos::v1::ContainerId` (and likewise for
-/// every other message) is a lossless encode/decode.
+/// Mesos' `mesos.v1` package mirrors `mesos` field for field under the same
+/// numbers (only some names differ: `slave_id` is `agent_id`, `SlaveID` is
+/// `AgentID`), so converting between `mesos::ContainerId` and
+/// `mesos::v1::ContainerId` (and likewise for every other message) is a
+/// lossless encode/decode.
 pub fn convert<A: prost::Message, B: prost::Message + Default>(
     message: &A,
 ) -> Result<B, prost::DecodeError> {

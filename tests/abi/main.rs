@@ -16,4 +16,5 @@ mod isolator_abi;
 mod launcher_abi;
 mod mesos_shim;
 mod metrics_abi;
+mod proto_names;
 mod wire;

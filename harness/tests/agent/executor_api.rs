@@ -223,7 +223,7 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0]["task_id"]["value"], "early");
     assert_eq!(pending[0]["state"], "TASK_KILLED");
-    assert_eq!(pending[0]["source"], "SOURCE_SLAVE");
+    assert_eq!(pending[0]["source"], "SOURCE_AGENT");
     assert_eq!(acknowledge(&agent, &pod_id, &pending[0]), 200);
 
     // Claims that do not match the call: Mesos' 403 and text.
@@ -311,8 +311,23 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
         subscribed["subscribed"]["framework_info"]["id"]["value"],
         FRAMEWORK
     );
+    // v1's AgentInfo (agent_info.id is the agent's AgentID), as Mesos sends it.
+    let agent_id = std::fs::read_to_string(agent.dir.path().join("work/meta/agent_id")).unwrap();
+    assert_eq!(
+        subscribed["subscribed"]["agent_info"]["id"]["value"],
+        agent_id.trim(),
+        "{subscribed}"
+    );
     let launch = stream.next(&agent).unwrap();
     assert_eq!(launch["type"], "LAUNCH_GROUP", "{launch}");
+    // v1 names in the tasks too: `agent_id`, never `slave_id`.
+    assert!(!launch.to_string().contains("slave_id"), "{launch}");
+    assert!(
+        launch["launch_group"]["task_group"]["tasks"][0]
+            .get("agent_id")
+            .is_some(),
+        "{launch}"
+    );
     let names: Vec<&str> = launch["launch_group"]["task_group"]["tasks"]
         .as_array()
         .unwrap()
@@ -666,7 +681,7 @@ fn hostile_executor_is_bounded_and_executor_ids_are_unique() {
     // Updates carried by SUBSCRIBE get the checks of an UPDATE: an executor
     // cannot pass its own update off as the agent's.
     let forged = serde_json::json!({"task_id": {"value": "app"}, "state": "TASK_FAILED",
-        "source": "SOURCE_SLAVE",
+        "source": "SOURCE_AGENT",
         "uuid": base64::engine::general_purpose::STANDARD.encode(*uuid_bytes())});
     let (status, body) = subscribe(&agent, Some(&token), &eid, false, &[forged]);
     assert_eq!(status, 400);

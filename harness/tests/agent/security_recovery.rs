@@ -424,7 +424,7 @@ fn truncated_executor_info_keeps_the_pod_running() {
     assert_eq!(status, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let w = &v["wait_container"];
-    assert_eq!(w["reason"], "REASON_SLAVE_RESTARTED", "{body}");
+    assert_eq!(w["reason"], "REASON_AGENT_RESTARTED", "{body}");
     assert!(
         w["message"]
             .as_str()
@@ -472,7 +472,7 @@ fn garbage_termination_checkpoint_is_reported_not_lost() {
     assert_eq!(status, 200, "not 404: {body}\n{}", agent.log());
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let w = &v["wait_nested_container"];
-    assert_eq!(w["reason"], "REASON_SLAVE_RESTARTED", "{body}");
+    assert_eq!(w["reason"], "REASON_AGENT_RESTARTED", "{body}");
     assert!(
         w["message"]
             .as_str()

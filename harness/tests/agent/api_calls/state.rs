@@ -2,7 +2,7 @@
 
 use nestguard::proto::mesos::v1::agent::call;
 
-use super::{ACLS, Wire, ok, request, typed};
+use super::{ACLS, Wire, api, ok, request, typed};
 use crate::agent_support::{INTRUDER, OPS, TestAgent, pod, require_root, task};
 
 #[test]
@@ -70,6 +70,9 @@ fn state_calls_filter_per_principal() {
         );
         let r = ok(&agent, INTRUDER, wire, &typed(call::Type::GetTasks));
         assert_eq!(r.get_tasks.unwrap(), Default::default());
+        if wire == Wire::Json {
+            v1_json_says_agent_id(&agent);
+        }
 
         // Filtered, not refused: 200 with nothing in it.
         let r = ok(&agent, INTRUDER, wire, &typed(call::Type::GetFrameworks));
@@ -121,4 +124,31 @@ fn state_calls_filter_per_principal() {
         nestguard::proto::mesos::v1::TaskState::TaskRunning as i32
     );
     assert_eq!(tasks.terminated_tasks.len(), 1, "{tasks:?}");
+}
+
+/// The JSON itself carries Mesos' v1 names: a task's agent is `agent_id`
+/// (the agent's own ID), never the unversioned `slave_id`.
+fn v1_json_says_agent_id(agent: &TestAgent) {
+    let id = ok(agent, OPS, Wire::Protobuf, &typed(call::Type::GetAgent))
+        .get_agent
+        .and_then(|a| a.agent_info)
+        .and_then(|i| i.id)
+        .expect("GET_AGENT has the agent's ID")
+        .value;
+    for (kind, tasks) in [
+        (call::Type::GetTasks, "/get_tasks"),
+        (call::Type::GetState, "/get_state/get_tasks"),
+    ] {
+        let (status, body) = api(agent, OPS, Wire::Json, &typed(kind));
+        let text = String::from_utf8(body).unwrap();
+        assert_eq!(status, 200, "{text}");
+        assert!(!text.contains("slave_id"), "{kind:?}: {text}");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let launched = &v.pointer(tasks).unwrap()["launched_tasks"][0];
+        assert_eq!(
+            launched["agent_id"]["value"],
+            id.as_str(),
+            "{kind:?}: {text}"
+        );
+    }
 }

@@ -158,11 +158,11 @@ pub(super) fn agent(server: &Arc<Server>, format: Format) -> Response {
         &AgentResponse {
             r#type: Some(response::Type::GetAgent as i32),
             get_agent: Some(response::GetAgent {
-                agent_info: Some(v1::SlaveInfo {
+                agent_info: Some(v1::AgentInfo {
                     hostname: server.details.hostname.clone(),
                     port: Some(i32::from(server.details.port)),
                     resources: Vec::new(),
-                    id: Some(v1::SlaveId {
+                    id: Some(v1::AgentId {
                         value: server.agent.agent_id().to_owned(),
                     }),
                 }),

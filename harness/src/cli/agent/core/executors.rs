@@ -226,7 +226,7 @@ impl Agent {
                 },
                 state: v1::TaskState::TaskKilled as i32,
                 message: Some("Killed before delivery to the executor".into()),
-                source: Some(v1::task_status::Source::Slave as i32),
+                source: Some(v1::task_status::Source::Agent as i32),
                 reason: Some(v1::task_status::Reason::TaskKilledDuringLaunch as i32),
                 uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
                 ..Default::default()
@@ -261,16 +261,16 @@ impl Agent {
         self.send_event(root, acknowledged(task_id, uuid))
     }
 
-    fn agent_info(&self) -> v1::executor::AgentInfo {
+    fn agent_info(&self) -> v1::AgentInfo {
         let endpoint = self.endpoint();
         let (host, port) = endpoint
             .rsplit_once(':')
             .map_or((endpoint.as_str(), None), |(h, p)| (h, p.parse().ok()));
-        v1::executor::AgentInfo {
+        v1::AgentInfo {
             hostname: host.to_owned(),
             port,
             resources: Vec::new(),
-            id: Some(v1::SlaveId {
+            id: Some(v1::AgentId {
                 value: self.layout.agent_id.clone(),
             }),
         }

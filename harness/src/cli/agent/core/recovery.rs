@@ -18,7 +18,8 @@ use crate::cli::agent::paths::nested_sandbox;
 /// The reason a container whose checkpoints could not be read reports when
 /// it ends. Mesos has no `REASON_CONTAINER_RECOVERY_FAILED`; its agent
 /// reports executors it cannot recover after a restart with
-/// `REASON_SLAVE_RESTARTED`, and the message says which file failed.
+/// `REASON_SLAVE_RESTARTED` (`REASON_AGENT_RESTARTED` in the v1 answers of
+/// WAIT_CONTAINER, same number), and the message says which file failed.
 const RECOVERY_FAILED: mesos::task_status::Reason = mesos::task_status::Reason::SlaveRestarted;
 
 /// A termination for a container whose checkpoints could not be recovered.
