@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::agent_support::{OPS, TestAgent, agent_command, pod, require_root, task, wait_until};
+use crate::debug_sessions::ACLS as SESSION_ACLS;
 
 /// A pipe nobody reads: (write end, its clone) for stdout and stderr.
 fn closed_pipe() -> (std::io::PipeWriter, std::io::PipeWriter) {
@@ -150,7 +151,7 @@ fn exec_keeps_the_commands_exit_code() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with(&["--debug_sessions"]);
+    let agent = TestAgent::start_with_acls_and(SESSION_ACLS, &["--debug_sessions"]);
     let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
     agent.wait_task(&sandbox, "main", "TASK_RUNNING");
     let secret = agent.dir.path().join("ops.secret");
