@@ -269,6 +269,16 @@ impl Setup {
         })
     }
 
+    /// The hierarchy where every container has a cgroup of its own: the
+    /// freezer (v1), else whichever has the root.
+    fn container_cgroups(&self) -> Option<PathBuf> {
+        let tops = self.cgroup_tops();
+        tops.iter()
+            .find(|t| t.parent().is_some_and(|p| p.ends_with("freezer")))
+            .or(tops.first())
+            .cloned()
+    }
+
     /// `<mount>/<controller>/<root>` in every hierarchy where it exists.
     fn cgroup_tops(&self) -> Vec<PathBuf> {
         let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
@@ -655,14 +665,7 @@ fn count_leaks(
         }
     }
     for top in setup.cgroup_tops() {
-        let mut dirs = vec![top];
-        let mut i = 0;
-        while i < dirs.len() {
-            if let Ok(children) = std::fs::read_dir(&dirs[i]) {
-                dirs.extend(children.flatten().map(|c| c.path()).filter(|p| p.is_dir()));
-            }
-            i += 1;
-        }
+        let dirs = tree(&top);
         // The root and its separator are the agent's (Mesos leaves them).
         for d in dirs.iter().skip(1) {
             if d.file_name().is_some_and(|n| n == SEPARATOR)
@@ -717,6 +720,24 @@ fn count_leaks(
     (l, details)
 }
 
+/// `top` and every directory below it, parents first.
+fn tree(top: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![top.to_path_buf()];
+    let mut i = 0;
+    while let Some(dir) = dirs.get(i) {
+        if let Ok(children) = std::fs::read_dir(dir) {
+            let more: Vec<PathBuf> = children
+                .flatten()
+                .map(|c| c.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            dirs.extend(more);
+        }
+        i += 1;
+    }
+    dirs
+}
+
 fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|d| {
@@ -731,26 +752,11 @@ fn entries(dir: &Path) -> Vec<String> {
 /// running: orphans recovery should have destroyed.
 fn orphans(setup: &Setup, running: &BTreeMap<String, Option<String>>) -> Vec<String> {
     let mut out = Vec::new();
-    // Every container has a freezer cgroup of its own (v1), else look at
-    // whichever hierarchy has the root.
-    let tops = setup.cgroup_tops();
-    let Some(top) = tops
-        .iter()
-        .find(|t| t.parent().is_some_and(|p| p.ends_with("freezer")))
-        .or(tops.first())
-    else {
+    let Some(top) = setup.container_cgroups() else {
         return out;
     };
-    let mut dirs = vec![top.clone()];
-    let mut i = 0;
-    while i < dirs.len() {
-        if let Ok(children) = std::fs::read_dir(&dirs[i]) {
-            dirs.extend(children.flatten().map(|c| c.path()).filter(|p| p.is_dir()));
-        }
-        i += 1;
-    }
-    for d in dirs.iter().skip(1) {
-        let Ok(rel) = d.strip_prefix(top) else {
+    for d in tree(&top).iter().skip(1) {
+        let Ok(rel) = d.strip_prefix(&top) else {
             continue;
         };
         let chain: Vec<String> = rel
@@ -791,6 +797,9 @@ enum Outcome {
     Refused(u16, String),
     Unanswered(String),
 }
+
+/// What a unit's launches came to, and its pod's container ID if any.
+type UnitResult = (Vec<Outcome>, Option<String>);
 
 /// A launch tree: a root (standalone container or pod) and up to two
 /// levels of nested containers below it, launched in order.
@@ -846,7 +855,7 @@ fn pod_spec(executor: &str) -> Value {
 
 /// Runs one unit's launches in order until one is not acknowledged.
 /// Returns the outcome of each and the pod's container ID if it has one.
-fn run_unit(client: &Client, unit: &Unit, started: Instant) -> (Vec<Outcome>, Option<String>) {
+fn run_unit(client: &Client, unit: &Unit, started: Instant) -> UnitResult {
     let offset = Duration::from_millis(unit.start_ms);
     if let Some(wait) = offset.checked_sub(started.elapsed()) {
         std::thread::sleep(wait);
@@ -943,7 +952,7 @@ fn crash(
         }
         let (plan, kill_ms) = plan(round, seed, units, window_ms);
         let burst = Instant::now();
-        let results: Arc<Mutex<Vec<(Vec<Outcome>, Option<String>)>>> =
+        let results: Arc<Mutex<Vec<UnitResult>>> =
             Arc::new(Mutex::new(vec![(Vec::new(), None); plan.len()]));
         let threads: Vec<_> = plan
             .iter()
@@ -1041,7 +1050,7 @@ fn check_round(
     setup: &Setup,
     agent: &AgentProc,
     plan: &[Unit],
-    results: &[(Vec<Outcome>, Option<String>)],
+    results: &[UnitResult],
     fd_baseline: usize,
 ) -> Result<Tally> {
     let client = &agent.client;
@@ -1228,7 +1237,7 @@ fn sequential(setup: &Setup, count: u32, deadline: Instant) -> Result<bool> {
         if done == 100 {
             warm = (agent.rss_kib(), agent.fds());
         }
-        if done % 1000 == 0 {
+        if done.is_multiple_of(1000) {
             println!(
                 "  {done}: agent RSS {} KiB, {} fds, {} threads, {:.1} ms a launch",
                 agent.rss_kib(),
@@ -1302,19 +1311,50 @@ fn memory(setup: &Setup, containers: u32, deadline: Instant) -> Result<bool> {
         started.elapsed().as_secs_f64(),
         (rss1.saturating_sub(rss0)) as f64 * 1000.0 / f64::from(launched.max(1))
     );
-    // One idle container's processes: everything in its cgroup but the command.
+    // One idle container's processes: everything in its cgroup but the
+    // command. The launch helper stays out of the cgroup and ends once the
+    // container runs: every nestguard-launch below the driver is counted to
+    // show what is left per container (the agent's spare helper is one).
     let procs = processes();
-    let tops = setup.cgroup_tops();
-    let freezer = tops
-        .iter()
-        .find(|t| t.parent().is_some_and(|p| p.ends_with("freezer")))
-        .or(tops.first())
-        .ok_or("no cgroup root")?;
+    let agent_pid = agent.pid.as_raw();
+    let me = std::process::id() as i32;
+    let launch_helpers = procs
+        .values()
+        .filter(|p| p.exe.ends_with("/nestguard-launch") && descends(&procs, p.pid, me))
+        .count();
+    let outside = procs
+        .values()
+        .filter(|p| p.exe.ends_with("/nestguard-launch") && p.ppid == agent_pid)
+        .count();
+    println!(
+        "memory: {launch_helpers} nestguard-launch processes for {launched} containers ({outside} of them the agent's own children)"
+    );
+    let freezer = setup.container_cgroups().ok_or("no cgroup root")?;
     let mut helpers = (0u64, 0u64, 0u64);
     for sample in ["mem-0", "mem-1"] {
         let pids =
             std::fs::read_to_string(freezer.join(sample).join("cgroup.procs")).unwrap_or_default();
-        for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        let mut pids: Vec<i32> = pids
+            .lines()
+            .filter_map(|l| l.trim().parse::<i32>().ok())
+            .collect();
+        // The launch helper, out of the cgroup: the supervisor's
+        // nestguard-launch ancestors below the agent.
+        let mut outside = Vec::new();
+        for pid in &pids {
+            let mut p = procs.get(pid).map(|p| p.ppid);
+            while let Some(pp) = p.filter(|pp| *pp != agent_pid && *pp > 1) {
+                let Some(parent) = procs.get(&pp) else { break };
+                if parent.exe.ends_with("/nestguard-launch") && !pids.contains(&pp) {
+                    outside.push(pp);
+                }
+                p = Some(parent.ppid);
+            }
+        }
+        outside.sort_unstable();
+        outside.dedup();
+        pids.extend(outside);
+        for pid in pids {
             let exe = procs.get(&pid).map(|p| p.exe.clone()).unwrap_or_default();
             let rss = status_field(pid, "VmRSS:").unwrap_or(0);
             let (pss, private) = pss_private(pid);

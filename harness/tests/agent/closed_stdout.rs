@@ -18,6 +18,30 @@ fn closed_pipe() -> (std::io::PipeWriter, std::io::PipeWriter) {
     (writer, clone)
 }
 
+/// Runs `nestguard <command> --agent … --principal ops --secret-file …
+/// <rest>` with stdout a closed pipe; its output.
+fn as_ops_into_closed_stdout(
+    agent: &TestAgent,
+    command: &[&str],
+    rest: &[&str],
+) -> std::process::Output {
+    let secret = agent.dir.path().join("ops.secret");
+    std::fs::write(&secret, OPS.1).unwrap();
+    let (stdout, _) = closed_pipe();
+    Command::new(env!("CARGO_BIN_EXE_nestguard"))
+        .args(command)
+        .args(["--agent", agent.address.trim_end_matches('/')])
+        .args(["--principal", OPS.0])
+        .arg("--secret-file")
+        .arg(&secret)
+        .args(rest)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
 /// A loopback port nothing listens on right now.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -113,8 +137,6 @@ fn pod_run_finishes_removes_its_pod_and_keeps_its_verdict() {
         return;
     }
     let agent = TestAgent::start();
-    let secret = agent.dir.path().join("ops.secret");
-    std::fs::write(&secret, OPS.1).unwrap();
     for (command, code) in [("echo one; echo two", 0), ("exit 3", 1)] {
         let spec = agent.dir.path().join("pod.json");
         std::fs::write(
@@ -122,19 +144,7 @@ fn pod_run_finishes_removes_its_pod_and_keeps_its_verdict() {
             pod(serde_json::json!([task("t", command)])).to_string(),
         )
         .unwrap();
-        let (stdout, _) = closed_pipe();
-        let out = Command::new(env!("CARGO_BIN_EXE_nestguard"))
-            .args(["pod", "run"])
-            .arg(&spec)
-            .args(["--agent", agent.address.trim_end_matches('/')])
-            .args(["--principal", OPS.0])
-            .arg("--secret-file")
-            .arg(&secret)
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap();
+        let out = as_ops_into_closed_stdout(&agent, &["pod", "run", spec.to_str().unwrap()], &[]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert_eq!(out.status.code(), Some(code), "{command}: {stderr}");
@@ -154,22 +164,11 @@ fn exec_keeps_the_commands_exit_code() {
     let agent = TestAgent::start_with_acls_and(SESSION_ACLS, &["--debug_sessions"]);
     let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
     agent.wait_task(&sandbox, "main", "TASK_RUNNING");
-    let secret = agent.dir.path().join("ops.secret");
-    std::fs::write(&secret, OPS.1).unwrap();
-    let (stdout, _) = closed_pipe();
-    let out = Command::new(env!("CARGO_BIN_EXE_nestguard"))
-        .arg("exec")
-        .args(["--agent", agent.address.trim_end_matches('/')])
-        .args(["--principal", OPS.0])
-        .arg("--secret-file")
-        .arg(&secret)
-        .arg(&root)
-        .args(["--", "sh", "-c", "seq 1 2000; echo done >&2; exit 5"])
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
+    let out = as_ops_into_closed_stdout(
+        &agent,
+        &["exec"],
+        &[&root, "--", "sh", "-c", "seq 1 2000; echo done >&2; exit 5"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(5), "{stderr}");
