@@ -19,9 +19,9 @@ fn main() -> ExitCode {
     let args = cli::Cli::parse();
     cli::init_logging(args.verbose);
     match cli::run(args) {
-        Ok(code) => code,
+        Ok(code) => cli::out::finish(code),
         Err(err) => {
-            eprintln!("nestguard: {err:#}");
+            cli::out::errln!("nestguard: {err:#}");
             ExitCode::from(1)
         }
     }

@@ -5,6 +5,7 @@
 //! Exit codes follow the Cedar CLI: `check` 0 valid / 1 invalid; `explain`
 //! 0 allowed / 2 denied / 1 error.
 
+use crate::cli::out::{errln, outln};
 use std::process::ExitCode;
 
 mod analysis;
@@ -89,7 +90,7 @@ pub fn run(command: AclsCommand) -> anyhow::Result<ExitCode> {
         AclsCommand::Explain(args) => match explain_cmd(&args) {
             Ok(code) => Ok(code),
             Err(err) => {
-                eprintln!("error: {err:#}");
+                errln!("error: {err:#}");
                 Ok(ExitCode::from(1))
             }
         },
@@ -104,7 +105,7 @@ fn check(file: &str, lenient: bool) -> ExitCode {
     let auth = match Authorizer::new(source(file), ParseMode { strict: !lenient }) {
         Ok(a) => a,
         Err(err) => {
-            eprintln!("error: {err}");
+            errln!("error: {err}");
             return ExitCode::from(1);
         }
     };
@@ -112,14 +113,14 @@ fn check(file: &str, lenient: bool) -> ExitCode {
     let warnings = lint::lint(&policy.doc);
     for w in &warnings {
         if w.list.is_some() {
-            eprintln!("warning: {}:{w}", policy.origin);
+            errln!("warning: {}:{w}", policy.origin);
         } else {
-            eprintln!("warning: {}: {w}", policy.origin);
+            errln!("warning: {}: {w}", policy.origin);
         }
     }
     let entries: usize = policy.doc.lists.iter().map(Vec::len).sum();
     let lists = policy.doc.lists.iter().filter(|l| !l.is_empty()).count();
-    println!(
+    outln!(
         "{}: valid ({entries} entries in {lists} lists, permissive={}, {} warnings)",
         policy.origin,
         policy.permissive(),
@@ -213,9 +214,9 @@ fn explain_cmd(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let policy = auth.policy();
     let decision = auth.explain_in(&policy, &request)?;
     if args.json {
-        println!("{}", explain::to_json(&policy, &decision));
+        outln!("{}", explain::to_json(&policy, &decision));
     } else {
-        println!("{}", explain::to_text(&policy, &decision));
+        outln!("{}", explain::to_text(&policy, &decision));
     }
     Ok(if decision.allowed {
         ExitCode::SUCCESS

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use crate::cli::out::{errln, outln};
 use nestguard::credentials::file::{self, LoadOptions};
 use nestguard::credentials::jwt;
 
@@ -86,7 +87,7 @@ pub fn run_credentials(cmd: CredentialsCommand) -> anyhow::Result<ExitCode> {
                     .map(str::to_owned)
                     .collect()
             };
-            println!(
+            outln!(
                 "{}: OK, {} credential(s): {}",
                 path.display(),
                 principals.len(),
@@ -113,7 +114,7 @@ pub fn run_token(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
                 ("eid".to_owned(), eid),
                 ("fid".to_owned(), fid),
             ]);
-            println!("{}", jwt::issue(&claims, &key));
+            outln!("{}", jwt::issue(&claims, &key));
             Ok(ExitCode::SUCCESS)
         }
         TokenCommand::Verify {
@@ -124,11 +125,11 @@ pub fn run_token(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
             let key = jwt::load_key(&key, &load_options(allow_open_permissions))?;
             match jwt::verify(token.trim(), &key, jwt::now_secs()) {
                 Ok(claims) => {
-                    println!("{}", serde_json::to_string(&claims)?);
+                    outln!("{}", serde_json::to_string(&claims)?);
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => {
-                    eprintln!("nestguard: invalid token: {e}");
+                    errln!("nestguard: invalid token: {e}");
                     Ok(ExitCode::from(1))
                 }
             }

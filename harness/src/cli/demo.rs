@@ -22,6 +22,7 @@ use anyhow::{Context, bail};
 
 use super::client::{AgentClient, Credential};
 use super::pod::{self, TaskEvent};
+use crate::cli::out::errln;
 
 const DEMO_ACLS: &str = include_str!("../../../acls/demo.json");
 
@@ -356,7 +357,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Err(e) => match e.downcast_ref::<Stopped>() {
             Some(Stopped::StdoutClosed) => Ok(ExitCode::SUCCESS),
             Some(Stopped::Interrupted) => {
-                eprintln!("nestguard demo: {e}");
+                errln!("nestguard demo: {e}");
                 Ok(ExitCode::from(130))
             }
             None => Err(e),

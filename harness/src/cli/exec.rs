@@ -6,7 +6,7 @@
 //! stdin is streamed as it is read. The local terminal is not put in raw
 //! mode, nor is SIGWINCH forwarded: with `-t` the window size is sent once.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,7 +16,7 @@ use nestguard::proto::mesos::v1::agent::{Call, ProcessIo, call, process_io};
 use nestguard::proto::mesos::v1::{self, CommandInfo, ContainerInfo, TtyInfo, tty_info};
 
 use super::client::{Credential, exit_status};
-use super::recordio;
+use super::{out, recordio};
 
 /// `nestguard exec` arguments.
 #[derive(Debug, clap::Args)]
@@ -278,7 +278,8 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let mut reader = response.body_mut().as_reader();
     let mut decoder = recordio::Decoder::new(16 << 20);
     let mut buf = vec![0u8; 16 * 1024];
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    // Through `out`: a closed stdout drops the output, never panics or
+    // ends the session (its exit code is still the command's).
     loop {
         let n = reader.read(&mut buf).context("reading the session")?;
         if n == 0 {
@@ -289,11 +290,10 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                 .context("a ProcessIO record")?;
             let Some(data) = io.data else { continue };
             match data.r#type() {
-                process_io::data::Type::Stderr => err.write_all(data.data())?,
-                _ => out.write_all(data.data())?,
+                process_io::data::Type::Stderr => out::write_stderr_bytes(data.data()),
+                _ => out::write_stdout_bytes(data.data()),
             }
         }
-        out.flush()?;
     }
 
     // The input ends with the container (its stdin is gone); it is not

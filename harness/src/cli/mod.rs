@@ -8,6 +8,7 @@ mod demo;
 mod exec;
 mod executor;
 mod library;
+pub mod out;
 mod pod;
 mod recordio;
 mod smoke;
@@ -88,7 +89,10 @@ pub fn init_logging(verbose: u8) {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_ansi(ansi)
-                .with_writer(std::io::stderr),
+                .with_writer(std::io::stderr)
+                // Its report of a failed write is an `eprintln!`, which
+                // panics when stderr is a closed pipe (`2>&1 | head`).
+                .log_internal_errors(false),
         )
         .try_init();
     if installed.is_ok() {
@@ -211,7 +215,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Version => {
             let v = nestguard::abi::version::ABI_VERSION;
-            println!(
+            out::outln!(
                 "nestguard {} (C ABI {}.{}.{})",
                 env!("CARGO_PKG_VERSION"),
                 v >> 16,

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use super::client::{AgentClient, Credential};
+use crate::cli::out::outln;
 
 /// `pod` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -218,21 +219,21 @@ pub fn run(command: PodCommand) -> anyhow::Result<ExitCode> {
     };
     let client = AgentClient::new(&agent, credential);
     let (id, sandbox) = submit(&client, &spec)?;
-    println!("pod {id} launched; sandbox {}", sandbox.display());
+    outln!("pod {id} launched; sandbox {}", sandbox.display());
     let started = Instant::now();
     let outcome = follow(
         &client,
         &id,
         &sandbox,
-        |e| println!("{}", describe(e, started)),
+        |e| outln!("{}", describe(e, started)),
         || {},
     )?;
-    println!(
+    outln!(
         "pod {id} ended (executor exit status {:?})",
         outcome.exit_status
     );
     for (task, state) in &outcome.final_states {
-        println!("  {task:<12} {state}");
+        outln!("  {task:<12} {state}");
     }
     if !keep {
         remove(&client, &id)?;

@@ -10,6 +10,7 @@ use super::agent::bindings::{
     NESTGUARD_RESULT_INVALID_CONTAINER_ID, NESTGUARD_RESULT_OK, NESTGUARD_RESULT_PANIC,
 };
 use super::library::{NestguardLibrary, default_path};
+use crate::cli::out::outln;
 use nestguard::proto::mesos::ContainerId;
 
 /// Loads the library, round-trips a nested ContainerID through it, shows a
@@ -21,7 +22,7 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     };
     let lib = NestguardLibrary::load(&path)?;
     let v = lib.abi_version();
-    println!(
+    outln!(
         "loaded {} (C ABI {}.{}.{})",
         lib.path().display(),
         v >> 16,
@@ -38,7 +39,7 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     };
     let id = ContainerId::decode(bytes.as_slice()).context("decoding the returned ContainerID")?;
-    println!(
+    outln!(
         "parsed  {text:?} -> ContainerID {{ value: {:?}, parent: {:?} }} ({} bytes)",
         id.value,
         id.parent.as_ref().map(|p| p.value.as_str()),
@@ -52,7 +53,7 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             lib.last_error()
         ),
     };
-    println!("render  -> {rendered:?}");
+    outln!("render  -> {rendered:?}");
     if rendered != text {
         bail!("round trip changed the id: {rendered:?}");
     }
@@ -66,16 +67,16 @@ pub fn run(library: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         .container_id_render(&bad)?
         .err()
         .unwrap_or(NESTGUARD_RESULT_OK);
-    println!("invalid -> result {rc}: {}", lib.last_error());
+    outln!("invalid -> result {rc}: {}", lib.last_error());
     if rc != NESTGUARD_RESULT_INVALID_CONTAINER_ID {
         bail!("an invalid ContainerID was not rejected");
     }
 
     let rc = lib.abi_selftest_panic()?;
-    println!("panic   -> result {rc}: {}", lib.last_error());
+    outln!("panic   -> result {rc}: {}", lib.last_error());
     if rc != NESTGUARD_RESULT_PANIC {
         bail!("the panic boundary did not report a panic");
     }
-    println!("smoke run passed");
+    outln!("smoke run passed");
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,8 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use agent_support::{
-    INTRUDER, OPS, agent_command, expect_address, library, pod, spawn_logged, task, wait_until,
+    INTRUDER, OPS, agent_command, expect_address, library, pod, spawn_logged, stop_child, task,
+    wait_until,
 };
 
 const ACLS: &str = r#"{
@@ -126,11 +127,7 @@ impl Drop for Audited {
             }
         }
         if let Some(mut c) = self.child.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-            let _ = c.wait();
+            stop_child(&mut c);
         }
     }
 }

@@ -15,7 +15,7 @@ use prost::Message;
 use crate::agent_support::{INTRUDER, OPS, TestAgent, nested, pod, require_root, task};
 use crate::recordio;
 
-const ACLS: &str = r#"{
+pub(crate) const ACLS: &str = r#"{
   "permissive": false,
   "run_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "launch_nested_container_sessions_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],

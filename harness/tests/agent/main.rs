@@ -2,6 +2,11 @@
 //! the security checks of its HTTP API, identities and inputs. One test
 //! binary.
 
+#![allow(
+    clippy::disallowed_macros,
+    reason = "tests print to the test harness (harness/clippy.toml is for the command)"
+)]
+
 #[path = "../agent_support/mod.rs"]
 mod agent_support;
 #[path = "../../../tests/common/mod.rs"]
@@ -10,6 +15,7 @@ mod common;
 mod agent_e2e;
 mod api_calls;
 mod audit_log;
+mod closed_stdout;
 mod debug_sessions;
 mod executor_api;
 #[path = "../../src/cli/recordio.rs"]

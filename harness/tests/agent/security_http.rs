@@ -16,8 +16,8 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use agent_support::{
-    INTRUDER, OPS, agent_command, expect_address, library, pod, require_root, spawn_logged, task,
-    wait_task_in,
+    INTRUDER, OPS, agent_command, expect_address, library, pod, require_root, spawn_logged,
+    stop_child, task, wait_task_in,
 };
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -277,11 +277,7 @@ impl Drop for Door {
             }
         }
         if let Some(mut c) = self.child.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-            let _ = c.wait();
+            stop_child(&mut c);
         }
         if let Some(root) = &self.cgroups_root {
             kill_and_remove_cgroups(root);

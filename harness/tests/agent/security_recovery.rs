@@ -538,6 +538,76 @@ fn launch_cut_off_by_a_crash_ends_as_a_failed_launch() {
     assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0);
 }
 
+/// Issue 17 (found by `scripts/soak.sh`): a SIGKILL at any point of a
+/// launch leaves its marker, and recovery ends whatever that launch left as
+/// a failed launch: a standalone launch cut off before its checkpoint was
+/// written ("early": its sandbox only) or while it was ("half": the
+/// checkpoint directory without its file), and a pod cut off while its
+/// executor checkpoints were written ("cutpod"). Before, the half-written
+/// checkpoints were kept as damage for ever, "early" was forgotten with its
+/// sandbox, and WAIT answered 404 for all three.
+#[test]
+fn interrupted_checkpoints_under_a_marker_end_as_failed_launches() {
+    if !require_root() {
+        return;
+    }
+    let root = CgroupRoot::new("interrupted");
+    let mut agent = Agent::new(&root, &[]);
+    agent.spawn();
+    agent.sigkill();
+    let work = agent.work();
+    let markers = work.join("meta/launching");
+    for id in ["early", "half", "cutpod"] {
+        std::fs::write(markers.join(id), b"").unwrap();
+    }
+    for id in ["early", "half"] {
+        std::fs::create_dir_all(work.join("containers").join(id)).unwrap();
+        std::fs::write(work.join("containers").join(id).join("stdout"), b"").unwrap();
+    }
+    std::fs::create_dir_all(work.join("meta/standalone/half")).unwrap();
+    let pod_meta = work.join("meta/executors/cutpod");
+    std::fs::create_dir_all(&pod_meta).unwrap();
+    std::fs::write(pod_meta.join("framework.info"), b"").unwrap();
+    agent.spawn();
+
+    for id in ["early", "half", "cutpod"] {
+        let (status, body) = agent.api(serde_json::json!({"type": "WAIT_CONTAINER",
+            "wait_container": {"container_id": {"value": id}}}));
+        assert_eq!(status, 200, "{id}: {body}\n{}", agent.log());
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let w = &v["wait_container"];
+        assert_eq!(
+            w["reason"], "REASON_CONTAINER_LAUNCH_FAILED",
+            "{id}: {body}"
+        );
+        assert!(
+            w["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("the agent stopped before the launch completed"),
+            "{id}: {body}"
+        );
+    }
+    assert!(!work.join("meta/standalone/half").exists());
+    assert!(
+        !pod_meta.exists(),
+        "no executor is kept for a launch that never ran"
+    );
+    assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 0);
+    // The sandboxes go with REMOVE_CONTAINER, as any standalone one's.
+    for id in ["early", "half"] {
+        let (status, body) = agent.api(serde_json::json!({"type": "REMOVE_CONTAINER",
+            "remove_container": {"container_id": {"value": id}}}));
+        assert_eq!(status, 200, "{id}: {body}");
+        assert!(!work.join("containers").join(id).exists(), "{id}'s sandbox");
+    }
+    let log = agent.log();
+    assert!(
+        !log.contains("left for inspection"),
+        "an interrupted launch is no damage:\n{log}"
+    );
+}
+
 /// The directories below the root (not the root itself) that hold neither
 /// a process nor a subdirectory.
 fn empty_cgroups(root: &CgroupRoot) -> Vec<PathBuf> {

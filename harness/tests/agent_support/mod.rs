@@ -169,8 +169,10 @@ impl TestAgent {
             .args(&self.extra_args),
             d,
         );
-        self.address = expect_address(&line, || self.log());
+        // Kept before the address is checked: an agent that printed
+        // something else is still stopped and reaped by `Drop`.
         self.child = Some(child);
+        self.address = expect_address(&line, || self.log());
     }
 
     /// SIGKILLs the agent (containers keep running).
@@ -266,29 +268,85 @@ impl TestAgent {
 }
 
 impl Drop for TestAgent {
+    /// Runs on every exit of a test, a failed assertion included, so it
+    /// never panics itself (a panic while unwinding aborts the test binary
+    /// and leaves everything behind): every step is best effort, bounded.
     fn drop(&mut self) {
-        // Destroy every pod this agent knows, then stop it.
-        let meta = self.dir.path().join("work/meta/executors");
-        if self.child.is_some()
-            && let Ok(entries) = std::fs::read_dir(&meta)
-        {
-            for e in entries.flatten() {
-                let _ = self.delete(&format!(
-                    "/nestguard/v1/pods/{}",
-                    e.file_name().to_string_lossy()
-                ));
+        // Destroy every pod and standalone container this agent knows,
+        // then stop it.
+        let work = self.dir.path().join("work/meta");
+        if self.child.is_some() {
+            let ops = format!("{}:{}", OPS.0, OPS.1);
+            for id in dir_names(&work.join("executors")) {
+                let url = format!("{}/nestguard/v1/pods/{id}", self.address);
+                best_effort_curl(&["-X", "DELETE", "-u", &ops, &url]);
+            }
+            for id in dir_names(&work.join("standalone")) {
+                let call = serde_json::json!({"type": "KILL_CONTAINER",
+                    "kill_container": {"container_id": {"value": id}}});
+                let url = format!("{}/api/v1", self.address);
+                best_effort_curl(&[
+                    "-X",
+                    "POST",
+                    "-u",
+                    &ops,
+                    "-H",
+                    "Content-Type: application/json",
+                    "--data-binary",
+                    &call.to_string(),
+                    &url,
+                ]);
             }
         }
         if let Some(mut c) = self.child.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-            let _ = c.wait();
+            stop_child(&mut c);
         }
-        // The isolator removes container cgroups; the test's own root goes here.
+        // The isolator removes container cgroups; the test's own root goes
+        // here, with whatever still runs in it.
         remove_cgroup_tree(&self.cgroups_root);
     }
+}
+
+/// The names of the entries of `dir` (none if it cannot be read).
+fn dir_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// curl with `args`, bounded in time; its outcome is ignored (clean-up).
+fn best_effort_curl(args: &[&str]) {
+    let _ = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "--max-time", "10"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Stops an agent as an operator would (SIGTERM: its containers live on
+/// for recovery, the test's clean-up kills them), then SIGKILL if it has
+/// not exited within 10 s; always reaps it. Never panics: for `Drop`.
+pub fn stop_child(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn write_private(path: &Path, text: &str) {

@@ -4,6 +4,7 @@
 mod acls_analysis_cli;
 mod authz_cli;
 mod cli_smoke;
+mod closed_stdout;
 mod credentials_cli;
 mod credentials_no_secret_leak;
 mod demo;

@@ -7,6 +7,7 @@
 
 use std::process::ExitCode;
 
+use crate::cli::out::{errln, out, outln};
 use clap::Args;
 use nestguard::authz::analysis::{self, Principal};
 use nestguard::authz::{ParseMode, Policy, Source, load};
@@ -85,7 +86,7 @@ fn policy(file: &str, lenient: bool) -> anyhow::Result<Policy> {
 }
 
 fn failed(err: &anyhow::Error, code: u8) -> ExitCode {
-    eprintln!("error: {err:#}");
+    errln!("error: {err:#}");
     ExitCode::from(code)
 }
 
@@ -101,9 +102,9 @@ pub fn who_can(args: &WhoCanArgs) -> ExitCode {
             args.parent_user.as_deref(),
         );
         if args.json {
-            println!("{}", answer.to_json());
+            outln!("{}", answer.to_json());
         } else {
-            print!("{}", answer.to_text());
+            out!("{}", answer.to_text());
         }
         Ok(())
     };
@@ -120,9 +121,9 @@ pub fn can(args: &CanArgs) -> ExitCode {
         };
         let answer = analysis::can(&policy, &principal);
         if args.json {
-            println!("{}", answer.to_json());
+            outln!("{}", answer.to_json());
         } else {
-            print!("{}", answer.to_text());
+            out!("{}", answer.to_text());
         }
         Ok(())
     };
@@ -136,9 +137,9 @@ pub fn diff(args: &DiffArgs) -> ExitCode {
         let new = policy(&args.new, args.lenient)?;
         let d = analysis::diff(&old, &new);
         if args.json {
-            println!("{}", d.to_json());
+            outln!("{}", d.to_json());
         } else {
-            print!("{}", d.to_text());
+            out!("{}", d.to_text());
         }
         Ok(d.is_empty())
     };
@@ -156,9 +157,9 @@ pub fn test(args: &TestArgs) -> ExitCode {
         let cases = nestguard::input::flag_path(&args.cases);
         let report = super::cases_file::run(&policy, cases)?;
         for line in report.failure_lines() {
-            println!("{line}");
+            outln!("{line}");
         }
-        println!("{}", report.summary());
+        outln!("{}", report.summary());
         Ok(report.failed() == 0)
     };
     match run() {

@@ -50,6 +50,7 @@ use self::abi::{
 use self::core::{Agent, Modules};
 use self::flags::{AgentFlags, LauncherKind};
 use self::manifest::ModuleSpec;
+use crate::cli::out::outln;
 
 /// The module names libnestguard.so provides.
 pub const AUTHORIZER_MODULE: &str = "io_nestguard_Authorizer";
@@ -294,7 +295,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         let _watcher = reload::start(Arc::clone(&agent))?;
         let recovering = Arc::clone(&agent);
         tokio::task::spawn_blocking(move || recovering.recover()).await??;
-        println!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
+        outln!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
         let metrics = agent_metrics(&agent, library_metrics);
         let server = Arc::new(http::Server {
             agent,

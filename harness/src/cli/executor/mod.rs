@@ -34,6 +34,7 @@ use nestguard::proto::nestguard::{PodTask, RestartPolicy};
 use self::api::{ExecutorApi, ExecutorEnv};
 use self::policy::{Decision, Exit, decide, ends_pod};
 use super::client::{AgentClient, exit_status};
+use crate::cli::out::{errln, outln};
 
 /// The task label carrying a task's restart policy in LAUNCH_GROUP (JSON of
 /// `nestguard.RestartPolicy`, nestguard's pod extension): Mesos' TaskInfo
@@ -97,11 +98,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
                     break;
                 }
             }
-            Err(e) => eprintln!("executor: {e:#}"),
+            Err(e) => errln!("executor: {e:#}"),
         }
         let since = *disconnected_since.get_or_insert_with(Instant::now);
         if since.elapsed() > executor.api.env().recovery_timeout {
-            eprintln!("executor: the agent stayed unreachable; shutting down");
+            errln!("executor: the agent stayed unreachable; shutting down");
             executor.shutdown();
             break;
         }
@@ -158,11 +159,11 @@ impl Executor {
             match rx.recv_timeout(Duration::from_millis(200)) {
                 Ok(Ok(Some(event))) => self.handle(event),
                 Ok(Ok(None)) => {
-                    eprintln!("executor: the agent closed the event stream");
+                    errln!("executor: the agent closed the event stream");
                     return self.finished();
                 }
                 Ok(Err(e)) => {
-                    eprintln!("executor: event stream broken: {e:#}");
+                    errln!("executor: event stream broken: {e:#}");
                     return self.finished();
                 }
                 Err(RecvTimeoutError::Timeout) if self.finished() => return true,
@@ -180,7 +181,7 @@ impl Executor {
                     .and_then(|s| s.container_id)
                     .map(|c| to_dotted(&c));
                 if root.is_none() {
-                    eprintln!("executor: SUBSCRIBED without a container_id; cannot launch tasks");
+                    errln!("executor: SUBSCRIBED without a container_id; cannot launch tasks");
                 }
                 self.lock().root = root;
             }
@@ -212,9 +213,7 @@ impl Executor {
             }
             event::Type::Launch => {
                 // As Mesos' default executor: single tasks are not its job.
-                eprintln!(
-                    "executor: LAUNCH is not supported by the default executor; shutting down"
-                );
+                errln!("executor: LAUNCH is not supported by the default executor; shutting down");
                 self.shutdown();
             }
             event::Type::Kill => {
@@ -236,7 +235,7 @@ impl Executor {
             event::Type::Shutdown => self.shutdown(),
             event::Type::Error => {
                 let message = event.error.map(|e| e.message).unwrap_or_default();
-                eprintln!("executor: the agent reported an error: {message}");
+                errln!("executor: the agent reported an error: {message}");
             }
             event::Type::Message | event::Type::Heartbeat | event::Type::Unknown => {}
         }
@@ -292,7 +291,7 @@ impl Executor {
         };
         for container in running {
             if let Err(e) = self.client.kill_nested(&container, libc::SIGKILL) {
-                eprintln!("executor: killing {container}: {e:#}");
+                errln!("executor: killing {container}: {e:#}");
             }
         }
     }
@@ -310,7 +309,7 @@ impl Executor {
         };
         for (task, container) in running {
             if let Err(e) = self.client.kill_nested(&container, libc::SIGKILL) {
-                eprintln!("executor: killing task {task}: {e:#}");
+                errln!("executor: killing task {task}: {e:#}");
             }
         }
     }
@@ -324,7 +323,7 @@ impl Executor {
         if let (Some(obj), serde_json::Value::Object(more)) = (line.as_object_mut(), extra) {
             obj.extend(more);
         }
-        println!("{line}");
+        outln!("{line}");
         let Some(mesos_state) = v1::TaskState::from_str_name(state) else {
             return; // TASK_RESTARTING: nestguard's, printed only
         };
@@ -357,7 +356,7 @@ impl Executor {
             match self.api.update(&status) {
                 Ok(()) => return,
                 Err(e) if attempt == 4 => {
-                    eprintln!(
+                    errln!(
                         "executor: UPDATE {state} of {task} kept for the next subscription: {e:#}"
                     );
                 }
@@ -507,7 +506,7 @@ fn pod_task(task: v1::TaskInfo) -> PodTask {
     };
     let restart_policy = label(RESTART_POLICY_LABEL).and_then(|json| {
         nestguard::json::from_json::<RestartPolicy>(&json)
-            .map_err(|e| eprintln!("executor: ignoring label {RESTART_POLICY_LABEL}: {e}"))
+            .map_err(|e| errln!("executor: ignoring label {RESTART_POLICY_LABEL}: {e}"))
             .ok()
     });
     let transient = label(TRANSIENT_LABEL).map(|v| v == "true");
@@ -551,11 +550,12 @@ fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
                 return exit_status(&reply.body).unwrap_or(libc::SIGKILL);
             }
             Ok(reply) if reply.status == 404 => return libc::SIGKILL,
-            Ok(reply) => eprintln!(
+            Ok(reply) => errln!(
                 "executor: waiting on {child}: {} {}",
-                reply.status, reply.body
+                reply.status,
+                reply.body
             ),
-            Err(e) => eprintln!("executor: agent unreachable while waiting on {child}: {e:#}"),
+            Err(e) => errln!("executor: agent unreachable while waiting on {child}: {e:#}"),
         }
         if Instant::now() > deadline {
             return libc::SIGKILL;

@@ -136,6 +136,12 @@ impl Agent {
                 None,
             ),
         };
+        // The marker comes first: a crash anywhere below leaves it, and
+        // recovery then ends the launch as one the crash cut off, with its
+        // checkpoint (even half written) and its sandbox. Created later, a
+        // crash in between left a checkpoint no recovery would end (found
+        // by scripts/soak.sh).
+        let _marker = LaunchMarker::create(self.layout.launch_marker(&key))?;
         self.create_sandbox(&sandbox)?;
         let (board, command) = self.prepare_switchboard(
             &sandbox,
@@ -161,10 +167,7 @@ impl Agent {
         if id.parent.is_none() {
             self.checkpoint_standalone(id, &config)?;
         }
-        let marker = LaunchMarker::create(self.layout.launch_marker(&key));
-        let started = marker.and_then(|_marker| {
-            self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]))
-        });
+        let started = self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]));
         if started.is_err() && id.parent.is_none() {
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
         }

@@ -96,6 +96,9 @@ impl Agent {
                 })?,
             None => Environment::default(),
         };
+        // First, as for any launch (see `Agent::launch_as`): a crash from
+        // here on is a cut-off launch at recovery, whatever it left.
+        let _marker = LaunchMarker::create(self.layout.launch_marker(&id.value))?;
         let sandbox = self
             .layout
             .executor_sandbox(&pod.framework, &pod.executor, &id);
@@ -176,10 +179,7 @@ impl Agent {
             state.executors.insert(id.value.clone(), record);
         }
         self.queue_task_group(&id.value, group);
-        let marker = LaunchMarker::create(self.layout.launch_marker(&id.value));
-        let started = marker.and_then(|_marker| {
-            self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env]))
-        });
+        let started = self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env]));
         if let Err(e) = started {
             lock(&self.state).executors.remove(&id.value);
             self.shutdown_executor(&id.value);

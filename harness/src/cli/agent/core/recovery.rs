@@ -143,6 +143,16 @@ impl Agent {
                 tracing::warn!(path = %entry.path().display(), "ignoring a launch marker that names no container");
             }
         }
+        // A launch the crash cut off may have left its checkpoint half
+        // written: that is the unfinished launch, not damage, and it ends
+        // as a failed launch below instead of being kept for inspection.
+        let mut interrupted: HashSet<String> = HashSet::new();
+        for (key, _) in &cut_off {
+            if let Some(message) = damaged.remove(key) {
+                tracing::info!(container_id = %key, error = %message, "the checkpoint of a launch the crash cut off is incomplete");
+                interrupted.insert(key.clone());
+            }
+        }
         let reply = self.modules.launcher.recover(&known)?;
         // A standalone container the launcher no longer has (it ended and
         // was destroyed before the restart) has nothing left to recover.
@@ -235,9 +245,19 @@ impl Agent {
                 continue;
             };
             let root = container_id::root(&id).value.clone();
+            // A standalone launch cut off before its checkpoint was written
+            // may have made its sandbox: recorded, WAIT says what happened
+            // and REMOVE_CONTAINER removes it.
+            let standalone_sandbox = id
+                .parent
+                .is_none()
+                .then(|| self.layout.standalone_sandbox(&id))
+                .filter(|s| s.is_dir());
             let root_known = self.executor(&root).is_some()
                 || standalone.contains_key(&root)
-                || damaged.contains_key(&root);
+                || damaged.contains_key(&root)
+                || interrupted.contains(&root)
+                || standalone_sandbox.is_some();
             if lock(&self.state).containers.contains_key(key) || !root_known {
                 continue;
             }
@@ -247,7 +267,11 @@ impl Agent {
                     .get(&to_dotted(parent))
                     .map(|p| nested_sandbox(&p.sandbox, &id))
                     .unwrap_or_default(),
-                None => PathBuf::new(),
+                None => standalone
+                    .get(&root)
+                    .map(|c| PathBuf::from(&c.directory))
+                    .or(standalone_sandbox)
+                    .unwrap_or_default(),
             };
             lock(&self.state).containers.insert(
                 key.clone(),
@@ -286,6 +310,9 @@ impl Agent {
         }
         if id.parent.is_none() {
             lock(&self.state).executors.remove(&id.value);
+            // Its task group, queued again above, has no executor to go to.
+            self.shutdown_executor(&id.value);
+            self.forget_updates(&id.value);
             let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
         }
