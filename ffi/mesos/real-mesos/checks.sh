@@ -55,7 +55,9 @@ wait "$waiter"
 check authz-standalone-kill-wait "$r"
 
 # ---- a framework with an executor (parent of the nested containers)
-python3 "$CLIENT" framework "$MASTER" fw "$WORK/framework.json" >"$WORK/framework.log" 2>&1 &
+# The framework (and so its executors and tasks) runs as FRAMEWORK_USER
+# (default nobody): nestguard's executor must work as a user other than root.
+FRAMEWORK_USER="${FRAMEWORK_USER:-nobody}" python3 "$CLIENT" framework "$MASTER" fw "$WORK/framework.json" >"$WORK/framework.log" 2>&1 &
 echo $! >"$WORK/framework.pid"
 EXEC=""
 for i in $(seq 150); do

@@ -17,6 +17,7 @@
 import base64
 import http.client
 import json
+import os
 import signal
 import sys
 import threading
@@ -78,7 +79,8 @@ def cmd_framework(argv):
         import os
         os.replace(state_file + ".tmp", state_file)
 
-    info = {"user": "root", "name": "nestguard-real-mesos", "principal": principal,
+    info = {"user": os.environ.get("FRAMEWORK_USER", "root"), "name": "nestguard-real-mesos",
+            "principal": principal,
             "checkpoint": True, "failover_timeout": 0,
             "roles": ["*"], "capabilities": [{"type": "MULTI_ROLE"}]}
     conn, resp = post(master, "/api/v1/scheduler",
@@ -163,7 +165,7 @@ def pod_group(framework_id, agent, executor_id, tasks):
     """A LAUNCH_GROUP operation: one task group under a DEFAULT executor."""
     executor = {"type": "DEFAULT", "executor_id": {"value": executor_id},
                 "framework_id": {"value": framework_id},
-                "resources": [scalar("cpus", 0.1), scalar("mem", 64)]}
+                "resources": [scalar("cpus", 0.1), scalar("mem", 64), scalar("disk", 16)]}
     infos = [{"name": t, "task_id": {"value": t}, "agent_id": {"value": agent},
               "resources": [scalar("cpus", 0.1), scalar("mem", 32)],
               "command": {"shell": True, "value": cmd}} for t, cmd in tasks]
