@@ -9,7 +9,9 @@
 #
 # Environment: SKIP_BUILD=1 (use the cache as it is), KEEP_WORK=1 (keep the
 # work dir; logs are copied to $CACHE/last-run on failure anyway),
-# NUMBERS_N (launches per configuration for the numbers table, default 10).
+# NUMBERS_N (launches per configuration for the numbers table, default 10),
+# FRAMEWORK_USER (the framework's user, so its executors' and tasks',
+# default nobody).
 #
 # Root only (cgroups, the linux launcher). Everything it creates is named
 # after this run (ports picked free, cgroup roots mesos-ngrm<pid> and
