@@ -84,7 +84,14 @@ else
 # ---- hook: injected credentials in the executor's environment
 r="no executor pid"
 if [ -n "$EPID" ]; then
-  envs="$(container_environ "$EXEC")"
+  # The container's first process may still be Mesos' launch helper (with
+  # the agent's environment) until it execs the executor's command as the
+  # framework's user.
+  for i in $(seq 50); do
+    envs="$(container_environ "$EXEC")"
+    grep -q "^MESOS_EXECUTOR_ID=" <<<"$envs" && break
+    sleep 0.2
+  done
   if ! grep -qx "MESOS_PRINCIPAL=fw" <<<"$envs"; then r="no MESOS_PRINCIPAL=fw in the executor's environment"
   elif ! grep -qx "MESOS_SECRET=$FW_SECRET" <<<"$envs"; then r="MESOS_SECRET missing or wrong"
   else r=ok; fi
