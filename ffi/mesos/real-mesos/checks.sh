@@ -26,6 +26,21 @@ container_environ() {  # container_environ <path under freezer/$MCG>
   for pid in $(cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null); do environ_of "$pid"; done
 }
 
+# A standalone container's termination is not kept once it is destroyed:
+# WAIT first (in the background), then KILL; "ok" when both answer 200.
+# (No REMOVE of a standalone container: Mesos 1.11's containerizer aborts
+# the agent on it, containerizer.cpp:3152, CHECK containerId.has_parent().)
+wait_then_kill() {  # wait_then_kill <standalone container id>
+  local r waiter
+  call ops "$(wait_json "$1")" >"$WORK/$1-wait.out" &
+  waiter=$!
+  sleep 0.5
+  r="$(expect x 200 ops "$(kill_json "$1")")"
+  wait "$waiter"
+  [ "$r" = ok ] && [ "$(status_of "$(cat "$WORK/$1-wait.out")")" != 200 ] && r="WAIT gave $(head -c 300 "$WORK/$1-wait.out")"
+  echo "$r"
+}
+
 # ---- authn
 check authn-none "$(expect authn-none 401 none "$CONTAINERS")"
 check authn-wrong-secret "$(expect authn-wrong 401 wrong "$CONTAINERS")"
@@ -42,17 +57,7 @@ has_container "$SA-denied" && r="GET_CONTAINERS lists $SA-denied"
 [ -e "$WORK/run/containers/$SA-denied" ] && r="runtime dir left for $SA-denied"
 check authz-denied-leaves-nothing "$r"
 check authz-standalone-kill-denied "$(expect x 403 intruder "$(kill_json "$SA")")"
-# A standalone container's termination is not kept once it is destroyed:
-# WAIT first (in the background), then KILL.
-call ops "$(wait_json "$SA")" >"$WORK/sa-wait.out" &
-waiter=$!
-sleep 0.5
-r="$(expect x 200 ops "$(kill_json "$SA")")"
-wait "$waiter"
-[ "$r" = ok ] && [ "$(status_of "$(cat "$WORK/sa-wait.out")")" != 200 ] && r="WAIT gave $(head -c 300 "$WORK/sa-wait.out")"
-# No REMOVE of a standalone container: Mesos 1.11's containerizer aborts the
-# agent on it (containerizer.cpp:3152, CHECK containerId.has_parent()).
-check authz-standalone-kill-wait "$r"
+check authz-standalone-kill-wait "$(wait_then_kill "$SA")"
 
 # ---- a framework with an executor (parent of the nested containers)
 # The framework (and so its executors and tasks) runs as FRAMEWORK_USER
@@ -258,11 +263,7 @@ elif start_agent agent-recovered with; then
   r="$(expect x 200 ops "$(kill_json "$RC" "$RP")")"
   [ "$r" = ok ] && r="$(expect x 200 ops "$(wait_json "$RC" "$RP")")"
   [ "$r" = ok ] && r="$(expect x 200 ops "$(remove_json "$RC" "$RP")")"
-  call ops "$(wait_json "$RP")" >"$WORK/rp-wait.out" &
-  waiter=$!
-  sleep 0.5
-  [ "$r" = ok ] && r="$(expect x 200 ops "$(kill_json "$RP")")"
-  wait "$waiter"
+  [ "$r" = ok ] && r="$(wait_then_kill "$RP")"
   check recovery-containers-manageable "$r"
 else
   fail recovery-containers-survive "agent did not restart: $(agent_log_tail agent-recovered)"
@@ -331,14 +332,7 @@ else
       sleep 2  # a failed watch destroys the container right after recovery
       has_container "$PRE" || r="$PRE not listed after the restart with the isolator: $(grep -m1 -i "$PRE" "$WORK/agent-pre-with.log" | cut -c1-300)"
       [ "$r" = ok ] && [ "$(container_pid "$PRE")" != "$PREPID" ] && r="$PRE's process changed: $PREPID -> $(container_pid "$PRE")"
-      if [ "$r" = ok ]; then
-        call ops "$(wait_json "$PRE")" >"$WORK/pre-wait.out" &
-        waiter=$!
-        sleep 0.5
-        r="$(expect x 200 ops "$(kill_json "$PRE")")"
-        wait "$waiter"
-        [ "$r" = ok ] && [ "$(status_of "$(cat "$WORK/pre-wait.out")")" != 200 ] && r="WAIT gave $(head -c 300 "$WORK/pre-wait.out")"
-      fi
+      [ "$r" = ok ] && r="$(wait_then_kill "$PRE")"
     else
       r="agent with the isolator did not restart: $(agent_log_tail agent-pre-with)"
     fi
