@@ -273,3 +273,58 @@ fn isolate_refuses_pid_zero() {
     agent.iso().cleanup(&exec).unwrap();
     assert!(agent.cg().scan().unwrap().is_empty());
 }
+
+/// Fix (c) of the real-Mesos run: the isolator enabled on an agent that
+/// already runs containers. Recover hands it a container it never
+/// prepared (no cgroup of ours): watch, update, usage and cleanup must
+/// leave it alone instead of failing (a failed watch makes Mesos destroy
+/// the container), and its process must live on.
+#[test]
+fn a_container_running_before_the_isolator_was_enabled_is_left_alone() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("preexisting", &[]);
+    let before = id("before");
+    let mut child = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let state = nestguard::proto::mesos::slave::ContainerState {
+        container_id: before.clone(),
+        pid: u64::from(pid),
+        directory: agent.dir.path().to_string_lossy().into_owned(),
+        ..Default::default()
+    };
+    let recovered = agent.iso().recover(&[state], &[]);
+    let mut watch = agent.iso().watch_all(&before);
+    let updated = agent.iso().update(
+        &before,
+        &[scalar("mem", 64.0)],
+        &nestguard::isolation::isolator::ResourceLimits::default(),
+    );
+    let usage = agent.iso().usage(&before);
+    let cleaned = agent.iso().cleanup(&before);
+    let alive = nestguard::isolation::process::stat(i32::try_from(pid).unwrap())
+        .unwrap()
+        .is_some_and(|s| !s.exited());
+    let no_cgroup = !agent.cg().exists(&before).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    recovered.unwrap();
+    let limitation = watch.as_mut().map(|w| w.check());
+    assert!(
+        matches!(limitation, Ok(Ok(None))),
+        "watch of an unprepared container: {limitation:?}"
+    );
+    updated.unwrap();
+    usage.unwrap();
+    cleaned.unwrap();
+    assert!(alive, "the container's process was killed");
+    assert!(
+        no_cgroup,
+        "cgroups were created for a container never prepared"
+    );
+    assert!(agent.cg().scan().unwrap().is_empty());
+}

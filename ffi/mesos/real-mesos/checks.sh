@@ -26,6 +26,21 @@ container_environ() {  # container_environ <path under freezer/$MCG>
   for pid in $(cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null); do environ_of "$pid"; done
 }
 
+# A standalone container's termination is not kept once it is destroyed:
+# WAIT first (in the background), then KILL; "ok" when both answer 200.
+# (No REMOVE of a standalone container: Mesos 1.11's containerizer aborts
+# the agent on it, containerizer.cpp:3152, CHECK containerId.has_parent().)
+wait_then_kill() {  # wait_then_kill <standalone container id>
+  local r waiter
+  call ops "$(wait_json "$1")" >"$WORK/$1-wait.out" &
+  waiter=$!
+  sleep 0.5
+  r="$(expect x 200 ops "$(kill_json "$1")")"
+  wait "$waiter"
+  [ "$r" = ok ] && [ "$(status_of "$(cat "$WORK/$1-wait.out")")" != 200 ] && r="WAIT gave $(head -c 300 "$WORK/$1-wait.out")"
+  echo "$r"
+}
+
 # ---- authn
 check authn-none "$(expect authn-none 401 none "$CONTAINERS")"
 check authn-wrong-secret "$(expect authn-wrong 401 wrong "$CONTAINERS")"
@@ -42,20 +57,12 @@ has_container "$SA-denied" && r="GET_CONTAINERS lists $SA-denied"
 [ -e "$WORK/run/containers/$SA-denied" ] && r="runtime dir left for $SA-denied"
 check authz-denied-leaves-nothing "$r"
 check authz-standalone-kill-denied "$(expect x 403 intruder "$(kill_json "$SA")")"
-# A standalone container's termination is not kept once it is destroyed:
-# WAIT first (in the background), then KILL.
-call ops "$(wait_json "$SA")" >"$WORK/sa-wait.out" &
-waiter=$!
-sleep 0.5
-r="$(expect x 200 ops "$(kill_json "$SA")")"
-wait "$waiter"
-[ "$r" = ok ] && [ "$(status_of "$(cat "$WORK/sa-wait.out")")" != 200 ] && r="WAIT gave $(head -c 300 "$WORK/sa-wait.out")"
-# No REMOVE of a standalone container: Mesos 1.11's containerizer aborts the
-# agent on it (containerizer.cpp:3152, CHECK containerId.has_parent()).
-check authz-standalone-kill-wait "$r"
+check authz-standalone-kill-wait "$(wait_then_kill "$SA")"
 
 # ---- a framework with an executor (parent of the nested containers)
-python3 "$CLIENT" framework "$MASTER" fw "$WORK/framework.json" >"$WORK/framework.log" 2>&1 &
+# The framework (and so its executors and tasks) runs as FRAMEWORK_USER
+# (default nobody): nestguard's executor must work as a user other than root.
+FRAMEWORK_USER="${FRAMEWORK_USER:-nobody}" python3 "$CLIENT" framework "$MASTER" fw "$WORK/framework.json" >"$WORK/framework.log" 2>&1 &
 echo $! >"$WORK/framework.pid"
 EXEC=""
 for i in $(seq 150); do
@@ -82,7 +89,14 @@ else
 # ---- hook: injected credentials in the executor's environment
 r="no executor pid"
 if [ -n "$EPID" ]; then
-  envs="$(container_environ "$EXEC")"
+  # The container's first process may still be Mesos' launch helper (with
+  # the agent's environment) until it execs the executor's command as the
+  # framework's user.
+  for i in $(seq 50); do
+    envs="$(container_environ "$EXEC")"
+    grep -q "^MESOS_EXECUTOR_ID=" <<<"$envs" && break
+    sleep 0.2
+  done
   if ! grep -qx "MESOS_PRINCIPAL=fw" <<<"$envs"; then r="no MESOS_PRINCIPAL=fw in the executor's environment"
   elif ! grep -qx "MESOS_SECRET=$FW_SECRET" <<<"$envs"; then r="MESOS_SECRET missing or wrong"
   else r=ok; fi
@@ -169,6 +183,54 @@ if [ -d "$CG/freezer/$NCG" ]; then
 fi
 check fix-b-no-isolator-freezer-cgroups "$r"
 
+# ---- pods: task groups run by nestguard's executor as the DEFAULT executor
+# (the framework launched pod-a: a-ok finishes, a-long runs; pod-b: b-fail
+# exits 3). The states come from the executor's UPDATE calls through the
+# real agent's v1 executor API, forwarded by the master to the framework.
+task_updates() {  # task_updates <task>: "state source container" per line
+  python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+for u in d.get("tasks",{}).get(sys.argv[2],[]): print(u[0], u[1], u[4] if len(u)>4 else "")' \
+    "$WORK/framework.json" "$1" 2>/dev/null
+}
+has_update() {  # has_update <task> <state>: from the executor
+  task_updates "$1" | grep -q "^$2 SOURCE_EXECUTOR "
+}
+wait_update() {  # wait_update <task> <state> <seconds>
+  local i
+  for i in $(seq $(( $3 * 5 ))); do has_update "$1" "$2" && return 0; sleep 0.2; done
+  return 1
+}
+pod_diag() {  # the tasks' updates and the executors' stderr, for FAIL lines
+  local f
+  printf 'updates: %s' "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("tasks")))' "$WORK/framework.json" 2>/dev/null | cut -c1-400)"
+  for f in "$WORK"/agent/slaves/*/frameworks/*/executors/pod-*/runs/latest/stderr; do
+    [ -f "$f" ] && printf ' | %s: %s' "$(basename "$(dirname "$(dirname "$(dirname "$f")")")")" "$(tail -n 3 "$f" | tr '\n' ' ' | cut -c1-300)"
+  done
+}
+r=ok
+for t in a-ok a-long b-fail; do
+  wait_update "$t" TASK_RUNNING 60 || { r="no TASK_RUNNING from the executor for $t; $(pod_diag)"; break; }
+done
+check pods-running "$r"
+wait_update a-ok TASK_FINISHED 30 && pass pods-finished || fail pods-finished "a-ok: no TASK_FINISHED; $(pod_diag)"
+wait_update b-fail TASK_FAILED 30 && pass pods-failed || fail pods-failed "b-fail: no TASK_FAILED; $(pod_diag)"
+# a-long: a nested container of pod-a's executor container, in Mesos'
+# freezer cgroup under it.
+PODA="$(containers | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")=="pod-a" and "parent" not in c["container_id"]][0]')"
+ALONG="$(task_updates a-long | awk '$1=="TASK_RUNNING" {print $3}' | tail -n1)"
+ALONG="${ALONG##*.}"
+ALONGPID=""
+r=ok
+if [ -z "$PODA" ]; then r="no executor container for pod-a; $(pod_diag)"
+elif [ -z "$ALONG" ]; then r="a-long's TASK_RUNNING names no container; $(pod_diag)"
+else
+  ALONGPID="$(container_pid "$PODA/mesos/$ALONG")"
+  has_container "$ALONG" || r="GET_CONTAINERS does not list a-long's container $PODA.$ALONG"
+  [ -n "$ALONGPID" ] || r="no process in freezer/$MCG/$PODA/mesos/$ALONG"
+fi
+check pods-nested-containers "$r"
+
 # ---- recovery (+ ACL flip, which the shim only reads at start)
 # Parent: a standalone container (Mesos kills an executor that never
 # subscribed when it recovers, and ours cannot subscribe before #14).
@@ -201,18 +263,36 @@ elif start_agent agent-recovered with; then
   r="$(expect x 200 ops "$(kill_json "$RC" "$RP")")"
   [ "$r" = ok ] && r="$(expect x 200 ops "$(wait_json "$RC" "$RP")")"
   [ "$r" = ok ] && r="$(expect x 200 ops "$(remove_json "$RC" "$RP")")"
-  call ops "$(wait_json "$RP")" >"$WORK/rp-wait.out" &
-  waiter=$!
-  sleep 0.5
-  [ "$r" = ok ] && r="$(expect x 200 ops "$(kill_json "$RP")")"
-  wait "$waiter"
+  [ "$r" = ok ] && r="$(wait_then_kill "$RP")"
   check recovery-containers-manageable "$r"
 else
   fail recovery-containers-survive "agent did not restart: $(agent_log_tail agent-recovered)"
   fail recovery-containers-manageable "agent did not restart"
 fi
-has_container "$EXEC" && pass recovery-executor-container ||
-  fail recovery-executor-container "Mesos kills an executor that never subscribed when it recovers; needs #14 executor API"
+# pod-a's executor (nestguard's) re-subscribes to the restarted agent: its
+# container and a-long's are kept with the same process, and a KILL of
+# a-long reaches the framework as the executor's TASK_KILLED. (The holder's
+# CUSTOM executor never subscribes: Mesos kills it at recovery.)
+r=ok
+if [ -z "$PODA" ] || [ -z "$ALONGPID" ]; then r="no pod-a container before the restart (see pods-nested-containers)"
+else
+  # Past the agent's --executor_reregistration_timeout (2 s): an executor
+  # that did not re-subscribe is being killed by then.
+  sleep 4
+  has_container "$PODA" || r="pod-a's executor container $PODA not listed after recovery"
+  pid_now="$(container_pid "$PODA/mesos/$ALONG")"
+  [ "$r" = ok ] && [ "$pid_now" != "$ALONGPID" ] && r="a-long's process changed: $ALONGPID -> ${pid_now:-none}"
+fi
+check recovery-executor-container "$r"
+if [ "$r" = ok ]; then
+  r="$(expect x 200 ops "$(kill_json "$ALONG" "$PODA")")"
+  if [ "$r" = ok ] && ! wait_update a-long TASK_KILLED 30; then
+    r="no TASK_KILLED for a-long after the restart (executor not re-subscribed?); $(pod_diag)"
+  fi
+  check recovery-executor-resubscribes "$r"
+else
+  fail recovery-executor-resubscribes "no pod-a to check (see recovery-executor-container)"
+fi
 
 # ---- teardown: nothing left
 stop_pid "$(cat "$WORK/framework.pid")"; rm -f "$WORK/framework.pid"
@@ -231,8 +311,34 @@ d="$(find "$CG"/*/"$NCG" "$CG"/*/"$MCG" -mindepth 1 -type d 2>/dev/null | head -
 [ -n "$d" ] && r="cgroups left after teardown: $d"
 check iso-cleanup-no-cgroups "$r"
 
-# ---- not yet possible
-fail pods "needs #14 executor API (nestguard executor over Mesos' v1 executor API)"
+# ---- fix (c): the isolator enabled on an agent that already runs containers
+stop_agent
+rm -rf "$WORK/agent" "$WORK/run"
+PRE="pre-$RID"
+r=ok
+if ! start_agent agent-pre without; then r="agent without modules did not start: $(agent_log_tail agent-pre)"
+else
+  r="$(expect x 200 none "$(launch_json "$PRE" "" "exec sleep 600")")"
+  PREPID=""
+  for i in $(seq 50); do PREPID="$(container_pid "$PRE")"; [ -n "$PREPID" ] && break; sleep 0.2; done
+  [ "$r" = ok ] && [ -z "$PREPID" ] && r="no process for $PRE"
+  kill -KILL "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
+  if [ "$r" = ok ]; then
+    if start_agent agent-pre-with with; then
+      for i in $(seq 150); do
+        [ "$(status_of "$(call ops "$CONTAINERS")")" = 200 ] && break
+        sleep 0.2
+      done
+      sleep 2  # a failed watch destroys the container right after recovery
+      has_container "$PRE" || r="$PRE not listed after the restart with the isolator: $(grep -m1 -i "$PRE" "$WORK/agent-pre-with.log" | cut -c1-300)"
+      [ "$r" = ok ] && [ "$(container_pid "$PRE")" != "$PREPID" ] && r="$PRE's process changed: $PREPID -> $(container_pid "$PRE")"
+      [ "$r" = ok ] && r="$(wait_then_kill "$PRE")"
+    else
+      r="agent with the isolator did not restart: $(agent_log_tail agent-pre-with)"
+    fi
+  fi
+fi
+check fix-c-preexisting-containers-left-alone "$r"
 
 # ---- modules JSON of acls/ (for nestguard agent), paths rewritten
 stop_agent
@@ -253,14 +359,51 @@ for l in m["libraries"]:
             mod.setdefault("parameters", []).append({"key": "cgroups_root", "value": ncg})
 json.dump(m, open(out, "w"), indent=1)
 PY
+# Fix (d), the documented behaviour: Mesos 1.11's launcher aborts on any
+# capability field when cap_last_cap > 37, so on such a kernel the isolator
+# refuses its default allow-list at start-up (the agent does not start, its
+# log names hardening_capabilities and the kernel's cap_last_cap), and the
+# documented remedy, hardening_capabilities=*, starts. On older kernels the
+# file starts as it is.
 rm -rf "$WORK/agent" "$WORK/run"
 MODULES_FILE="$WORK/modules-acls.json"
+CAPLAST="$(cat /proc/sys/kernel/cap_last_cap)"
+modules_error() { grep -m1 -E "module 'io_nestguard|hardening_capabilities" "$WORK/$1.log" | cut -d] -f2- | cut -c1-400; }
 if start_agent agent-acls-modules with; then
-  pass modules-json-acls
+  if [ "$CAPLAST" -gt 37 ]; then
+    fail modules-json-acls "started with a capability allow-list on cap_last_cap $CAPLAST (Mesos' launcher aborts on every launch)"
+  else
+    pass modules-json-acls
+  fi
+  stop_agent
 else
-  fail modules-json-acls "agent with acls/modules.json (paths rewritten) did not start: $(grep -m1 -E "module 'io_nestguard" "$WORK/agent-acls-modules.log" | cut -d] -f2- | cut -c1-300)"
+  stop_agent
+  why="$(modules_error agent-acls-modules)"
+  if [ "$CAPLAST" -le 37 ]; then
+    fail modules-json-acls "did not start on cap_last_cap $CAPLAST: $why"
+  elif ! grep -q "hardening_capabilities" <<<"$why" || ! grep -q "cap_last_cap $CAPLAST" <<<"$why"; then
+    fail modules-json-acls "did not start, but without the isolator's hardening_capabilities message: $why"
+  else
+    note "modules-json-acls: refused at start-up as documented: $why"
+    python3 - "$WORK/modules-acls.json" "$WORK/modules-acls-star.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for l in m["libraries"]:
+    for mod in l["modules"]:
+        if mod["name"] == "io_nestguard_Isolator":
+            mod.setdefault("parameters", []).append({"key": "hardening_capabilities", "value": "*"})
+json.dump(m, open(sys.argv[2], "w"), indent=1)
+PY
+    rm -rf "$WORK/agent" "$WORK/run"
+    MODULES_FILE="$WORK/modules-acls-star.json"
+    if start_agent agent-acls-modules-star with; then
+      pass modules-json-acls
+    else
+      fail modules-json-acls "refused as documented, but hardening_capabilities=* did not start either: $(modules_error agent-acls-modules-star)"
+    fi
+    stop_agent
+  fi
 fi
-stop_agent
 
 # ---- numbers
 source "$here/numbers.sh"

@@ -7,11 +7,17 @@
       A v1 scheduler: SUBSCRIBEs, accepts the first offer with one task that
       has a CUSTOM executor (a long `sleep`, so the executor container stays
       up for nested launches), acknowledges updates, writes the ids it knows
-      to <state file> as JSON, and TEARDOWNs on SIGTERM.
+      to <state file> as JSON, and TEARDOWNs on SIGTERM. In the same ACCEPT
+      it launches two task groups (LAUNCH_GROUP) with DEFAULT executors,
+      which the agent runs as <launcher_dir>/mesos-default-executor:
+      "pod-a" (a-ok finishes, a-long runs until killed) and "pod-b"
+      (b-fail exits 3). Every status update is recorded per task in the
+      state file ("tasks": {task_id: [[state, source, reason, message, container]]}).
 """
 import base64
 import http.client
 import json
+import os
 import signal
 import sys
 import threading
@@ -73,7 +79,8 @@ def cmd_framework(argv):
         import os
         os.replace(state_file + ".tmp", state_file)
 
-    info = {"user": "root", "name": "nestguard-real-mesos", "principal": principal,
+    info = {"user": os.environ.get("FRAMEWORK_USER", "root"), "name": "nestguard-real-mesos",
+            "principal": principal,
             "checkpoint": True, "failover_timeout": 0,
             "roles": ["*"], "capabilities": [{"type": "MULTI_ROLE"}]}
     conn, resp = post(master, "/api/v1/scheduler",
@@ -128,11 +135,18 @@ def cmd_framework(argv):
                                      "resources": [dict(r, scalar={"value": r["scalar"]["value"] / 2}) for r in res]}}
                 state.update(agent_id=agent, executor_id="holder-exec", task_id="holder-1")
                 save()
-                send({"type": "ACCEPT", "accept": {"offer_ids": [offer["id"]], "operations": [
-                    {"type": "LAUNCH", "launch": {"task_infos": [task]}}]}})
+                ops = [{"type": "LAUNCH", "launch": {"task_infos": [task]}}]
+                ops += [pod_group(state["framework_id"], agent, "pod-a",
+                                  [("a-ok", "sleep 1"), ("a-long", "exec sleep 3600")]),
+                        pod_group(state["framework_id"], agent, "pod-b",
+                                  [("b-fail", "sleep 1; exit 3")])]
+                send({"type": "ACCEPT", "accept": {"offer_ids": [offer["id"]], "operations": ops}})
         elif t == "UPDATE":
             st = ev["update"]["status"]
             state.setdefault("updates", []).append(st.get("state"))
+            state.setdefault("tasks", {}).setdefault(st["task_id"]["value"], []).append(
+                [st.get("state"), st.get("source"), st.get("reason"), st.get("message", "")[:200],
+                 st.get("container_status", {}).get("container_id", {}).get("value")])
             save()
             if "uuid" in st:
                 send({"type": "ACKNOWLEDGE", "acknowledge": {
@@ -140,6 +154,23 @@ def cmd_framework(argv):
         elif t == "ERROR":
             state["error"] = ev.get("error", {}).get("message")
             save()
+
+
+def scalar(name, value):
+    return {"name": name, "type": "SCALAR", "scalar": {"value": value},
+            "allocation_info": {"role": "*"}}
+
+
+def pod_group(framework_id, agent, executor_id, tasks):
+    """A LAUNCH_GROUP operation: one task group under a DEFAULT executor."""
+    executor = {"type": "DEFAULT", "executor_id": {"value": executor_id},
+                "framework_id": {"value": framework_id},
+                "resources": [scalar("cpus", 0.1), scalar("mem", 64), scalar("disk", 16)]}
+    infos = [{"name": t, "task_id": {"value": t}, "agent_id": {"value": agent},
+              "resources": [scalar("cpus", 0.1), scalar("mem", 32)],
+              "command": {"shell": True, "value": cmd}} for t, cmd in tasks]
+    return {"type": "LAUNCH_GROUP", "launch_group": {
+        "executor": executor, "task_group": {"tasks": infos}}}
 
 
 def cmd_bench(argv):

@@ -9,7 +9,9 @@
 #
 # Environment: SKIP_BUILD=1 (use the cache as it is), KEEP_WORK=1 (keep the
 # work dir; logs are copied to $CACHE/last-run on failure anyway),
-# NUMBERS_N (launches per configuration for the numbers table, default 10).
+# NUMBERS_N (launches per configuration for the numbers table, default 10),
+# FRAMEWORK_USER (the framework's user, so its executors' and tasks',
+# default nobody).
 #
 # Root only (cgroups, the linux launcher). Everything it creates is named
 # after this run (ports picked free, cgroup roots mesos-ngrm<pid> and
@@ -164,6 +166,18 @@ for l in m["libraries"]:
 json.dump(m, open(out, "w"), indent=1)
 PY
 
+# The agent's --launcher_dir: Mesos' mesos-containerizer, and in place of
+# Mesos' default executor (not in the binary) a wrapper that runs
+# `nestguard executor` (the agent runs the real path of
+# <launcher_dir>/mesos-default-executor, so the wrapper is copied and finds
+# `nestguard` next to it).
+LAUNCHER="$WORK/launcher"
+mkdir -p "$LAUNCHER"
+ln -s "$BIN/mesos-containerizer" "$LAUNCHER/mesos-containerizer"
+cp "$here/mesos-default-executor" "$LAUNCHER/mesos-default-executor"
+ln -s "$NG/nestguard" "$LAUNCHER/nestguard"
+chmod 755 "$LAUNCHER"
+
 CLIENT="$here/client.py"
 call() {  # call <who> <json>: who = none | ops | fw | intruder | wrong | bearer:<token>
   local who="$1" body="$2"
@@ -199,10 +213,11 @@ wait_json() { printf '{"type":"WAIT_CONTAINER","wait_container":{"container_id":
 remove_json() { printf '{"type":"REMOVE_CONTAINER","remove_container":{"container_id":%s}}' "$(cid_json "$1" "${2:-}")"; }
 CONTAINERS='{"type":"GET_CONTAINERS","get_containers":{"show_nested":true,"show_standalone":true}}'
 
-wait_http() {  # wait_http <host:port> <seconds>
+wait_http() {  # wait_http <host:port> <seconds> [pid: give up when it exits]
   local i
   for i in $(seq $(( $2 * 5 ))); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$1/health" 2>/dev/null)" = 200 ] && return 0
+    [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
     sleep 0.2
   done
   return 1
@@ -218,7 +233,7 @@ agent_registered() {
 
 AGENT_PID=""
 agent_flags() {  # common flags; $1 = with | without (the nestguard modules)
-  local f=(--work_dir="$WORK/agent" --runtime_dir="$WORK/run" --launcher_dir="$BIN"
+  local f=(--work_dir="$WORK/agent" --runtime_dir="$WORK/run" --launcher_dir="$LAUNCHER"
     --master="$MASTER" --ip=127.0.0.1 --port="$AP" --hostname=127.0.0.1 --launcher=linux
     --no-systemd_enable_support --resources="cpus:4;mem:4096;disk:1024"
     --fetcher_cache_dir="$WORK/fetch" --appc_store_dir="$WORK/appc"
@@ -240,7 +255,7 @@ start_agent() {  # start_agent <log name> <with|without> [extra flags...]
   "$BIN/mesos-agent" "${flags[@]}" "$@" >>"$WORK/$name.log" 2>&1 &
   AGENT_PID=$!
   record_pid "$AGENT_PID"
-  wait_http "$AGENT" 60 && agent_registered
+  wait_http "$AGENT" 60 "$AGENT_PID" && agent_registered
 }
 stop_agent() { [ -n "$AGENT_PID" ] && stop_pid "$AGENT_PID"; AGENT_PID=""; }
 agent_log_tail() { tail -n 3 "$WORK/$1.log" 2>/dev/null | tr '\n' ' ' | cut -c1-400; }

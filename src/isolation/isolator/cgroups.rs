@@ -45,6 +45,10 @@ pub struct CgroupsOptions {
 #[derive(Debug, Clone, Copy)]
 struct Info {
     share: bool,
+    /// Recovered without cgroups of ours: the container ran before the
+    /// isolator was enabled (or on another `cgroups_root`). Left alone:
+    /// no watch, no limits, no statistics of ours (see `recover`).
+    unmanaged: bool,
 }
 
 /// The `cgroups` isolator.
@@ -159,6 +163,14 @@ impl Isolator for CgroupsIsolator {
     /// by the agent, which then calls `cleanup`), and kills and removes
     /// every other container's cgroup under our root, as Mesos' cgroups
     /// isolator does with unknown orphans.
+    ///
+    /// A recovered container without a cgroup of ours was never prepared
+    /// by this isolator: it was running when the isolator was enabled on
+    /// the agent. Failing its `watch` would make the agent destroy a
+    /// healthy container, and creating cgroups for it now would not move
+    /// its processes; so it is left alone, logged, and our other calls
+    /// for it are no-ops (as Mesos' own cgroups isolator skips containers
+    /// it has no info for).
     fn recover(&self, states: &[ContainerState], orphans: &[ContainerId]) -> Result<()> {
         let mut known: Vec<ContainerId> = Vec::new();
         let mut infos = self.infos();
@@ -170,7 +182,16 @@ impl Isolator for CgroupsIsolator {
                     .as_ref()
                     .and_then(|c| c.linux_info.as_ref())
                     .is_none_or(|l| l.share_cgroups());
-            infos.insert(to_dotted(id), Info { share });
+            let unmanaged = !self.cgroups.exists(id)?;
+            if unmanaged {
+                tracing::warn!(
+                    container = %to_dotted(id),
+                    pid = state.pid,
+                    "recovered a container this isolator never prepared (it ran before the \
+                     isolator was enabled): left alone, without limits or OOM watch"
+                );
+            }
+            infos.insert(to_dotted(id), Info { share, unmanaged });
             known.push(id.clone());
         }
         drop(infos);
@@ -223,7 +244,13 @@ impl Isolator for CgroupsIsolator {
                 limits,
             },
         )?;
-        self.infos().insert(to_dotted(id), Info { share });
+        self.infos().insert(
+            to_dotted(id),
+            Info {
+                share,
+                unmanaged: false,
+            },
+        );
         Ok(None)
     }
 
@@ -277,7 +304,7 @@ impl Isolator for CgroupsIsolator {
         let Some(info) = info else {
             return Err(IsolatorError::UnknownContainer(to_dotted(id)));
         };
-        if info.share {
+        if info.share || info.unmanaged {
             return Ok(None);
         }
         match self.cgroups.watch_oom(id) {
@@ -302,7 +329,13 @@ impl Isolator for CgroupsIsolator {
         let info = self.infos().get(&to_dotted(id)).copied();
         match info {
             None => Err(IsolatorError::UnknownContainer(to_dotted(id))),
-            Some(Info { share: true }) => Ok(()),
+            Some(Info {
+                unmanaged: true, ..
+            }) => {
+                tracing::info!(container = %to_dotted(id), "update of a container this isolator never prepared: ignored");
+                Ok(())
+            }
+            Some(Info { share: true, .. }) => Ok(()),
             Some(_) => {
                 let limits = self.limits_for(requests, limits)?;
                 Ok(self.cgroups.update(id, &limits)?)
@@ -311,6 +344,13 @@ impl Isolator for CgroupsIsolator {
     }
 
     fn usage(&self, id: &ContainerId) -> Result<ResourceStatistics> {
+        if self
+            .infos()
+            .get(&to_dotted(id))
+            .is_some_and(|i| i.unmanaged)
+        {
+            return Ok(ResourceStatistics::default());
+        }
         Ok(self.cgroups.usage(id)?)
     }
 

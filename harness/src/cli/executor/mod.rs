@@ -540,6 +540,15 @@ fn from_dotted(dotted: &str) -> v1::ContainerId {
 /// reconnecting.
 const AGENT_RECOVERY_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Whether a 404 answer to WAIT says the agent does not know the container
+/// (Mesos' "Container <id> cannot be found"). A real Mesos agent that is
+/// starting answers 404 with an empty body too: libprocess' HTTP server is
+/// up before the agent's process (`slave(1)`) exists, and that is no news
+/// about the container.
+fn container_unknown(status: u16, body: &str) -> bool {
+    status == 404 && body.contains("cannot be found")
+}
+
 /// WAIT_NESTED_CONTAINER, retried while the agent is down or recovering;
 /// a container the agent no longer knows reads as killed.
 fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
@@ -549,7 +558,7 @@ fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
             Ok(reply) if reply.status == 200 => {
                 return exit_status(&reply.body).unwrap_or(libc::SIGKILL);
             }
-            Ok(reply) if reply.status == 404 => return libc::SIGKILL,
+            Ok(reply) if container_unknown(reply.status, &reply.body) => return libc::SIGKILL,
             Ok(reply) => errln!(
                 "executor: waiting on {child}: {} {}",
                 reply.status,
@@ -603,6 +612,16 @@ mod tests {
             ..task
         });
         assert!(plain.restart_policy.is_none() && !plain.transient());
+    }
+
+    #[test]
+    fn only_the_agents_own_404_means_the_container_is_gone() {
+        // Mesos' and nestguard's agent: the container is unknown.
+        assert!(container_unknown(404, "Container abc.def cannot be found"));
+        // A Mesos agent starting up: libprocess answers for a process that
+        // does not exist yet, with an empty body.
+        assert!(!container_unknown(404, ""));
+        assert!(!container_unknown(503, "Agent has not finished recovery"));
     }
 
     #[test]
