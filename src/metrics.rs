@@ -271,14 +271,16 @@ impl AuthzMetrics {
         }
     }
 
-    /// Counts one decision of `action` (its `Action` number; out of range:
-    /// counted as UNKNOWN): one relaxed atomic add, and, once in
+    /// Counts one decision of `action` (its `Action` number; a number that
+    /// names no `Action`, in the slot range or not, is counted as UNKNOWN
+    /// so that it still shows in the totals, which [`Self::samples`] sums
+    /// over named actions only): one relaxed atomic add, and, once in
     /// [`DECISION_SAMPLE_EVERY`], arming the timing of a later decision.
     #[inline(always)]
     pub fn count(&self, action: i32, outcome: Outcome) {
-        let slot = usize::try_from(action)
+        let slot = Action::try_from(action)
             .ok()
-            .and_then(|a| self.counts.get(a))
+            .and_then(|a| self.counts.get(a as usize))
             .unwrap_or(&self.counts[0]);
         let prev = slot[outcome as usize].fetch_add(1, Ordering::Relaxed);
         if prev % DECISION_SAMPLE_EVERY == DECISION_SAMPLE_EVERY - 1 {
@@ -371,6 +373,7 @@ pub struct IsolationMetrics {
     oom_kills: AtomicU64,
     recoveries: AtomicU64,
     orphans_destroyed: AtomicU64,
+    unmanaged: AtomicI64,
 }
 
 impl IsolationMetrics {
@@ -384,6 +387,7 @@ impl IsolationMetrics {
             oom_kills: AtomicU64::new(0),
             recoveries: AtomicU64::new(0),
             orphans_destroyed: AtomicU64::new(0),
+            unmanaged: AtomicI64::new(0),
         }
     }
 
@@ -413,6 +417,19 @@ impl IsolationMetrics {
         self.orphans_destroyed.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A container the cgroups isolator does not manage (recovered without
+    /// complete cgroups of its own, or sharing such a parent's): it runs
+    /// without limits or OOM watch of ours, which an operator should see
+    /// rather than read from a log.
+    pub fn unmanaged_added(&self) {
+        self.unmanaged.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An unmanaged container cleaned up.
+    pub fn unmanaged_removed(&self) {
+        self.unmanaged.fetch_sub(1, Ordering::Relaxed);
+    }
+
     /// A container the launcher manages, counted while the token lives.
     pub fn container(&'static self) -> ContainerToken {
         self.containers.fetch_add(1, Ordering::Relaxed);
@@ -434,7 +451,7 @@ impl IsolationMetrics {
         self.launch_latency
             .samples("nestguard/isolation/launch_latency_ms", out);
         out.push(sample(
-            "nestguard/isolation/containers_running",
+            "nestguard/isolation/containers_tracked",
             self.containers.load(Ordering::Relaxed).max(0) as f64,
             Kind::Gauge,
         ));
@@ -453,11 +470,18 @@ impl IsolationMetrics {
             n(&self.orphans_destroyed),
             Kind::Counter,
         ));
+        out.push(sample(
+            "nestguard/isolation/unmanaged_containers",
+            self.unmanaged.load(Ordering::Relaxed).max(0) as f64,
+            Kind::Gauge,
+        ));
     }
 }
 
-/// Counts one container in `containers_running` until dropped (when the
+/// Counts one container in `containers_tracked` until dropped (when the
 /// launcher forgets the container: destroyed, or the launcher dropped).
+/// A container whose processes exited but which is not destroyed yet is
+/// still tracked, hence not "running".
 #[derive(Debug)]
 pub struct ContainerToken {
     metrics: &'static IsolationMetrics,
@@ -620,10 +644,13 @@ mod tests {
         m.count(kill, Outcome::Error);
         m.count(Action::ViewFlags as i32, Outcome::Allowed);
         m.count(9999, Outcome::Denied);
+        // In the slot range but no `Action`: still counted, as UNKNOWN.
+        assert!(Action::try_from(60).is_err());
+        m.count(60, Outcome::Denied);
         let mut out = Vec::new();
         m.samples(&mut out);
         assert_eq!(value(&out, "nestguard/authz/allowed"), Some(2.0));
-        assert_eq!(value(&out, "nestguard/authz/denied"), Some(3.0));
+        assert_eq!(value(&out, "nestguard/authz/denied"), Some(4.0));
         assert_eq!(value(&out, "nestguard/authz/errors"), Some(1.0));
         assert_eq!(
             value(&out, "nestguard/authz/kill_nested_container/allowed"),
@@ -635,7 +662,7 @@ mod tests {
             "an error is a denial"
         );
         assert_eq!(value(&out, "nestguard/authz/view_flags/allowed"), Some(1.0));
-        assert_eq!(value(&out, "nestguard/authz/unknown/denied"), Some(1.0));
+        assert_eq!(value(&out, "nestguard/authz/unknown/denied"), Some(2.0));
         assert_eq!(m.get(Action::KillNestedContainer, Outcome::Error), 1);
     }
 
@@ -662,6 +689,9 @@ mod tests {
         M.oom_killed();
         M.recovered();
         M.orphan_destroyed();
+        M.unmanaged_added();
+        M.unmanaged_added();
+        M.unmanaged_removed();
         let a = M.container();
         let b = M.container();
         drop(a);
@@ -672,10 +702,11 @@ mod tests {
             ("nestguard/isolation/launch_errors", 1.0),
             ("nestguard/isolation/launch_latency_ms/count", 1.0),
             ("nestguard/isolation/launch_latency_ms/p50", 3.0),
-            ("nestguard/isolation/containers_running", 1.0),
+            ("nestguard/isolation/containers_tracked", 1.0),
             ("nestguard/isolation/oom_kills", 1.0),
             ("nestguard/isolation/recoveries", 1.0),
             ("nestguard/isolation/orphans_destroyed", 1.0),
+            ("nestguard/isolation/unmanaged_containers", 1.0),
         ] {
             assert_eq!(value(&out, name), Some(v), "{name}");
         }
