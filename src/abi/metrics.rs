@@ -37,7 +37,7 @@ const FORMAT_PROMETHEUS: u32 = nestguard_metrics_format::Prometheus as u32;
 /// as a Mesos timer (`nestguard/authz/decision_latency_ms/count`, `/min`,
 /// `/max`, `/p50`, `/p90`, `/p95`, `/p99`, `/p999`, `/p9999`; one decision
 /// in 64 is timed), and `nestguard/isolation/launches`, `launch_errors`,
-/// `launch_latency_ms/...`, `containers_running`, `oom_kills`,
+/// `launch_latency_ms/...`, `containers_tracked`, `oom_kills`,
 /// `recoveries`, `orphans_destroyed`. Counters count since the library was
 /// loaded.
 ///
@@ -105,7 +105,7 @@ mod tests {
             "nestguard/authz/kill_nested_container/allowed",
             "nestguard/authz/decision_latency_ms/count",
             "nestguard/isolation/launches",
-            "nestguard/isolation/containers_running",
+            "nestguard/isolation/containers_tracked",
         ] {
             assert!(v[name].is_number(), "{name} in {text}");
         }

@@ -614,7 +614,7 @@ const SHOWN_METRICS: &[&str] = &[
     "nestguard/authz/decision_latency_ms/count",
     "nestguard/isolation/launches",
     "nestguard/isolation/launch_latency_ms/p50",
-    "nestguard/isolation/containers_running",
+    "nestguard/isolation/containers_tracked",
 ];
 
 /// Prints the audit log's record of the intruder's refused kill (and how

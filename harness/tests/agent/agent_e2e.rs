@@ -479,7 +479,7 @@ fn memory_limit_kills_only_that_sub_container() {
             > 0.0
     );
     assert!(
-        metrics["nestguard/isolation/containers_running"]
+        metrics["nestguard/isolation/containers_tracked"]
             .as_f64()
             .unwrap()
             >= 2.0

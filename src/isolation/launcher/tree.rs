@@ -27,7 +27,7 @@ pub(super) struct Container {
     pub(super) helper: Option<Child>,
     /// Raw wait status once the container exited.
     pub(super) status: Option<i32>,
-    /// Counts it in `nestguard/isolation/containers_running` while the
+    /// Counts it in `nestguard/isolation/containers_tracked` while the
     /// launcher manages it.
     pub(super) counted: Counted,
 }

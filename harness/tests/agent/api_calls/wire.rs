@@ -77,7 +77,7 @@ fn operator_endpoints_and_refusals_on_the_wire() {
         (1.0, "counter")
     );
     assert_eq!(values["slave_executors_running"], (0.0, "gauge"));
-    assert_eq!(values["nestguard_isolation_containers_running"].1, "gauge");
+    assert_eq!(values["nestguard_isolation_containers_tracked"].1, "gauge");
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
         .expect("a Prometheus parser reads /metrics");
     let parsed = scrape
