@@ -74,6 +74,7 @@ use std::time::Duration;
 pub use detect::{DEFAULT_MOUNT_ROOT, Hierarchy, detect, detect_with_root};
 pub use error::{CgroupError, Result};
 pub(crate) use layout::validate_cgroups_root;
+pub(crate) use stats::now_secs;
 pub use layout::{LEAF, SEPARATOR, container_path, parse_relative};
 pub use limits::Limits;
 pub use oom::{OomWatcher, format_bytes};
@@ -325,6 +326,19 @@ impl Cgroups {
             Backend::V1(v1) => v1.process_dir(&rel).is_dir(),
             Backend::V2(v2) => v2.dir(&rel).is_dir(),
         })
+    }
+
+    /// The container's own directories in used controllers that do not
+    /// exist (v1: one per controller; v2: its one directory). A container
+    /// that does not share its parent's cgroups has a directory in every
+    /// used controller once created; one missing means the cgroups were
+    /// made by something else or partly removed.
+    pub fn missing_dirs(&self, id: &ContainerId) -> Result<Vec<PathBuf>> {
+        Ok(self
+            .container_dirs(id)?
+            .into_iter()
+            .filter(|d| !d.is_dir())
+            .collect())
     }
 
     /// Creates the container's cgroups nested under its parent's, and

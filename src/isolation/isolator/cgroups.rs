@@ -156,6 +156,49 @@ impl CgroupsIsolator {
     }
 }
 
+impl CgroupsIsolator {
+    /// `prepare` of a nested container whose parent is unmanaged (see
+    /// `recover`). A sharing child lives in its parent's cgroups, so it
+    /// takes its parent's info, as Mesos does: unmanaged too. A child
+    /// that asks for cgroups of its own is refused rather than given the
+    /// missing parent cgroups: those would be empty (the parent's
+    /// processes are not in them, and moving them is not ours to do), the
+    /// child's limits would not cover the parent, and at the next
+    /// recovery the parent would look managed, with an OOM watch and
+    /// statistics of a cgroup it is not in.
+    fn prepare_in_unmanaged(
+        &self,
+        id: &ContainerId,
+        parent: &ContainerId,
+        share: bool,
+    ) -> Result<Option<ContainerLaunchInfo>> {
+        if !share {
+            return Err(IsolatorError::Invalid(format!(
+                "container '{}' asks for cgroups of its own (LinuxInfo.share_cgroups is \
+                 false), but its parent '{}' has no cgroups of this isolator (it ran before \
+                 the isolator was enabled); launch it sharing its parent's cgroups, or \
+                 relaunch the parent",
+                to_dotted(id),
+                to_dotted(parent)
+            )));
+        }
+        tracing::info!(
+            container = %to_dotted(id),
+            parent = %to_dotted(parent),
+            "a container sharing the cgroups of an unmanaged parent: unmanaged too"
+        );
+        self.infos().insert(
+            to_dotted(id),
+            Info {
+                share: true,
+                unmanaged: true,
+            },
+        );
+        crate::metrics::isolation().unmanaged_added();
+        Ok(None)
+    }
+}
+
 impl Isolator for CgroupsIsolator {
     serves_all_containers!("cgroups");
 
@@ -168,9 +211,20 @@ impl Isolator for CgroupsIsolator {
     /// by this isolator: it was running when the isolator was enabled on
     /// the agent. Failing its `watch` would make the agent destroy a
     /// healthy container, and creating cgroups for it now would not move
-    /// its processes; so it is left alone, logged, and our other calls
+    /// its processes; so it is left alone, logged, counted in
+    /// `nestguard/isolation/unmanaged_containers`, and our other calls
     /// for it are no-ops (as Mesos' own cgroups isolator skips containers
     /// it has no info for).
+    ///
+    /// On cgroup v1 Mesos recovers each hierarchy on its own; a container
+    /// with its own cgroups (not sharing) whose directory is missing in
+    /// any used controller is also left alone, rather than managed with
+    /// the missing controllers skipped: its processes stay in the
+    /// directories that exist, so the limits already written there stay
+    /// in force either way, while managing it would make `watch`,
+    /// `update` and `usage` fail on the missing directory, and a failed
+    /// `watch` makes the agent destroy the container. `cleanup` still
+    /// removes the directories that exist.
     fn recover(&self, states: &[ContainerState], orphans: &[ContainerId]) -> Result<()> {
         let mut known: Vec<ContainerId> = Vec::new();
         let mut infos = self.infos();
@@ -182,14 +236,32 @@ impl Isolator for CgroupsIsolator {
                     .as_ref()
                     .and_then(|c| c.linux_info.as_ref())
                     .is_none_or(|l| l.share_cgroups());
-            let unmanaged = !self.cgroups.exists(id)?;
-            if unmanaged {
+            let unmanaged = if !self.cgroups.exists(id)? {
                 tracing::warn!(
                     container = %to_dotted(id),
                     pid = state.pid,
                     "recovered a container this isolator never prepared (it ran before the \
                      isolator was enabled): left alone, without limits or OOM watch"
                 );
+                true
+            } else if share {
+                false
+            } else {
+                let missing = self.cgroups.missing_dirs(id)?;
+                if !missing.is_empty() {
+                    tracing::warn!(
+                        container = %to_dotted(id),
+                        pid = state.pid,
+                        ?missing,
+                        "recovered a container whose cgroup is missing in a used controller: \
+                         left alone (limits already set stay in force; no updates, OOM watch \
+                         or statistics)"
+                    );
+                }
+                !missing.is_empty()
+            };
+            if unmanaged {
+                crate::metrics::isolation().unmanaged_added();
             }
             infos.insert(to_dotted(id), Info { share, unmanaged });
             known.push(id.clone());
@@ -237,6 +309,14 @@ impl Isolator for CgroupsIsolator {
         } else {
             self.limits_for(&config.resources, &config.limits)?
         };
+        if let Some(parent) = id.parent.as_deref()
+            && self
+                .infos()
+                .get(&to_dotted(parent))
+                .is_some_and(|i| i.unmanaged)
+        {
+            return self.prepare_in_unmanaged(id, parent, share);
+        }
         self.cgroups.create(
             id,
             &CreateOptions {
@@ -258,6 +338,14 @@ impl Isolator for CgroupsIsolator {
     /// launcher already placed it); with `skip_freezer`, into all but the
     /// freezer.
     fn isolate(&self, id: &ContainerId, pid: u32) -> Result<()> {
+        if self
+            .infos()
+            .get(&to_dotted(id))
+            .is_some_and(|i| i.unmanaged)
+        {
+            // No cgroup of ours to move it into: it stays in its parent's.
+            return Ok(());
+        }
         // Pid 0 names no process: writing it to `cgroup.procs` would move
         // the caller (the agent) into the container's cgroups. A launcher
         // bug, refused rather than taken as "already gone".
@@ -349,7 +437,12 @@ impl Isolator for CgroupsIsolator {
             .get(&to_dotted(id))
             .is_some_and(|i| i.unmanaged)
         {
-            return Ok(ResourceStatistics::default());
+            // Mesos merges isolators' statistics over its own, and the
+            // merged `timestamp` (required) is what rates divide by.
+            return Ok(ResourceStatistics {
+                timestamp: crate::isolation::cgroups::now_secs(),
+                ..ResourceStatistics::default()
+            });
         }
         Ok(self.cgroups.usage(id)?)
     }
@@ -357,7 +450,13 @@ impl Isolator for CgroupsIsolator {
     /// Kills what is left and removes the cgroups of the container and
     /// everything nested in it; unknown containers are a no-op.
     fn cleanup(&self, id: &ContainerId) -> Result<()> {
-        self.infos().remove(&to_dotted(id));
+        if self
+            .infos()
+            .remove(&to_dotted(id))
+            .is_some_and(|i| i.unmanaged)
+        {
+            crate::metrics::isolation().unmanaged_removed();
+        }
         if self.cgroups.exists(id)? {
             ContainerProcesses::destroy(self.cgroups.as_ref(), id)?;
         }
@@ -377,4 +476,111 @@ fn process_exists(pid: u32) -> bool {
         rustix::process::test_kill_process(pid),
         Ok(()) | Err(rustix::io::Errno::PERM)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    //! Fixture tests: a temp dir stands in for a cgroup v1 mount root, so
+    //! these run without root and without touching the host.
+
+    use super::*;
+    use crate::container_id::parse_dotted;
+    use crate::isolation::cgroups::{CgroupsConfig, Controller};
+    use crate::proto::mesos::{ContainerInfo, LinuxInfo};
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn fixture() -> (tempfile::TempDir, CgroupsIsolator) {
+        let dir = tempfile::tempdir().unwrap();
+        for c in Controller::ALL {
+            std::fs::create_dir(dir.path().join(c.name())).unwrap();
+        }
+        let cgroups = Cgroups::v1_with_root(CgroupsConfig {
+            mount_root: dir.path().to_owned(),
+            cgroups_root: PathBuf::from("fixture"),
+            destroy_timeout: Duration::from_secs(1),
+        })
+        .unwrap();
+        let iso = CgroupsIsolator::new(Arc::new(cgroups), CgroupsOptions::default()).unwrap();
+        (dir, iso)
+    }
+
+    fn id(dotted: &str) -> ContainerId {
+        parse_dotted(dotted).unwrap()
+    }
+
+    fn state(id: &ContainerId) -> ContainerState {
+        ContainerState {
+            container_id: id.clone(),
+            pid: 1,
+            ..Default::default()
+        }
+    }
+
+    fn own_cgroups() -> ContainerConfig {
+        ContainerConfig {
+            container_info: Some(ContainerInfo {
+                linux_info: Some(LinuxInfo {
+                    share_cgroups: Some(false),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn usage_of_an_unmanaged_container_has_a_timestamp() {
+        let (_dir, iso) = fixture();
+        let before = id("before");
+        iso.recover(&[state(&before)], &[]).unwrap();
+        let stats = iso.usage(&before).unwrap();
+        assert!(stats.timestamp > 0.0, "{stats:?}");
+        iso.cleanup(&before).unwrap();
+    }
+
+    #[test]
+    fn a_child_of_an_unmanaged_parent_shares_its_state_or_is_refused() {
+        let (_dir, iso) = fixture();
+        let parent = id("before");
+        iso.recover(&[state(&parent)], &[]).unwrap();
+
+        let sharing = id("before.debug");
+        iso.prepare(&sharing, &ContainerConfig::default()).unwrap();
+        assert!(!iso.cgroups.exists(&sharing).unwrap(), "no cgroup made");
+        assert!(iso.watch(&sharing).unwrap().is_none());
+        iso.isolate(&sharing, std::process::id()).unwrap();
+        assert!(iso.usage(&sharing).unwrap().timestamp > 0.0);
+        iso.cleanup(&sharing).unwrap();
+
+        let own = id("before.task");
+        let err = iso.prepare(&own, &own_cgroups()).unwrap_err().to_string();
+        assert!(
+            err.contains("'before.task'") && err.contains("parent 'before'"),
+            "{err}"
+        );
+        assert!(!iso.cgroups.exists(&own).unwrap());
+        iso.cleanup(&parent).unwrap();
+    }
+
+    #[test]
+    fn a_container_missing_a_used_controller_is_left_alone() {
+        let (dir, iso) = fixture();
+        let c = id("partial");
+        iso.prepare(&c, &ContainerConfig::default()).unwrap();
+        let memory = dir.path().join("memory/fixture/partial");
+        std::fs::remove_dir_all(&memory).unwrap();
+        // A restarted agent: a new isolator over the same cgroups.
+        let iso = CgroupsIsolator::new(Arc::clone(&iso.cgroups), CgroupsOptions::default())
+            .unwrap();
+        iso.recover(&[state(&c)], &[]).unwrap();
+        assert!(iso.watch(&c).unwrap().is_none());
+        iso.update(&c, &[], &ResourceLimits::default()).unwrap();
+        assert!(iso.usage(&c).unwrap().timestamp > 0.0);
+        assert!(
+            dir.path().join("cpu/fixture/partial").is_dir(),
+            "kept, with its limits"
+        );
+    }
 }
