@@ -106,7 +106,8 @@ impl Launcher {
         let launched = self.launch_timed(id, info, container, sandbox);
         match &launched {
             Ok(_) => crate::metrics::isolation().launched(started.elapsed()),
-            Err(_) => crate::metrics::isolation().launch_failed(),
+            Err(e) if counts_as_launch_error(e) => crate::metrics::isolation().launch_failed(),
+            Err(_) => {}
         }
         launched
     }
@@ -395,4 +396,25 @@ impl Launcher {
 /// Serialized size of a launch info, for callers that size buffers.
 pub fn encoded_len(info: &ContainerLaunchInfo) -> usize {
     info.encoded_len()
+}
+
+/// Whether a failed launch counts in `nestguard/isolation/launch_errors`.
+/// A duplicate launch (the container exists) launched nothing and broke
+/// nothing: the existing container runs on, so counting it would report a
+/// fault where there is only a repeated request.
+fn counts_as_launch_error(e: &LauncherError) -> bool {
+    !matches!(e, LauncherError::Exists(_))
+}
+
+#[cfg(test)]
+mod metric_tests {
+    use super::*;
+
+    #[test]
+    fn a_duplicate_launch_is_not_a_launch_error() {
+        assert!(!counts_as_launch_error(&LauncherError::Exists("a".into())));
+        assert!(counts_as_launch_error(&LauncherError::ParentNotRunning(
+            "a".into()
+        )));
+    }
 }
