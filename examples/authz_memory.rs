@@ -9,7 +9,7 @@
 //! is read and dropped inside the load); "peak" is the most the load had
 //! live at once above the start.
 //!
-//! Run: `cargo run --release --example authz_memory` (or `scripts/memory.sh`).
+//! Run: `cargo run --release --example authz_memory` (or `scripts/soak.sh memory`).
 //!
 //! The counting allocator is hand-rolled: a `GlobalAlloc` wrapper over
 //! `System` with three atomics is less than a crate's worth of code, and a
