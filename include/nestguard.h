@@ -42,7 +42,7 @@
 
 /** ABI version of this header; compare with nestguard_abi_version(). */
 #define NESTGUARD_ABI_VERSION_MAJOR 0
-#define NESTGUARD_ABI_VERSION_MINOR 1
+#define NESTGUARD_ABI_VERSION_MINOR 2
 #define NESTGUARD_ABI_VERSION_PATCH 0
 #define NESTGUARD_ABI_VERSION ((NESTGUARD_ABI_VERSION_MAJOR << 16) | (NESTGUARD_ABI_VERSION_MINOR << 8) | NESTGUARD_ABI_VERSION_PATCH)
 
@@ -1345,9 +1345,9 @@ void nestguard_launcher_free(nestguard_launcher *launcher);
  * as a Mesos timer (`nestguard/authz/decision_latency_ms/count`, `/min`,
  * `/max`, `/p50`, `/p90`, `/p95`, `/p99`, `/p999`, `/p9999`; one decision
  * in 64 is timed), and `nestguard/isolation/launches`, `launch_errors`,
- * `launch_latency_ms/...`, `containers_running`, `oom_kills`,
- * `recoveries`, `orphans_destroyed`. Counters count since the library was
- * loaded.
+ * `launch_latency_ms/...`, `containers_tracked`, `oom_kills`,
+ * `recoveries`, `orphans_destroyed`, `unmanaged_containers`. Counters
+ * count since the library was loaded.
  *
  * `*out_n` (may be NULL) receives the size needed, NUL included. When
  * `len` is smaller (or `buf` is NULL with `len == 0`, to ask for the size)

@@ -38,8 +38,8 @@ const FORMAT_PROMETHEUS: u32 = nestguard_metrics_format::Prometheus as u32;
 /// `/max`, `/p50`, `/p90`, `/p95`, `/p99`, `/p999`, `/p9999`; one decision
 /// in 64 is timed), and `nestguard/isolation/launches`, `launch_errors`,
 /// `launch_latency_ms/...`, `containers_tracked`, `oom_kills`,
-/// `recoveries`, `orphans_destroyed`. Counters count since the library was
-/// loaded.
+/// `recoveries`, `orphans_destroyed`, `unmanaged_containers`. Counters
+/// count since the library was loaded.
 ///
 /// `*out_n` (may be NULL) receives the size needed, NUL included. When
 /// `len` is smaller (or `buf` is NULL with `len == 0`, to ask for the size)
@@ -106,6 +106,7 @@ mod tests {
             "nestguard/authz/decision_latency_ms/count",
             "nestguard/isolation/launches",
             "nestguard/isolation/containers_tracked",
+            "nestguard/isolation/unmanaged_containers",
         ] {
             assert!(v[name].is_number(), "{name} in {text}");
         }
