@@ -139,7 +139,7 @@ impl Agent {
             .flatten()
             .enumerate()
         {
-            let status: v1::TaskStatus = nestguard::json::from_json(&status.to_string())
+            let status: v1::TaskStatus = nestguard::json::from_json(&with_v1_names(status).to_string())
                 .map_err(|e| broken(format!("pending[{i}]: {e}")))?;
             stream.pending.push(status);
         }
@@ -352,4 +352,53 @@ fn submit(
     }
     stream.pending.push(status);
     (Ok(Submitted::Pending), true)
+}
+
+/// A checkpointed status in the v1 names. Checkpoints written before the
+/// v1 package was compiled with Mesos' v1 names hold `slave_id`,
+/// `SOURCE_SLAVE` and `REASON_SLAVE_*`; the v1 parser would drop those
+/// fields silently (unknown field, unknown enum name), losing where the
+/// update came from and why, so they are renamed before parsing.
+fn with_v1_names(status: &serde_json::Value) -> serde_json::Value {
+    let mut status = status.clone();
+    if let Some(object) = status.as_object_mut() {
+        if let Some(id) = object.remove("slave_id") {
+            object.entry("agent_id").or_insert(id);
+        }
+        for (field, old, new) in [
+            ("source", "SOURCE_SLAVE", "SOURCE_AGENT"),
+            ("reason", "REASON_SLAVE_", "REASON_AGENT_"),
+        ] {
+            if let Some(value) = object.get_mut(field)
+                && let Some(rest) = value.as_str().and_then(|v| v.strip_prefix(old))
+            {
+                *value = serde_json::Value::String(format!("{new}{rest}"));
+            }
+        }
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pre_v1_names_in_a_checkpoint_are_read_as_v1_names() {
+        let old = serde_json::json!({
+            "task_id": {"value": "t"},
+            "state": "TASK_LOST",
+            "source": "SOURCE_SLAVE",
+            "reason": "REASON_SLAVE_RESTARTED",
+            "slave_id": {"value": "a1"},
+        });
+        let status: v1::TaskStatus =
+            nestguard::json::from_json(&with_v1_names(&old).to_string()).unwrap();
+        assert_eq!(status.source, Some(v1::task_status::Source::Agent as i32));
+        assert_eq!(
+            status.reason,
+            Some(v1::task_status::Reason::AgentRestarted as i32)
+        );
+        assert_eq!(status.agent_id.map(|a| a.value).as_deref(), Some("a1"));
+    }
 }
