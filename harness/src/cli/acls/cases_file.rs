@@ -18,6 +18,7 @@ use nestguard::authz::Location;
 use nestguard::authz::analysis::{self, AnalysisError, CasesReport};
 use nestguard::authz::compile::Policy;
 use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+use saphyr_parser::Event;
 use serde_json::Value;
 
 /// Runs the cases of `path` (at most 16 MiB) against `policy`.
@@ -58,6 +59,7 @@ fn yaml_cases(text: &str, origin: &str) -> Result<Vec<(Location, Value)>, Analys
         location,
         message,
     };
+    nesting_within(text, MAX_NESTING).map_err(|(location, message)| syntax(location, message))?;
     let docs = MarkedYaml::load_from_str(text)
         .map_err(|e| syntax(at(e.marker()), format!("not valid YAML: {}", e.info())))?;
     let first_line = Location { line: 1, column: 1 };
@@ -83,6 +85,68 @@ fn yaml_cases(text: &str, origin: &str) -> Result<Vec<(Location, Value)>, Analys
             Ok((at(&item.span.start), value))
         })
         .collect()
+}
+
+/// The deepest nesting of sequences and mappings a cases file may have. A
+/// case is a mapping of a few levels; the conversion below recurses once
+/// per level, and so does dropping saphyr's tree, so a file nested a
+/// million deep would overflow the stack and abort the process.
+const MAX_NESTING: usize = 64;
+
+/// Checks on the parser's events, before any tree is built (building it
+/// is what recurses), that no node is nested deeper than `max`, counting
+/// an alias as deep as the node it copies. The error names the line and
+/// column of the collection that goes too deep; a YAML error is left to
+/// the loader, which reports it the same way.
+fn nesting_within(text: &str, max: usize) -> Result<(), (Location, String)> {
+    /// An open collection: its anchor, and the height of its tallest child.
+    struct Open {
+        anchor: usize,
+        tallest: usize,
+    }
+    let mut open: Vec<Open> = Vec::new();
+    let mut anchors: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let too_deep = |span: &saphyr_parser::Span| {
+        (
+            at(&span.start),
+            format!("nested deeper than {max} levels (lists and mappings)"),
+        )
+    };
+    for event in saphyr_parser::Parser::new_from_str(text) {
+        let Ok((event, span)) = event else {
+            return Ok(());
+        };
+        let height = match event {
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                if open.len() >= max {
+                    return Err(too_deep(&span));
+                }
+                open.push(Open { anchor, tallest: 0 });
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let Some(done) = open.pop() else { continue };
+                let height = done.tallest + 1;
+                if done.anchor > 0 {
+                    anchors.insert(done.anchor, height);
+                }
+                height
+            }
+            Event::Scalar(..) => 0,
+            Event::Alias(anchor) => {
+                let height = anchors.get(&anchor).copied().unwrap_or(0);
+                if open.len() + height > max {
+                    return Err(too_deep(&span));
+                }
+                height
+            }
+            _ => continue,
+        };
+        if let Some(parent) = open.last_mut() {
+            parent.tallest = parent.tallest.max(height);
+        }
+    }
+    Ok(())
 }
 
 /// A node as JSON, or where and why it cannot be.
@@ -191,5 +255,32 @@ mod tests {
             message("- !custom x\n"),
             "c.yaml:1:3: tags (!custom) are not accepted in a cases file"
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_a_tree_is_built() {
+        let message = |text: &str| yaml_cases(text, "c.yaml").unwrap_err().to_string();
+        // A million levels: converting or dropping such a tree would
+        // overflow the stack.
+        let deep = format!("{}x\n", "- ".repeat(1_000_000));
+        assert_eq!(
+            message(&deep),
+            "c.yaml:1:129: nested deeper than 64 levels (lists and mappings)"
+        );
+        let flow = format!("{}{}\n", "[".repeat(100), "]".repeat(100));
+        let flow = message(&flow);
+        assert!(flow.starts_with("c.yaml:1:65: nested deeper"), "{flow}");
+        // saphyr's scanner bounds flow nesting itself (an error, no crash).
+        let flow = format!("{}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let flow = message(&flow);
+        assert!(flow.contains("not valid YAML"), "{flow}");
+        // An alias is as deep as what it copies.
+        let half = "[".repeat(40) + &"]".repeat(40);
+        let aliased = format!("- &a {half}\n- [[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n");
+        let aliased = message(&aliased);
+        assert!(aliased.contains("nested deeper than 64"), "{aliased}");
+        // 64 levels are fine as far as nesting goes.
+        let ok = format!("- {}{}\n", "[".repeat(63), "]".repeat(63));
+        assert!(nesting_within(&ok, MAX_NESTING).is_ok());
     }
 }
