@@ -51,8 +51,9 @@ cleanup() {
     fi
   fi
   # Whatever still runs in the campaign's cgroups, then the cgroups
-  # themselves, deepest first, and the root's lock file.
-  for top in /sys/fs/cgroup/*/"$root"; do
+  # themselves, deepest first, and the root's lock file. cgroup v2: the
+  # root is right under the mount; v1: under each controller's.
+  for top in /sys/fs/cgroup/"$root" /sys/fs/cgroup/*/"$root"; do
     [ -d "$top" ] || continue
     for _ in 1 2 3 4 5; do
       pids=$(find "$top" -name cgroup.procs -exec cat {} + 2>/dev/null)

@@ -279,16 +279,46 @@ impl Setup {
             .cloned()
     }
 
-    /// `<mount>/<controller>/<root>` in every hierarchy where it exists.
+    /// The root's directory in every hierarchy where it exists.
     fn cgroup_tops(&self) -> Vec<PathBuf> {
-        let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
-            return Vec::new();
-        };
-        controllers
-            .flatten()
-            .map(|c| c.path().join(&self.cgroups_root))
-            .filter(|p| p.is_dir())
-            .collect()
+        cgroup_tops_under(Path::new("/sys/fs/cgroup"), &self.cgroups_root)
+    }
+}
+
+/// `<mount>/<root>` (cgroup v2: the unified hierarchy is the mount
+/// itself) and `<mount>/<controller>/<root>` (v1, and a hybrid host's
+/// `unified`), where they exist.
+fn cgroup_tops_under(mount: &Path, root: &Path) -> Vec<PathBuf> {
+    let mut tops: Vec<PathBuf> = std::fs::read_dir(mount)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|c| c.path().join(root))
+        .filter(|p| p.is_dir())
+        .collect();
+    let unified = mount.join(root);
+    if unified.join("cgroup.controllers").is_file() {
+        tops.insert(0, unified);
+    }
+    tops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pure_v2_root_is_found_at_the_mount_itself() {
+        let mount = tempfile::tempdir().unwrap();
+        let top = mount.path().join("soak-root");
+        std::fs::create_dir_all(top.join("a/mesos/b")).unwrap();
+        std::fs::write(top.join("cgroup.controllers"), "cpu memory pids").unwrap();
+        assert_eq!(cgroup_tops_under(mount.path(), Path::new("soak-root")), [top]);
+
+        let v1 = tempfile::tempdir().unwrap();
+        let freezer = v1.path().join("freezer/soak-root");
+        std::fs::create_dir_all(&freezer).unwrap();
+        assert_eq!(cgroup_tops_under(v1.path(), Path::new("soak-root")), [freezer]);
     }
 }
 
