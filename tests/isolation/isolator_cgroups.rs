@@ -274,11 +274,24 @@ fn isolate_refuses_pid_zero() {
     assert!(agent.cg().scan().unwrap().is_empty());
 }
 
+/// A child process killed (and reaped) when dropped, so that a failing
+/// assertion does not leak it.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Fix (c) of the real-Mesos run: the isolator enabled on an agent that
 /// already runs containers. Recover hands it a container it never
 /// prepared (no cgroup of ours): watch, update, usage and cleanup must
 /// leave it alone instead of failing (a failed watch makes Mesos destroy
-/// the container), and its process must live on.
+/// the container), and its process must live on. A nested container
+/// sharing its cgroups is left alone too; one asking for cgroups of its
+/// own is refused, naming the parent.
 #[test]
 fn a_container_running_before_the_isolator_was_enabled_is_left_alone() {
     if !root_or_skip() {
@@ -286,44 +299,59 @@ fn a_container_running_before_the_isolator_was_enabled_is_left_alone() {
     }
     let agent = Agent::new("preexisting", &[]);
     let before = id("before");
-    let mut child = std::process::Command::new("sleep")
-        .arg("120")
-        .spawn()
-        .unwrap();
-    let pid = child.id();
+    let child = KillOnDrop(
+        std::process::Command::new("sleep")
+            .arg("120")
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
     let state = nestguard::proto::mesos::slave::ContainerState {
         container_id: before.clone(),
         pid: u64::from(pid),
         directory: agent.dir.path().to_string_lossy().into_owned(),
         ..Default::default()
     };
-    let recovered = agent.iso().recover(&[state], &[]);
-    let mut watch = agent.iso().watch_all(&before);
-    let updated = agent.iso().update(
-        &before,
-        &[scalar("mem", 64.0)],
-        &nestguard::isolation::isolator::ResourceLimits::default(),
+    agent.iso().recover(&[state], &[]).unwrap();
+    let unmanaged = nestguard::metrics::snapshot()
+        .into_iter()
+        .find(|s| s.name == "nestguard/isolation/unmanaged_containers")
+        .map(|s| s.value);
+    assert!(unmanaged >= Some(1.0), "{unmanaged:?}");
+    let mut watch = agent.iso().watch_all(&before).unwrap();
+    assert!(
+        matches!(watch.check(), Ok(None)),
+        "watch of an unprepared container"
     );
-    let usage = agent.iso().usage(&before);
-    let cleaned = agent.iso().cleanup(&before);
+    agent
+        .iso()
+        .update(
+            &before,
+            &[scalar("mem", 64.0)],
+            &nestguard::isolation::isolator::ResourceLimits::default(),
+        )
+        .unwrap();
+    assert!(agent.iso().usage(&before).unwrap().timestamp > 0.0);
+
+    let sharing = id("before.debug");
+    agent.iso().prepare(&sharing, &config("true")).unwrap();
+    assert!(!agent.cg().exists(&sharing).unwrap());
+    agent.iso().cleanup(&sharing).unwrap();
+    let own = id("before.task");
+    let err = agent
+        .iso()
+        .prepare(&own, &own_cgroups(config("true")))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("parent 'before'"), "{err}");
+
+    agent.iso().cleanup(&before).unwrap();
     let alive = nestguard::isolation::process::stat(i32::try_from(pid).unwrap())
         .unwrap()
         .is_some_and(|s| !s.exited());
-    let no_cgroup = !agent.cg().exists(&before).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
-    recovered.unwrap();
-    let limitation = watch.as_mut().map(|w| w.check());
-    assert!(
-        matches!(limitation, Ok(Ok(None))),
-        "watch of an unprepared container: {limitation:?}"
-    );
-    updated.unwrap();
-    usage.unwrap();
-    cleaned.unwrap();
     assert!(alive, "the container's process was killed");
     assert!(
-        no_cgroup,
+        !agent.cg().exists(&before).unwrap(),
         "cgroups were created for a container never prepared"
     );
     assert!(agent.cg().scan().unwrap().is_empty());
