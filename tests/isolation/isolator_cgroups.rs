@@ -306,10 +306,12 @@ fn a_container_running_before_the_isolator_was_enabled_is_left_alone() {
             .unwrap(),
     );
     let pid = child.0.id();
+    let sandbox = agent.sandbox(&before);
+    nestguard::isolation::sandbox::create(&sandbox, None).unwrap();
     let state = nestguard::proto::mesos::slave::ContainerState {
         container_id: before.clone(),
         pid: u64::from(pid),
-        directory: agent.dir.path().to_string_lossy().into_owned(),
+        directory: sandbox.to_string_lossy().into_owned(),
         ..Default::default()
     };
     agent.iso().recover(&[state], &[]).unwrap();
@@ -333,14 +335,20 @@ fn a_container_running_before_the_isolator_was_enabled_is_left_alone() {
         .unwrap();
     assert!(agent.iso().usage(&before).unwrap().timestamp > 0.0);
 
-    let sharing = id("before.debug");
-    agent.iso().prepare(&sharing, &config("true")).unwrap();
-    assert!(!agent.cg().exists(&sharing).unwrap());
-    agent.iso().cleanup(&sharing).unwrap();
-    let own = id("before.task");
-    let err = agent
-        .iso()
-        .prepare(&own, &own_cgroups(config("true")))
+    // Prepared only: our launcher needs a container's own freezer cgroup.
+    let prepare = |child: &str, mut c: nestguard::proto::mesos::slave::ContainerConfig| {
+        let child = id(child);
+        let sandbox = agent.sandbox(&child);
+        nestguard::isolation::sandbox::create(&sandbox, None).unwrap();
+        c.directory = sandbox.to_string_lossy().into_owned();
+        let prepared = agent.iso().prepare(&child, &c).map(|_| ());
+        let made = agent.cg().exists(&child).unwrap();
+        agent.iso().cleanup(&child).unwrap();
+        assert!(!made, "cgroups made for {child:?}");
+        prepared
+    };
+    prepare("before.debug", config("true")).unwrap();
+    let err = prepare("before.task", own_cgroups(config("true")))
         .unwrap_err()
         .to_string();
     assert!(err.contains("parent 'before'"), "{err}");
