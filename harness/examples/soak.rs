@@ -281,7 +281,7 @@ impl Setup {
 
     /// The root's directory in every hierarchy where it exists.
     fn cgroup_tops(&self) -> Vec<PathBuf> {
-        cgroup_tops_under(Path::new("/sys/fs/cgroup"), &self.cgroups_root)
+        cgroup_tops_under(Path::new("/sys/fs/cgroup"), Path::new(&self.cgroups_root))
     }
 }
 
@@ -313,12 +313,18 @@ mod tests {
         let top = mount.path().join("soak-root");
         std::fs::create_dir_all(top.join("a/mesos/b")).unwrap();
         std::fs::write(top.join("cgroup.controllers"), "cpu memory pids").unwrap();
-        assert_eq!(cgroup_tops_under(mount.path(), Path::new("soak-root")), [top]);
+        assert_eq!(
+            cgroup_tops_under(mount.path(), Path::new("soak-root")),
+            [top]
+        );
 
         let v1 = tempfile::tempdir().unwrap();
         let freezer = v1.path().join("freezer/soak-root");
         std::fs::create_dir_all(&freezer).unwrap();
-        assert_eq!(cgroup_tops_under(v1.path(), Path::new("soak-root")), [freezer]);
+        assert_eq!(
+            cgroup_tops_under(v1.path(), Path::new("soak-root")),
+            [freezer]
+        );
     }
 }
 

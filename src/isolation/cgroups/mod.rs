@@ -74,10 +74,10 @@ use std::time::Duration;
 pub use detect::{DEFAULT_MOUNT_ROOT, Hierarchy, detect, detect_with_root};
 pub use error::{CgroupError, Result};
 pub(crate) use layout::validate_cgroups_root;
-pub(crate) use stats::now_secs;
 pub use layout::{LEAF, SEPARATOR, container_path, parse_relative};
 pub use limits::Limits;
 pub use oom::{OomWatcher, format_bytes};
+pub(crate) use stats::now_secs;
 
 use crate::container_id::to_dotted;
 use crate::proto::mesos::{ContainerId, ResourceStatistics};

@@ -572,8 +572,8 @@ mod tests {
         let memory = dir.path().join("memory/fixture/partial");
         std::fs::remove_dir_all(&memory).unwrap();
         // A restarted agent: a new isolator over the same cgroups.
-        let iso = CgroupsIsolator::new(Arc::clone(&iso.cgroups), CgroupsOptions::default())
-            .unwrap();
+        let iso =
+            CgroupsIsolator::new(Arc::clone(&iso.cgroups), CgroupsOptions::default()).unwrap();
         iso.recover(&[state(&c)], &[]).unwrap();
         assert!(iso.watch(&c).unwrap().is_none());
         iso.update(&c, &[], &ResourceLimits::default()).unwrap();

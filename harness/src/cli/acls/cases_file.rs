@@ -276,7 +276,9 @@ mod tests {
         assert!(flow.contains("not valid YAML"), "{flow}");
         // An alias is as deep as what it copies.
         let half = "[".repeat(40) + &"]".repeat(40);
-        let aliased = format!("- &a {half}\n- [[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n");
+        let aliased = format!(
+            "- &a {half}\n- [[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n"
+        );
         let aliased = message(&aliased);
         assert!(aliased.contains("nested deeper than 64"), "{aliased}");
         // 64 levels are fine as far as nesting goes.

@@ -139,8 +139,9 @@ impl Agent {
             .flatten()
             .enumerate()
         {
-            let status: v1::TaskStatus = nestguard::json::from_json(&with_v1_names(status).to_string())
-                .map_err(|e| broken(format!("pending[{i}]: {e}")))?;
+            let status: v1::TaskStatus =
+                nestguard::json::from_json(&with_v1_names(status).to_string())
+                    .map_err(|e| broken(format!("pending[{i}]: {e}")))?;
             stream.pending.push(status);
         }
         for (i, uuid) in value["acknowledged"]
