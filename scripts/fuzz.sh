@@ -37,7 +37,8 @@ build() {
   # (sancov passes, `--cfg fuzzing`), so the stable toolchain builds it.
   (cd fuzz && cargo fuzz build --sanitizer none --release --target-dir "$target_dir" "$@")
 }
-binary() { echo "$target_dir/x86_64-unknown-linux-gnu/release/$1"; }
+host=$(rustc -vV | sed -n 's/^host: //p')
+binary() { echo "$target_dir/$host/release/$1"; }
 
 # The fixture directories that seed a target (as fuzz/src/seeds.rs).
 fixtures() {

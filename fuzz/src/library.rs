@@ -747,19 +747,25 @@ fn abi_http(header: &[u8]) {
     nestguard_credentials_free(credentials);
 }
 
-fn abi_cram_server(data: &[u8]) {
-    let credentials = abi_fixed_credentials();
-    let mut server: *mut nestguard_cram_md5_server = ptr::null_mut();
-    let mut kind = nestguard_cram_md5_message_kind::None;
-    let mut reply: *mut nestguard_bytes = ptr::null_mut();
-    let r = nestguard_cram_md5_server_new(credentials, 60_000, &mut server, &mut kind, &mut reply);
-    assert!(result_ok(r), "server session");
-    take_bytes(reply);
+/// The signature of `nestguard_cram_md5_{server,client}_step`.
+type StepFn<H> = extern "C" fn(
+    *const H,
+    u32,
+    *const u8,
+    usize,
+    *mut nestguard_cram_md5_message_kind,
+    *mut *mut nestguard_bytes,
+    *mut nestguard_auth_status,
+) -> nestguard_result;
+
+/// Feeds the framed messages of `data` to a CRAM-MD5 session through `step`.
+fn feed_steps<H>(session: *mut H, data: &[u8], step: StepFn<H>) {
     for (message_kind, bytes) in frames(data) {
+        let mut kind = nestguard_cram_md5_message_kind::None;
         let mut reply: *mut nestguard_bytes = ptr::null_mut();
         let mut status = nestguard_auth_status::Continue;
-        result_ok(nestguard_cram_md5_server_step(
-            server,
+        result_ok(step(
+            session,
             message_kind,
             bytes.as_ptr(),
             bytes.len(),
@@ -769,6 +775,17 @@ fn abi_cram_server(data: &[u8]) {
         ));
         take_bytes(reply);
     }
+}
+
+fn abi_cram_server(data: &[u8]) {
+    let credentials = abi_fixed_credentials();
+    let mut server: *mut nestguard_cram_md5_server = ptr::null_mut();
+    let mut kind = nestguard_cram_md5_message_kind::None;
+    let mut reply: *mut nestguard_bytes = ptr::null_mut();
+    let r = nestguard_cram_md5_server_new(credentials, 60_000, &mut server, &mut kind, &mut reply);
+    assert!(result_ok(r), "server session");
+    take_bytes(reply);
+    feed_steps(server, data, nestguard_cram_md5_server_step);
     nestguard_cram_md5_server_free(server);
     nestguard_credentials_free(credentials);
 }
@@ -795,18 +812,6 @@ fn abi_cram_client(data: &[u8]) {
         return;
     }
     take_bytes(reply);
-    for (message_kind, bytes) in frames(messages) {
-        let mut reply: *mut nestguard_bytes = ptr::null_mut();
-        result_ok(nestguard_cram_md5_client_step(
-            client,
-            message_kind,
-            bytes.as_ptr(),
-            bytes.len(),
-            &mut kind,
-            &mut reply,
-            &mut status,
-        ));
-        take_bytes(reply);
-    }
+    feed_steps(client, messages, nestguard_cram_md5_client_step);
     nestguard_cram_md5_client_free(client);
 }
