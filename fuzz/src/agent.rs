@@ -14,8 +14,11 @@ use nestguard_harness::cli::inputs::{
 };
 use prost::Message as _;
 
+/// A target's body.
+pub type Body = fn(&[u8]);
+
 /// Every target of this file, by name, for the seed test.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Body)] = &[
     ("agent_call", agent_call),
     ("agent_negotiate", agent_negotiate),
     ("executor_call", executor_call),

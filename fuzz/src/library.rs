@@ -53,8 +53,11 @@ use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 use nestguard::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerTermination};
 use nestguard::proto::mesos::{ContainerId, Parameters};
 
+/// A target's body.
+pub type Body = fn(&[u8]);
+
 /// Every target of this file, by name, for the seed test.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Body)] = &[
     ("acl_json", acl_json),
     ("credentials_file", credentials_file),
     ("cram_md5_server", cram_md5_server),
@@ -494,8 +497,7 @@ pub fn module_parameters(data: &[u8]) {
     let _ = IsolatorParams::parse(pairs.iter().copied());
     let inline = pairs
         .iter()
-        .filter(|(k, _)| *k == "acls")
-        .next_back()
+        .rfind(|(k, _)| *k == "acls")
         .is_none_or(|(_, v)| matches!(FlagValue::parse(v), FlagValue::Inline(_)));
     if inline {
         let _ = Authorizer::from_parameters(pairs.iter().copied(), true);

@@ -4,6 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// A target's body.
+pub type Body = fn(&[u8]);
+
 /// Fixture directories (from the repository root) that seed a target.
 pub fn fixtures(target: &str) -> &'static [&'static str] {
     match target {
@@ -27,7 +30,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 
 /// Runs each target over its inputs; `repo` is the repository root or a
 /// package directory in it. Fails naming the target and the input.
-pub fn run_all(repo: &str, targets: &[(&str, fn(&[u8]))]) {
+pub fn run_all(repo: &str, targets: &[(&str, Body)]) {
     let mut root = Path::new(repo).to_path_buf();
     while !root.join("fuzz/seeds").is_dir() {
         assert!(root.pop(), "no fuzz/seeds above {repo}");
