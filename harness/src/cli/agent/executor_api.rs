@@ -222,7 +222,7 @@ fn check(
 }
 
 /// Mesos' `validateExecutorCall` (src/common/validation.cpp), texts included.
-fn validate(call: &Call) -> Result<(), String> {
+pub fn validate(call: &Call) -> Result<(), String> {
     if call.r#type.is_none() {
         return Err("Expecting 'type' to be present".into());
     }

@@ -37,6 +37,16 @@ mod paths;
 mod pod_admission;
 mod reload;
 
+/// What [`crate::cli::inputs`] re-exports from the agent.
+pub mod inputs {
+    pub use super::call_validation::validate_agent_call;
+    pub use super::executor_api::validate as validate_executor_call;
+    pub use super::negotiation::{
+        ContentType, Format, MediaTypes, Rejection, decode_call, negotiate,
+    };
+    pub use axum::http;
+}
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
