@@ -119,10 +119,10 @@ pub struct AgentFlags {
     #[arg(long, default_value_t = 1)]
     pub audit_sample: u32,
     /// Serve debug sessions and attach (LAUNCH_NESTED_CONTAINER_SESSION,
-    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`). Off by
-    /// default: the I/O switchboard still works on sandbox paths a tenant
-    /// can swap (see the README), so an operator must opt in.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`), as Mesos
+    /// does, authorized by the `launch_nested_container_sessions_*` and
+    /// `attach_containers_*` ACLs; `--debug_sessions=false` turns them off.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "true")]
     pub debug_sessions: bool,
 }
 

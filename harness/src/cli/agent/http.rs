@@ -173,6 +173,7 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(m) => text(StatusCode::NOT_FOUND, m),
             ApiError::Conflict(m) => text(StatusCode::CONFLICT, m),
             ApiError::Internal(m) => text(StatusCode::INTERNAL_SERVER_ERROR, m),
+            ApiError::Unavailable(m) => text(StatusCode::SERVICE_UNAVAILABLE, m),
         }
     }
 }
