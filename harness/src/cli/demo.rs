@@ -261,6 +261,7 @@ fn start_agent(
             dir.join("jwt.key").display()
         ))
         .arg("--authenticate_http_readwrite")
+        .arg("--authenticate_http_executors")
         .arg(if cgroups_root.is_some() {
             "--isolation=io_nestguard_Isolator"
         } else {
