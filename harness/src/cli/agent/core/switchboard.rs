@@ -408,7 +408,12 @@ fn fifo_wiring(
         slave: None,
         outputs: vec![(Stream::Stdout, stdout), (Stream::Stderr, stderr)],
         io_dir: Some(dir),
-        redirect: format!("exec <{IO_DIR}/stdin >{IO_DIR}/stdout 2>{IO_DIR}/stderr\n"),
+        // stdin is first opened read-write on a spare descriptor, so that
+        // opening it for reading never waits for a writer (the agent may
+        // have closed its end already: the container then reads EOF).
+        redirect: format!(
+            "exec 3<>{IO_DIR}/stdin <{IO_DIR}/stdin 3>&- >{IO_DIR}/stdout 2>{IO_DIR}/stderr\n"
+        ),
     })
 }
 
@@ -554,13 +559,27 @@ impl Switchboard {
             .stdin
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.closed.load(Ordering::SeqCst) || (data.is_empty() && !self.tty) {
+        if self.closed.load(Ordering::SeqCst) {
             *stdin = None;
             return if data.is_empty() {
                 Ok(())
             } else {
                 Err(broken())
             };
+        }
+        if data.is_empty() && !self.tty {
+            // EOF. What was written stays in the FIFO only while a
+            // descriptor holds it open: wait until the container read it
+            // all (it opened its end, then) or ended.
+            if let Some(fd) = stdin.as_ref() {
+                while !self.closed.load(Ordering::SeqCst)
+                    && rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0)
+                {
+                    std::thread::sleep(WATCH_PERIOD);
+                }
+            }
+            *stdin = None;
+            return Ok(());
         }
         let Some(fd) = stdin.as_ref() else {
             return Err(broken());
