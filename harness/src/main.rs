@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => cli::out::finish(code),
         Err(err) => {
-            cli::out::errln!("nestguard: {err:#}");
+            cli::out::write_stderr(format_args!("nestguard: {err:#}\n"));
             ExitCode::from(1)
         }
     }
