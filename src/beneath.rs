@@ -218,6 +218,45 @@ fn remove_tree_at(
     }
 }
 
+/// Opens the plain name `name` in the directory `dir` with `openat2(RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`: never through a symbolic link (the
+/// last component included, so `O_CREAT` cannot create a link's target), never
+/// outside `dir`. `at` names the file in errors only.
+///
+/// For work inside a directory its owner can change (a sandbox): the caller
+/// opened `dir` once ([`open_dir`]), and what it does next goes through the
+/// returned descriptor (`fstat`, `fchown`, `fchmod`), never the path again.
+pub fn open_at(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &str,
+    flags: OFlags,
+    mode: u32,
+    at: &Path,
+) -> Result<OwnedFd> {
+    if !is_plain_component(name) {
+        return Err(BeneathError::Component {
+            root: at.to_path_buf(),
+            component: name.to_owned(),
+        });
+    }
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(
+        dir,
+        name,
+        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+        resolve,
+    ) {
+        Ok(fd) => Ok(fd),
+        Err(rustix::io::Errno::LOOP) => Err(BeneathError::Escape {
+            path: at.to_path_buf(),
+            root: at.parent().unwrap_or(at).to_path_buf(),
+            reason: format!("'{}' is a symbolic link", at.display()),
+        }),
+        Err(e) => Err(io_error("open", at, e)),
+    }
+}
+
 fn io_error(op: &'static str, at: &Path, e: rustix::io::Errno) -> BeneathError {
     BeneathError::Io {
         op,
@@ -302,6 +341,37 @@ mod tests {
         let err = create_dir_all(&root, &root.join("link/escaped"), 0o750).unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert!(!dir.path().join("escaped").exists());
+    }
+
+    #[test]
+    fn open_at_never_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let fd = create_dir_all(&root, &root, 0o750).unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"keep").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        let write = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC;
+        let err = open_at(
+            std::os::fd::AsFd::as_fd(&fd),
+            "link",
+            write,
+            0o600,
+            &root.join("link"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+        assert!(open_at(std::os::fd::AsFd::as_fd(&fd), "../x", write, 0o600, &root).is_err());
+        open_at(
+            std::os::fd::AsFd::as_fd(&fd),
+            "new",
+            write,
+            0o600,
+            &root.join("new"),
+        )
+        .unwrap();
+        assert!(root.join("new").is_file());
     }
 
     #[test]

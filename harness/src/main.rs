@@ -1,6 +1,5 @@
 //! `nestguard`: the operator command line, the simulated agent, the default
-//! executor and the demo. `unsafe` is denied package-wide (`[lints.rust]` in
-//! Cargo.toml) but for the `.so` loaders.
+//! executor and the demo; the code is the package's library (`lib.rs`).
 
 // As the library: a failure outside tests is an error the user reads, not a
 // panic.
@@ -9,11 +8,10 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::todo)
 )]
 
-mod cli;
-
 use std::process::ExitCode;
 
 use clap::Parser;
+use nestguard_harness::cli;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
@@ -21,7 +19,7 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => cli::out::finish(code),
         Err(err) => {
-            cli::out::errln!("nestguard: {err:#}");
+            cli::out::write_stderr(format_args!("nestguard: {err:#}\n"));
             ExitCode::from(1)
         }
     }

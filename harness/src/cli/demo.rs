@@ -263,6 +263,7 @@ fn start_agent(
         ))
         .arg("--authenticate_http_readwrite")
         .arg(format!("--audit_log={}", dir.join("audit.jsonl").display()))
+        .arg("--authenticate_http_executors")
         .arg(if cgroups_root.is_some() {
             "--isolation=io_nestguard_Isolator"
         } else {

@@ -3,8 +3,10 @@
 //! the output, ATTACH_CONTAINER_INPUT for stdin (`-i`), a TTY with `-t`,
 //! and the exit status from WAIT_NESTED_CONTAINER.
 //!
-//! stdin is streamed as it is read. The local terminal is not put in raw
-//! mode, nor is SIGWINCH forwarded: with `-t` the window size is sent once.
+//! stdin is streamed as it is read, with a HEARTBEAT every 30 s while it
+//! is idle (the agent drops an input stream silent for 90 s). The local
+//! terminal is not put in raw mode, nor is SIGWINCH forwarded: with `-t`
+//! the window size is sent once.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -111,15 +113,57 @@ fn stdin_record(data: Vec<u8>) -> ProcessIo {
     }
 }
 
+/// How often an idle input stream carries a HEARTBEAT (Mesos'
+/// `--http_heartbeat_interval` default, as `mesos task exec` sends them):
+/// the agent closes an input stream silent for three of these.
+const INPUT_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn heartbeat_record() -> ProcessIo {
+    let nanoseconds = i64::try_from(INPUT_HEARTBEAT.as_nanos()).unwrap_or(i64::MAX);
+    ProcessIo {
+        r#type: Some(process_io::Type::Control as i32),
+        data: None,
+        control: Some(process_io::Control {
+            r#type: Some(process_io::control::Type::Heartbeat as i32),
+            tty_info: None,
+            heartbeat: Some(process_io::control::Heartbeat {
+                interval: Some(v1::DurationInfo { nanoseconds }),
+            }),
+        }),
+    }
+}
+
 /// This process' stdin as ATTACH_CONTAINER_INPUT records, read as it
-/// arrives: `pending` starts with the CONTAINER_ID (and TTY_INFO) records;
-/// EOF is sent as an empty record on pipes, ^D on a TTY.
+/// arrives (by a thread, so that an idle stdin still lets a HEARTBEAT out
+/// every [`INPUT_HEARTBEAT`]): `pending` starts with the CONTAINER_ID (and
+/// TTY_INFO) records; EOF is sent as an empty record on pipes, ^D on a TTY.
 struct StdinRecords {
     id: v1::ContainerId,
     tty: bool,
     pending: Vec<u8>,
     pos: usize,
     done: bool,
+    stdin: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    /// [`INPUT_HEARTBEAT`] (shorter in tests).
+    heartbeat: std::time::Duration,
+}
+
+/// Reads this process' stdin on a thread; an empty chunk is EOF.
+fn stdin_chunks() -> std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(4);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let read = std::io::stdin()
+                .read(&mut chunk)
+                .map(|n| chunk[..n].to_vec());
+            let end = !matches!(&read, Ok(data) if !data.is_empty());
+            if tx.send(read).is_err() || end {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 impl Read for StdinRecords {
@@ -134,15 +178,17 @@ impl Read for StdinRecords {
             if self.done {
                 return Ok(0);
             }
-            let mut chunk = [0u8; 4096];
-            let n = std::io::stdin().read(&mut chunk)?;
-            let data = if n == 0 {
-                self.done = true;
-                if self.tty { vec![4] } else { Vec::new() }
-            } else {
-                chunk[..n].to_vec()
+            let io = match self.stdin.recv_timeout(self.heartbeat) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => heartbeat_record(),
+                Ok(Err(e)) => return Err(e),
+                Ok(Ok(data)) if !data.is_empty() => stdin_record(data),
+                // EOF (or the reader gone).
+                Ok(Ok(_)) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    stdin_record(if self.tty { vec![4] } else { Vec::new() })
+                }
             };
-            let call = input_call(&self.id, Some(stdin_record(data)));
+            let call = input_call(&self.id, Some(io));
             self.pending = recordio::encode(nestguard::json::to_json(&call).as_bytes());
             self.pos = 0;
         }
@@ -247,6 +293,8 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             pending: first,
             pos: 0,
             done: false,
+            stdin: stdin_chunks(),
+            heartbeat: INPUT_HEARTBEAT,
         };
         let http = http.clone();
         let url = format!("{base}/api/v1");
@@ -320,4 +368,56 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         128 + (status & 0x7f)
     };
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(r: &mut StdinRecords) -> Vec<ProcessIo> {
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = r.read(&mut buf).unwrap();
+        recordio::Decoder::new(1 << 20)
+            .feed(&buf[..n])
+            .unwrap()
+            .iter()
+            .map(|rec| {
+                let call: Call =
+                    nestguard::json::from_json(std::str::from_utf8(rec).unwrap()).unwrap();
+                call.attach_container_input.unwrap().process_io.unwrap()
+            })
+            .collect()
+    }
+
+    /// An idle stdin sends heartbeats; data and EOF follow as they come.
+    #[test]
+    fn idle_input_carries_heartbeats() {
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        let mut input = StdinRecords {
+            id: container_id("pod"),
+            tty: false,
+            pending: Vec::new(),
+            pos: 0,
+            done: false,
+            stdin: rx,
+            heartbeat: std::time::Duration::ZERO,
+        };
+        let io = records(&mut input);
+        assert_eq!(io[0].r#type(), process_io::Type::Control);
+        assert_eq!(
+            io[0].control.as_ref().unwrap().r#type(),
+            process_io::control::Type::Heartbeat
+        );
+        tx.send(Ok(b"hi".to_vec())).unwrap();
+        // The heartbeat may win the race once more; the data comes next.
+        let mut data = records(&mut input);
+        if data[0].r#type() == process_io::Type::Control {
+            data = records(&mut input);
+        }
+        assert_eq!(data[0].data.as_ref().unwrap().data(), b"hi");
+        drop(tx);
+        let eof = records(&mut input);
+        assert_eq!(eof[0].data.as_ref().unwrap().data(), b"");
+        assert_eq!(input.read(&mut [0u8; 16]).unwrap(), 0);
+    }
 }

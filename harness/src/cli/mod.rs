@@ -14,6 +14,15 @@ mod recordio;
 mod smoke;
 mod wire;
 
+/// The functions that take a client's bytes before anything trusts them,
+/// public for the fuzz targets (`fuzz/`) and nothing else: the agent's `Call`
+/// negotiation, decoding and validation, the executor API's call
+/// validation, and RecordIO framing.
+pub mod inputs {
+    pub use super::agent::inputs::*;
+    pub use super::recordio::{Decoder, RecordIoError, encode as encode_record};
+}
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -139,6 +139,37 @@ fn output(wire: Wire, head: &str, mut stream: TcpStream, mut rest: Vec<u8>) -> (
     (out, err)
 }
 
+/// Reads the rest of a chunked, streamed response as it comes and returns
+/// how many bytes of stdout it carried (for floods: nothing is kept).
+fn count_stdout(wire: Wire, mut stream: TcpStream, rest: Vec<u8>) -> usize {
+    let mut decoder = recordio::Decoder::new(1 << 20);
+    let (mut raw, mut total, mut buf) = (rest, 0, vec![0u8; 64 * 1024]);
+    loop {
+        // Every complete chunk at the front of `raw`.
+        while let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") {
+            let size = usize::from_str_radix(std::str::from_utf8(&raw[..eol]).unwrap().trim(), 16)
+                .unwrap();
+            if size == 0 {
+                return total;
+            }
+            if raw.len() < eol + 4 + size {
+                break;
+            }
+            for record in decoder.feed(&raw[eol + 2..eol + 2 + size]).unwrap() {
+                if let Some(data) = wire.decode(&record).data {
+                    assert_eq!(data.r#type(), process_io::data::Type::Stdout);
+                    total += data.data().len();
+                }
+            }
+            raw.drain(..eol + 4 + size);
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return total,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
 fn session_call(root: &str, child: &str, command: &str, tty: Option<(u32, u32)>) -> Call {
     let mut json = serde_json::json!({
         "type": "LAUNCH_NESTED_CONTAINER_SESSION",
@@ -239,24 +270,25 @@ fn running_pod(agent: &TestAgent) -> String {
     root
 }
 
+/// On by default, as in Mesos; `--debug_sessions=false` turns them off.
 #[test]
-fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
+fn debug_sessions_are_on_unless_the_operator_turns_them_off() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions=false"]);
     let root = running_pod(&agent);
     let call = session_call(&root, "dbg-off", "echo hello", None);
-    let (status, head, _, rest) = open(
+    let (status, head, mut stream, mut rest) = open(
         &agent,
         OPS,
         &streaming_headers(Wire::Json),
         &Wire::Json.encode(&call),
     );
+    stream.read_to_end(&mut rest).unwrap();
     assert_eq!(status, 400, "{head}");
     assert!(
-        String::from_utf8_lossy(&rest).contains("--debug_sessions")
-            || head.contains("--debug_sessions"),
+        String::from_utf8_lossy(&rest).contains("--debug_sessions=false"),
         "{head}"
     );
 }
@@ -266,7 +298,7 @@ fn session_streams_output_and_the_container_is_gone_after() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
+    let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("dbg-{i}");
@@ -302,7 +334,7 @@ fn attach_output_and_input_with_cat() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
+    let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("cat-{i}");
@@ -340,7 +372,7 @@ fn tty_session_takes_the_window_size() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
+    let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(
@@ -372,7 +404,7 @@ fn sessions_and_attach_are_authorized() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
+    let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
     let wire = Wire::Protobuf;
     let call = session_call(&root, "denied", "echo no", None);
@@ -413,7 +445,7 @@ fn nestguard_exec_runs_a_command_with_scripted_stdin() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
+    let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
     let secret = agent.dir.path().join("ops.secret");
     std::fs::write(&secret, OPS.1).unwrap();
@@ -457,7 +489,7 @@ fn input_streams_and_a_second_input_conflicts() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"]);
+    let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(&root, "live", "cat", None);
@@ -527,4 +559,136 @@ fn input_streams_and_a_second_input_conflicts() {
     let (out, _) = output(wire, &head, session, rest);
     assert_eq!(out, "live\n");
     wait_gone(&agent, &root, "live");
+}
+
+/// A hostile tenant swaps links into a session's sandbox at the names the
+/// switchboard uses (`.nestguard-io`, `stdout`, `stderr`), racing the
+/// agent: the agent never creates, writes or chowns anything through them.
+#[test]
+fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let outside = agent.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("victim"), b"keep").unwrap();
+    let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
+    agent.wait_task(&sandbox, "main", "TASK_RUNNING");
+    // The tenant, racing: a loop over the sessions' sandboxes (its own).
+    let tenant = format!(
+        r#"o='{out}'; while :; do for d in '{sb}'/containers/evil-*; do
+            ln -sfn "$o" "$d/.nestguard-io" 2>/dev/null; rm -f "$d/.nestguard-io" 2>/dev/null
+            mv "$d/.nestguard-io" "$d/moved" 2>/dev/null && ln -sfn "$o" "$d/.nestguard-io"
+            ln -sf "$o/victim" "$d/stdout"; ln -sf "$o/victim" "$d/stderr"
+            rm -f "$d/stdout" "$d/stderr"; ln "$o/victim" "$d/stdout" 2>/dev/null
+          done; done"#,
+        out = outside.display(),
+        sb = sandbox.display()
+    );
+    for i in 0..4 {
+        std::fs::create_dir_all(sandbox.join(format!("containers/evil-{i}"))).unwrap();
+    }
+    let mut tenant = std::process::Command::new("sh")
+        .args(["-c", &tenant])
+        .spawn()
+        .unwrap();
+    for i in 0..4 {
+        let child = format!("evil-{i}");
+        let mut call = session_call(&root, &child, "echo out; echo err >&2", None);
+        if let Some(session) = call.launch_nested_container_session.as_mut()
+            && let Some(command) = session.command.as_mut()
+        {
+            command.user = Some("nobody".into());
+        }
+        let (status, head, mut stream, mut rest) = open(
+            &agent,
+            OPS,
+            &streaming_headers(Wire::Json),
+            &Wire::Json.encode(&call),
+        );
+        // The session may fail (the tenant broke its own sandbox); what
+        // matters is where the agent wrote.
+        let _ = stream.read_to_end(&mut rest);
+        let _ = (status, head);
+    }
+    tenant.kill().unwrap();
+    tenant.wait().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["victim"], "the agent created something outside");
+    assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"keep");
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(outside.join("victim")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (0, 0), "the victim was chowned");
+    let meta = std::fs::metadata(&outside).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (0, 0),
+        "the directory was chowned"
+    );
+
+    // Without the tenant, sessions work as before.
+    let call = session_call(&root, "calm", "echo calm", None);
+    let (status, head, stream, rest) = open(
+        &agent,
+        OPS,
+        &streaming_headers(Wire::Json),
+        &Wire::Json.encode(&call),
+    );
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(output(Wire::Json, &head, stream, rest).0, "calm\n");
+}
+
+/// A reader that stops reading is disconnected once its queue is full
+/// (the switchboard's unit tests assert the cap itself): the session's own
+/// reader gets all the output, the stalled one far less and then the end
+/// of its stream, and the agent keeps serving.
+#[test]
+fn a_stalled_output_reader_is_disconnected() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(ACLS);
+    let root = running_pod(&agent);
+    let wire = Wire::Protobuf;
+    const TOTAL: usize = 96 << 20;
+    let call = session_call(
+        &root,
+        "flood",
+        &format!("read go; head -c {TOTAL} /dev/zero"),
+        None,
+    );
+    let (status, head, stream, rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    let session = std::thread::spawn(move || count_stdout(wire, stream, rest));
+    let attach: Call = nestguard::json::from_json(
+        &serde_json::json!({
+            "type": "ATTACH_CONTAINER_OUTPUT",
+            "attach_container_output": {"container_id": nested(&root, "flood")}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (status, head, stalled, stalled_rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&attach));
+    assert_eq!(status, 200, "{head}");
+    // Both readers are attached; the output starts.
+    let body = input_body(wire, &root, "flood", &[stdin(b"go\n"), stdin(b"")]);
+    let (status, text) = send_input(&agent, wire, &body);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(session.join().unwrap(), TOTAL);
+    // Only now is the stalled reader read: it was cut off long before.
+    let got = count_stdout(wire, stalled, stalled_rest);
+    assert!(got < TOTAL, "the stalled reader got everything");
+    wait_gone(&agent, &root, "flood");
 }

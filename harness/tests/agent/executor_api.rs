@@ -93,13 +93,26 @@ fn subscribe(
     protobuf: bool,
     unacknowledged: &[serde_json::Value],
 ) -> (u16, Result<EventStream, String>) {
+    subscribe_with_tasks(agent, token, eid, protobuf, unacknowledged, &[])
+}
+
+/// [`subscribe`] listing `tasks` (TaskInfo JSON) as `unacknowledged_tasks`.
+fn subscribe_with_tasks(
+    agent: &TestAgent,
+    token: Option<&str>,
+    eid: &str,
+    protobuf: bool,
+    unacknowledged: &[serde_json::Value],
+    tasks: &[serde_json::Value],
+) -> (u16, Result<EventStream, String>) {
     let http: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
         .into();
     let call = serde_json::json!({"type": "SUBSCRIBE", "framework_id": {"value": FRAMEWORK},
         "executor_id": {"value": eid}, "subscribe": {"unacknowledged_updates":
-            unacknowledged.iter().map(|s| serde_json::json!({"status": s})).collect::<Vec<_>>()}});
+            unacknowledged.iter().map(|s| serde_json::json!({"status": s})).collect::<Vec<_>>(),
+            "unacknowledged_tasks": tasks}});
     let mut request = http
         .post(format!("{}/api/v1/executor", agent.address))
         .header(
@@ -401,8 +414,18 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
     assert!(body.contains("aGVsbG8="), "{body}");
 
     // A re-subscription in protobuf ends the first stream; the update the
-    // framework already acknowledged is acknowledged again at once.
-    let (status, second) = subscribe(&agent, Some(&token), &eid, true, &[pending[0].clone()]);
+    // framework already acknowledged is acknowledged again at once. The
+    // executor lists "side", which it has with no acknowledged update
+    // (else the agent would report it lost, as Mesos does).
+    let side = launch["launch_group"]["task_group"]["tasks"][1].clone();
+    let (status, second) = subscribe_with_tasks(
+        &agent,
+        Some(&token),
+        &eid,
+        true,
+        &[pending[0].clone()],
+        &[side],
+    );
     assert_eq!(status, 200);
     let second = second.unwrap();
     assert_eq!(second.next(&agent).unwrap()["type"], "SUBSCRIBED");
@@ -718,4 +741,172 @@ fn hostile_executor_is_bounded_and_executor_ids_are_unique() {
     assert_eq!(pending_updates(&agent, &pod_id).len(), 1);
     drop(stream);
     // The agent's drop destroys the pod.
+}
+
+/// `--authenticate_http_executors` is the executor API's own switch, as in
+/// Mesos: off, an executor calls it without credentials (even on an agent
+/// whose operator API needs them); on, a call without its token gets 401
+/// in the realm `mesos-agent-executor`, and the flag needs a JWT key.
+#[test]
+fn executor_authentication_follows_its_own_flag() {
+    if !require_root() {
+        return;
+    }
+    let open = TestAgent::start_with(&["--authenticate_http_executors=false"]);
+    let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
+    let eid = executor_id(&spec);
+    open.launch_pod(&spec);
+    let (status, stream) = subscribe(&open, None, &eid, false, &[]);
+    assert_eq!(status, 200, "{:?}", stream.err());
+    assert_eq!(stream.unwrap().next(&open).unwrap()["type"], "SUBSCRIBED");
+    // The operator API still needs credentials.
+    let (status, _) = open.curl(None, "/api/v1", r#"{"type": "GET_HEALTH"}"#);
+    assert_eq!(status, 401);
+
+    let closed = TestAgent::start();
+    let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
+    let eid = executor_id(&spec);
+    closed.launch_pod(&spec);
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let call = serde_json::json!({"type": "SUBSCRIBE", "framework_id": {"value": FRAMEWORK},
+        "executor_id": {"value": eid}, "subscribe": {}});
+    let reply = http
+        .post(format!("{}/api/v1/executor", closed.address))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .send(call.to_string())
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 401);
+    let challenge = reply
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    assert!(challenge.contains("mesos-agent-executor"), "{challenge}");
+
+    let refused = crate::agent_support::refused_start(
+        crate::agent_support::agent_command()
+            .arg(format!(
+                "--work_dir={}",
+                closed.dir.path().join("other").display()
+            ))
+            .arg("--port=0")
+            .arg("--authenticate_http_executors"),
+        Duration::from_secs(30),
+        "an agent with --authenticate_http_executors and no key started",
+    );
+    assert!(
+        refused.contains(
+            "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
+        ),
+        "{refused}"
+    );
+}
+
+/// A launched custom pod with one task (`app`) whose executor the test plays.
+struct CustomPod {
+    spec: serde_json::Value,
+    eid: String,
+    id: String,
+    token: String,
+}
+
+impl CustomPod {
+    fn launch(agent: &TestAgent) -> CustomPod {
+        let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
+        let eid = executor_id(&spec);
+        let (id, _) = agent.launch_pod(&spec);
+        let token = token(agent, FRAMEWORK, &eid, &id);
+        CustomPod {
+            spec,
+            eid,
+            id,
+            token,
+        }
+    }
+
+    /// SUBSCRIBE in JSON: the stream after SUBSCRIBED, and the LAUNCH_GROUP.
+    fn subscribe(&self, agent: &TestAgent) -> (EventStream, serde_json::Value) {
+        let (status, stream) = subscribe(agent, Some(&self.token), &self.eid, false, &[]);
+        assert_eq!(status, 200);
+        let stream = stream.unwrap();
+        assert_eq!(stream.next(agent).unwrap()["type"], "SUBSCRIBED");
+        let launch = stream.next_non_heartbeat(agent).unwrap();
+        assert_eq!(launch["type"], "LAUNCH_GROUP", "{launch}");
+        (stream, launch)
+    }
+}
+
+/// As Mesos' `Slave::subscribe`: a delivered task still STAGING that the
+/// re-subscribing executor does not list in `unacknowledged_tasks` never
+/// reached it: TASK_LOST (the framework is not PARTITION_AWARE), from the
+/// agent, "Task launched during agent restart". A listed one is kept.
+#[test]
+fn resubscription_drops_staging_tasks_the_executor_does_not_list() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start();
+    let pod = CustomPod::launch(&agent);
+    let (eid, pod_id, token) = (&pod.eid, &pod.id, &pod.token);
+    let launch = pod.subscribe(&agent).1;
+    let app = launch["launch_group"]["task_group"]["tasks"][0].clone();
+    assert_eq!(app["task_id"]["value"], "app");
+
+    // Listed: the executor has it; nothing is reported.
+    let (status, _) = subscribe_with_tasks(&agent, Some(token), eid, false, &[], &[app]);
+    assert_eq!(status, 200);
+    assert!(pending_updates(&agent, pod_id).is_empty());
+
+    // Not listed, still STAGING: lost.
+    let (status, stream) = subscribe(&agent, Some(token), eid, true, &[]);
+    assert_eq!(status, 200);
+    assert_eq!(stream.unwrap().next(&agent).unwrap()["type"], "SUBSCRIBED");
+    let pending = pending_updates(&agent, pod_id);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    let lost = &pending[0];
+    assert_eq!(lost["task_id"]["value"], "app");
+    assert_eq!(lost["state"], "TASK_LOST");
+    assert_eq!(lost["source"], "SOURCE_SLAVE");
+    assert!(
+        lost["reason"].as_str().unwrap().ends_with("_RESTARTED"),
+        "{lost}"
+    );
+    assert_eq!(lost["message"], "Task launched during agent restart");
+}
+
+/// A single task for a subscribed executor reaches it as LAUNCH (Mesos'
+/// `RunTaskMessage`), authorized as RUN_TASK by the framework's principal;
+/// a task ID is used once.
+#[test]
+fn a_single_task_reaches_the_executor_as_launch() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start();
+    let pod = CustomPod::launch(&agent);
+    let token = &pod.token;
+    let route = format!("/nestguard/v1/pods/{}/tasks", pod.id);
+    let single = serde_json::json!({"name": "one", "task_id": {"value": "one"},
+        "agent_id": {"value": "e2e"}, "executor": pod.spec["executor"]})
+    .to_string();
+    // Not subscribed yet: the framework is told to try again.
+    let (status, body) = agent.curl(Some(OPS), &route, &single);
+    assert_eq!(status, 409, "{body}");
+    let stream = pod.subscribe(&agent).0;
+    // Neither another principal nor the executor itself may launch.
+    let (status, _) = agent.curl(Some(crate::agent_support::INTRUDER), &route, &single);
+    assert_eq!(status, 403);
+    let (status, _) = agent.curl_bearer(token, &route, &single);
+    assert_eq!(status, 403);
+    let (status, body) = agent.curl(Some(OPS), &route, &single);
+    assert_eq!(status, 202, "{body}");
+    let launch = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(launch["type"], "LAUNCH", "{launch}");
+    assert_eq!(launch["launch"]["task"]["task_id"]["value"], "one");
+    let (status, body) = agent.curl(Some(OPS), &route, &single);
+    assert_eq!(status, 409, "{body}");
 }

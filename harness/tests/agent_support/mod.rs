@@ -165,6 +165,15 @@ impl TestAgent {
             ))
             .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
             .arg("--authenticate_http_readwrite")
+            // Executors authenticate with their tokens, unless a test
+            // chooses otherwise.
+            .args(
+                (!self
+                    .extra_args
+                    .iter()
+                    .any(|a| a.starts_with("--authenticate_http_executors")))
+                .then_some("--authenticate_http_executors"),
+            )
             .arg(format!("--port={port}"))
             .args(&self.extra_args),
             d,

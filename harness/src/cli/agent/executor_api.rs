@@ -13,10 +13,14 @@
 //! 5. the framework and executor must be known (400);
 //! 6. an authenticated caller's claims must name this framework, executor
 //!    and the executor's container (`verifyExecutorClaims`, 403 with
-//!    Mesos' text) — Mesos' `--authenticate_http_executors`; here the
-//!    agent's one authentication setting covers every route;
+//!    Mesos' text); the route is authenticated only with
+//!    `--authenticate_http_executors` (realm `mesos-agent-executor`), as
+//!    Mesos does, whatever `--authenticate_http_readwrite` says;
 //! 7. an executor that has not subscribed since the agent started may only
 //!    SUBSCRIBE (403 "Executor is not subscribed").
+//!
+//! While the agent recovers, every call gets 503 "Agent has not finished
+//! recovery" (the front door, [`super::http::waits_for_recovery`]).
 //!
 //! SUBSCRIBE answers 200 with a stream of RecordIO-framed events in the
 //! accepted format; UPDATE and MESSAGE answer 202. The pod routes at the
@@ -43,9 +47,8 @@ use tokio::sync::mpsc;
 
 use super::core::{Agent, ApiError, Lookup};
 use super::decision::subject_text;
-use super::http::{Principal, Server, may_manage_pod};
+use super::http::{Principal, Server, may_manage_pod, pod_executor};
 use super::negotiation::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
-use crate::cli::recordio;
 
 /// The executor API's routes and the pod client's update routes; merged
 /// into the agent's router, behind its front door.
@@ -56,6 +59,7 @@ pub fn routes() -> Router<Arc<Server>> {
         .route("/nestguard/v1/pods/{id}/updates", get(pod_updates))
         .route("/nestguard/v1/pods/{id}/acknowledge", post(pod_acknowledge))
         .route("/nestguard/v1/pods/{id}/kill", post(pod_kill_task))
+        .route("/nestguard/v1/pods/{id}/tasks", post(pod_launch_task))
 }
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {
@@ -222,7 +226,7 @@ fn check(
 }
 
 /// Mesos' `validateExecutorCall` (src/common/validation.cpp), texts included.
-fn validate(call: &Call) -> Result<(), String> {
+pub fn validate(call: &Call) -> Result<(), String> {
     if call.r#type.is_none() {
         return Err("Expecting 'type' to be present".into());
     }
@@ -327,16 +331,18 @@ fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
         Some(record) => record,
         None => return text(StatusCode::BAD_REQUEST, "Executor cannot be found"),
     };
-    let unacknowledged = call
-        .subscribe
-        .map(|s| {
-            s.unacknowledged_updates
-                .into_iter()
-                .map(|u| u.status)
-                .collect()
-        })
-        .unwrap_or_default();
-    let events = match agent.subscribe_executor(&record, unacknowledged) {
+    let subscribe = call.subscribe.unwrap_or_default();
+    let unacknowledged = subscribe
+        .unacknowledged_updates
+        .into_iter()
+        .map(|u| u.status)
+        .collect();
+    let unacknowledged_tasks: Vec<String> = subscribe
+        .unacknowledged_tasks
+        .into_iter()
+        .map(|t| t.task_id.value)
+        .collect();
+    let events = match agent.subscribe_executor(&record, unacknowledged, &unacknowledged_tasks) {
         Ok(events) => events,
         Err(e) => return e.into_response(),
     };
@@ -365,14 +371,10 @@ impl http_body::Body for EventStream {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        match self.events.poll_recv(cx) {
-            Poll::Ready(Some(event)) => {
-                let record = recordio::encode(&self.format.encode(&event));
-                Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(record)))))
-            }
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
+        let format = self.format;
+        self.events
+            .poll_recv(cx)
+            .map(|event| event.map(|e| Ok(format.record_frame(&e))))
     }
 }
 
@@ -391,19 +393,8 @@ async fn pod_updates(
     Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = may_manage_pod(
-        &server,
-        subject.as_ref(),
-        &id,
-        Action::ViewStandaloneContainer,
-    ) {
-        return e.into_response();
-    }
-    if server.agent.executor(&id).is_none() {
-        return text(
-            StatusCode::NOT_FOUND,
-            format!("Container {id} cannot be found"),
-        );
+    if let Err(response) = pod_executor(&server, subject.as_ref(), &id) {
+        return *response;
     }
     let agent = Arc::clone(&server.agent);
     let root = id.clone();
@@ -429,6 +420,13 @@ fn framework_only(subject: Option<&Subject>) -> Result<(), ApiError> {
     }
 }
 
+/// A framework-only pod route: the pod's framework may act on it, its
+/// executor may not.
+fn framework_route(server: &Server, subject: Option<&Subject>, id: &str) -> Result<(), ApiError> {
+    may_manage_pod(server, subject, id, Action::KillStandaloneContainer)
+        .and_then(|()| framework_only(subject))
+}
+
 /// The framework acknowledges an update: `{"task_id": ..., "uuid": base64}`.
 async fn pod_acknowledge(
     State(server): State<Arc<Server>>,
@@ -436,14 +434,7 @@ async fn pod_acknowledge(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(e) = may_manage_pod(
-        &server,
-        subject.as_ref(),
-        &id,
-        Action::KillStandaloneContainer,
-    )
-    .and_then(|()| framework_only(subject.as_ref()))
-    {
+    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
         return e.into_response();
     }
     let parsed: Option<(String, Vec<u8>)> = serde_json::from_slice::<serde_json::Value>(&body)
@@ -473,14 +464,7 @@ async fn pod_kill_task(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(e) = may_manage_pod(
-        &server,
-        subject.as_ref(),
-        &id,
-        Action::KillStandaloneContainer,
-    )
-    .and_then(|()| framework_only(subject.as_ref()))
-    {
+    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
         return e.into_response();
     }
     let task_id = serde_json::from_slice::<serde_json::Value>(&body)
@@ -505,5 +489,32 @@ async fn pod_kill_task(
             StatusCode::NOT_FOUND,
             format!("Task {task_id} of pod {id} is not queued and its executor is not subscribed"),
         )
+    }
+}
+
+/// The framework launches one more task on the pod's executor: a
+/// `TaskInfo` in Mesos' JSON. The executor gets it as a LAUNCH event
+/// (Mesos' `RunTaskMessage`); nestguard's default executor, like Mesos',
+/// runs task groups only and shuts down on LAUNCH.
+async fn pod_launch_task(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
+        return e.into_response();
+    }
+    let task: nestguard::proto::mesos::TaskInfo = match std::str::from_utf8(&body)
+        .map_err(|e| e.to_string())
+        .and_then(|t| nestguard::json::from_json(t).map_err(|e| e.to_string()))
+    {
+        Ok(task) => task,
+        Err(e) => return text(StatusCode::BAD_REQUEST, format!("invalid TaskInfo: {e}")),
+    };
+    let agent = Arc::clone(&server.agent);
+    match blocking(move || agent.launch_single_task(subject.as_ref(), &id, task)).await {
+        Ok(()) => StatusCode::ACCEPTED.into_response(),
+        Err(e) => e.into_response(),
     }
 }

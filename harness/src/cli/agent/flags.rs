@@ -38,6 +38,13 @@ pub struct AgentFlags {
     /// Require authentication for the read-write agent API.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     pub authenticate_http_readwrite: bool,
+    /// Require authentication for the v1 executor API (`/api/v1/executor`,
+    /// realm `mesos-agent-executor`), as Mesos' flag: off, executors may
+    /// call it unauthenticated; on, they must (their token) and
+    /// `--jwt_secret_key` is required. Independent of
+    /// `--authenticate_http_readwrite`.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub authenticate_http_executors: bool,
     /// File whose whole content is the HS256 key for executor tokens.
     #[arg(long)]
     pub jwt_secret_key: Option<PathBuf>,
@@ -119,10 +126,10 @@ pub struct AgentFlags {
     #[arg(long, default_value_t = 1)]
     pub audit_sample: u32,
     /// Serve debug sessions and attach (LAUNCH_NESTED_CONTAINER_SESSION,
-    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`). Off by
-    /// default: the I/O switchboard still works on sandbox paths a tenant
-    /// can swap (see the README), so an operator must opt in.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`), as Mesos
+    /// does, authorized by the `launch_nested_container_sessions_*` and
+    /// `attach_containers_*` ACLs; `--debug_sessions=false` turns them off.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "true")]
     pub debug_sessions: bool,
 }
 
@@ -181,6 +188,10 @@ impl AgentFlags {
             (
                 "authenticate_http_readwrite",
                 Some(self.authenticate_http_readwrite.to_string()),
+            ),
+            (
+                "authenticate_http_executors",
+                Some(self.authenticate_http_executors.to_string()),
             ),
             ("jwt_secret_key", self.jwt_secret_key.as_deref().map(p)),
             (

@@ -29,6 +29,10 @@ pub struct Server {
     pub agent: Arc<Agent>,
     /// Set when `--authenticate_http_readwrite`.
     pub authenticator: Option<HttpAuthenticator>,
+    /// Set when `--authenticate_http_executors`: the executor API's realm.
+    pub executor_authenticator: Option<HttpAuthenticator>,
+    /// True until the agent finished recovery.
+    pub recovering: Arc<std::sync::atomic::AtomicBool>,
     /// How much of a body is read, and how long for.
     pub bodies: BodyLimits,
     /// Requests in progress per authenticated subject.
@@ -173,14 +177,45 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(m) => text(StatusCode::NOT_FOUND, m),
             ApiError::Conflict(m) => text(StatusCode::CONFLICT, m),
             ApiError::Internal(m) => text(StatusCode::INTERNAL_SERVER_ERROR, m),
+            ApiError::Unavailable(m) => text(StatusCode::SERVICE_UNAVAILABLE, m),
         }
     }
 }
 
-/// Authenticates the request from its headers alone; `Err` is the response
-/// to send (401, or 500 when the authenticator failed).
-fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>, Box<Response>> {
-    let Some(authenticator) = &server.authenticator else {
+/// Whether `path` is the v1 executor API (its own realm and flag).
+fn is_executor_api(path: &str) -> bool {
+    matches!(path, "/api/v1/executor" | "/slave(1)/api/v1/executor")
+}
+
+/// The body of the 503 Mesos answers while the agent recovers.
+pub const RECOVERING_BODY: &str = "Agent has not finished recovery";
+
+/// Whether a request to `path` waits for recovery: Mesos answers 503 on
+/// its API (src/slave/http.cpp:375), executor API (:735, :806) and
+/// `/state` (:1335) until recovery is done; the pod routes (the master's
+/// stand-in) touch the same state.
+pub fn waits_for_recovery(path: &str) -> bool {
+    matches!(
+        path,
+        "/api/v1" | "/slave(1)/api/v1" | "/state" | "/slave(1)/state"
+    ) || is_executor_api(path)
+        || path.starts_with("/nestguard/v1/pods")
+}
+
+/// Authenticates the request from its headers alone, in the realm of its
+/// route; `Err` is the response to send (401, or 500 when the
+/// authenticator failed).
+fn authenticate(
+    server: &Server,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<Option<Subject>, Box<Response>> {
+    let authenticator = if is_executor_api(path) {
+        &server.executor_authenticator
+    } else {
+        &server.authenticator
+    };
+    let Some(authenticator) = authenticator else {
         return Ok(None);
     };
     let header = headers
@@ -229,7 +264,7 @@ fn authenticate(server: &Server, headers: &HeaderMap) -> Result<Option<Subject>,
 async fn front_door(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
     let limits = server.bodies;
     let announced = announced_length(request.headers());
-    let subject = match authenticate(&server, request.headers()) {
+    let subject = match authenticate(&server, request.uri().path(), request.headers()) {
         Ok(subject) => subject,
         Err(response) => {
             if announced.is_some_and(|n| n > limits.unauthenticated as u64) {
@@ -256,6 +291,16 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
     };
     if announced.is_some_and(|n| n > limits.max as u64) {
         return closing(too_large(limits.max));
+    }
+    if server.recovering.load(std::sync::atomic::Ordering::SeqCst)
+        && waits_for_recovery(request.uri().path())
+    {
+        return drain_then(
+            text(StatusCode::SERVICE_UNAVAILABLE, RECOVERING_BODY),
+            request.into_body(),
+            &limits,
+        )
+        .await;
     }
     let (parts, body) = request.into_parts();
     // A RecordIO request (ATTACH_CONTAINER_INPUT) is a stream: its handler
@@ -452,24 +497,31 @@ pub(super) fn may_manage_pod(
     }
 }
 
+/// A pod route's checks: the caller may see the pod ([`may_manage_pod`]),
+/// and the pod has an executor (404 otherwise); returns the executor.
+pub(super) fn pod_executor(
+    server: &Server,
+    subject: Option<&Subject>,
+    id: &str,
+) -> Result<super::core::ExecutorRecord, Box<Response>> {
+    may_manage_pod(server, subject, id, Action::ViewStandaloneContainer)
+        .map_err(|e| Box::new(e.into_response()))?;
+    server.agent.executor(id).ok_or_else(|| {
+        Box::new(text(
+            StatusCode::NOT_FOUND,
+            format!("Container {id} cannot be found"),
+        ))
+    })
+}
+
 async fn pod_status(
     State(server): State<Arc<Server>>,
     Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = may_manage_pod(
-        &server,
-        subject.as_ref(),
-        &id,
-        Action::ViewStandaloneContainer,
-    ) {
-        return e.into_response();
-    }
-    let Some(exec) = server.agent.executor(&id) else {
-        return text(
-            StatusCode::NOT_FOUND,
-            format!("Container {id} cannot be found"),
-        );
+    let exec = match pod_executor(&server, subject.as_ref(), &id) {
+        Ok(exec) => exec,
+        Err(response) => return *response,
     };
     let root = ContainerId {
         value: id.clone(),
@@ -511,5 +563,41 @@ async fn kill_pod(
         )
             .into_response(),
         Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Mesos answers 503 "Agent has not finished recovery" on its API, the
+    /// executor API and `/state` while it recovers; the front door does for
+    /// these routes (and the pod routes), not for the open or read-only
+    /// endpoints that need no recovered state.
+    #[test]
+    fn the_api_the_executor_api_and_state_wait_for_recovery() {
+        for path in [
+            "/api/v1",
+            "/slave(1)/api/v1",
+            "/api/v1/executor",
+            "/slave(1)/api/v1/executor",
+            "/state",
+            "/slave(1)/state",
+            "/nestguard/v1/pods",
+            "/nestguard/v1/pods/x/tasks",
+        ] {
+            assert!(waits_for_recovery(path), "{path}");
+        }
+        for path in [
+            "/health",
+            "/version",
+            "/flags",
+            "/metrics/snapshot",
+            "/files/browse",
+        ] {
+            assert!(!waits_for_recovery(path), "{path}");
+        }
+        assert!(is_executor_api("/slave(1)/api/v1/executor"));
+        assert!(!is_executor_api("/api/v1"));
     }
 }

@@ -37,6 +37,16 @@ mod paths;
 mod pod_admission;
 mod reload;
 
+/// What [`crate::cli::inputs`] re-exports from the agent.
+pub mod inputs {
+    pub use super::call_validation::validate_agent_call;
+    pub use super::executor_api::validate as validate_executor_call;
+    pub use super::negotiation::{
+        ContentType, Format, MediaTypes, Rejection, decode_call, negotiate,
+    };
+    pub use axum::http;
+}
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -248,6 +258,23 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    // Mesos' realm for the executor API, with its own flag
+    // (src/slave/slave.cpp:338-388).
+    let executor_authenticator = if flags.authenticate_http_executors {
+        if flags.jwt_secret_key.is_none() {
+            bail!(
+                "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
+            );
+        }
+        Some(HttpAuthenticator::create(
+            &abi,
+            "mesos-agent-executor",
+            credentials.as_ref(),
+            flags.jwt_secret_key.as_deref(),
+        )?)
+    } else {
+        None
+    };
 
     let launcher_kind = flags.launcher();
     if launcher_kind == LauncherKind::Posix {
@@ -293,13 +320,13 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         // Before recovery (which can take a while): from here on SIGHUP
         // reloads the ACLs instead of killing the agent.
         let _watcher = reload::start(Arc::clone(&agent))?;
-        let recovering = Arc::clone(&agent);
-        tokio::task::spawn_blocking(move || recovering.recover()).await??;
-        outln!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
         let metrics = agent_metrics(&agent, library_metrics);
+        let recovering = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let server = Arc::new(http::Server {
-            agent,
+            agent: Arc::clone(&agent),
             authenticator,
+            executor_authenticator,
+            recovering: Arc::clone(&recovering),
             bodies: http::BodyLimits {
                 unauthenticated: flags.max_unauthenticated_body_bytes,
                 max: flags.max_body_bytes,
@@ -320,7 +347,21 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             max_connections: flags.max_http_connections,
             max_connections_per_peer: flags.max_http_connections_per_peer(),
         };
-        door::serve(listener, http::router(server), limits, shutdown()).await;
+        // Served during recovery, as Mesos' agent is: the API, the executor
+        // API and /state answer 503 until it is done, so that an executor
+        // reconnecting early retries instead of finding its connection
+        // refused or queued.
+        let serving = tokio::spawn(door::serve(
+            listener,
+            http::router(server),
+            limits,
+            shutdown(),
+        ));
+        let recovering_agent = Arc::clone(&agent);
+        tokio::task::spawn_blocking(move || recovering_agent.recover()).await??;
+        recovering.store(false, std::sync::atomic::Ordering::SeqCst);
+        outln!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
+        serving.await?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -50,6 +50,16 @@ impl Format {
             Format::Protobuf => message.encode_to_vec(),
         }
     }
+
+    /// `message` in this format as one RecordIO record: a frame of a
+    /// streaming response body (SUBSCRIBE's events, attach's ProcessIO).
+    pub fn record_frame<M: Message + ReflectMessage>(
+        self,
+        message: &M,
+    ) -> http_body::Frame<axum::body::Bytes> {
+        let record = crate::cli::recordio::encode(&self.encode(message));
+        http_body::Frame::data(axum::body::Bytes::from(record))
+    }
 }
 
 /// A body's media type: one message, or a RecordIO stream of messages.

@@ -160,11 +160,16 @@ impl ExecutorApi {
     }
 
     /// SUBSCRIBE, listing the updates the framework has not acknowledged
-    /// yet; returns the event stream.
-    pub fn subscribe(&self, unacknowledged: &[v1::TaskStatus]) -> anyhow::Result<EventReader> {
+    /// yet and the tasks none of whose updates it acknowledged; returns the
+    /// event stream.
+    pub fn subscribe(
+        &self,
+        unacknowledged: &[v1::TaskStatus],
+        unacknowledged_tasks: &[v1::TaskInfo],
+    ) -> anyhow::Result<EventReader> {
         let mut call = self.call(call::Type::Subscribe);
         call.subscribe = Some(call::Subscribe {
-            unacknowledged_tasks: Vec::new(),
+            unacknowledged_tasks: unacknowledged_tasks.to_vec(),
             unacknowledged_updates: unacknowledged
                 .iter()
                 .map(|s| call::Update { status: s.clone() })

@@ -55,6 +55,11 @@ struct TaskSlot {
     done: bool,
     /// Ended well (finished, or a transient task's failure).
     ok: bool,
+    /// As received, until the framework acknowledged one of its updates:
+    /// listed in SUBSCRIBE's `unacknowledged_tasks`, so that a restarted
+    /// agent knows the executor has it (Mesos drops a STAGING task the
+    /// executor does not list).
+    unacknowledged: Option<v1::TaskInfo>,
 }
 
 #[derive(Default)]
@@ -90,8 +95,16 @@ pub fn run() -> anyhow::Result<ExitCode> {
         if executor.finished() {
             break;
         }
-        let unacknowledged = executor.lock().unacknowledged.clone();
-        match executor.api.subscribe(&unacknowledged) {
+        let (unacknowledged, tasks) = {
+            let s = executor.lock();
+            let tasks: Vec<v1::TaskInfo> = s
+                .tasks
+                .values()
+                .filter_map(|t| t.unacknowledged.clone())
+                .collect();
+            (s.unacknowledged.clone(), tasks)
+        };
+        match executor.api.subscribe(&unacknowledged, &tasks) {
             Ok(reader) => {
                 disconnected_since = None;
                 if executor.follow(reader) {
@@ -197,7 +210,13 @@ impl Executor {
                         if s.tasks.contains_key(&name) {
                             continue;
                         }
-                        s.tasks.insert(name.clone(), TaskSlot::default());
+                        s.tasks.insert(
+                            name.clone(),
+                            TaskSlot {
+                                unacknowledged: Some(task.clone()),
+                                ..TaskSlot::default()
+                            },
+                        );
                     }
                     let me = Arc::clone(self);
                     std::thread::spawn(move || {
@@ -227,9 +246,12 @@ impl Executor {
             }
             event::Type::Acknowledged => {
                 if let Some(ack) = event.acknowledged {
-                    self.lock()
-                        .unacknowledged
+                    let mut s = self.lock();
+                    s.unacknowledged
                         .retain(|s| s.uuid.as_deref() != Some(&ack.uuid[..]));
+                    if let Some(slot) = s.tasks.get_mut(&ack.task_id.value) {
+                        slot.unacknowledged = None;
+                    }
                 }
             }
             event::Type::Shutdown => self.shutdown(),

@@ -110,7 +110,7 @@ fn attach_output(
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.reset();
     let stream = OutputStream {
-        chunks: board.subscribe(),
+        chunks: board.subscribe()?,
         ended: false,
         format,
         heartbeat,
@@ -351,7 +351,7 @@ async fn forward(slot: &crate::cli::agent::core::InputSlot, io: ProcessIo) -> Re
                 ));
             }
             let bytes = data.data.unwrap_or_default();
-            slot.write_stdin(&bytes).map_err(|e| {
+            slot.write_stdin(bytes).await.map_err(|e| {
                 ApiError::Internal(format!("Failed to write to the container's stdin: {e}"))
             })
         }
@@ -379,7 +379,7 @@ async fn forward(slot: &crate::cli::agent::core::InputSlot, io: ProcessIo) -> Re
 /// The output of a switchboard as RecordIO-framed ProcessIO records, with
 /// a heartbeat now and then; ends when the output ends.
 struct OutputStream {
-    chunks: mpsc::UnboundedReceiver<Chunk>,
+    chunks: mpsc::Receiver<Chunk>,
     /// The output ended (rather than the client going away).
     ended: bool,
     format: Format,
@@ -441,7 +441,6 @@ impl http_body::Body for OutputStream {
                 Poll::Pending => return Poll::Pending,
             },
         };
-        let framed = recordio::encode(&self.format.encode(&record));
-        Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(framed)))))
+        Poll::Ready(Some(Ok(self.format.record_frame(&record))))
     }
 }

@@ -111,32 +111,131 @@ impl Agent {
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.to_owned()).or_default();
         runtime.ever_queued = true;
-        if let Some((_, sender)) = &runtime.connection {
-            if sender
-                .try_send(Event {
-                    launch_group: Some(event::LaunchGroup { task_group: group }),
-                    ..event(event::Type::LaunchGroup)
-                })
-                .is_err()
-            {
-                runtime.connection = None;
-            }
-        } else {
+        if runtime.connection.is_none() {
             runtime.queued.push(group);
+            return;
         }
+        drop(all);
+        if let Err(e) = self.mark_staging(root, &group) {
+            tracing::warn!(container_id = %root, error = ?e, "recording the delivered tasks failed");
+        }
+        self.send_event(
+            root,
+            Event {
+                launch_group: Some(event::LaunchGroup { task_group: group }),
+                ..event(event::Type::LaunchGroup)
+            },
+        );
+    }
+
+    /// A single task for the executor of `root` (the master's LAUNCH of a
+    /// `TaskInfo` for an existing executor: Mesos' `RunTaskMessage`, which
+    /// reaches an HTTP executor as a LAUNCH event), already authorized by
+    /// the caller's route. Sent at once; 409 if the executor has no live
+    /// stream (Mesos queues it until the executor subscribes; the stand-in
+    /// leaves the retry to the framework) or the task ID is taken.
+    pub fn launch_task(&self, root: &str, task: v1::TaskInfo) -> Result<(), ApiError> {
+        let id = task.task_id.value.clone();
+        nestguard::validation::validate_path_id(&id)
+            .map_err(|e| ApiError::BadRequest(format!("'task_id' is invalid: {e}")))?;
+        if self.task_states(root).contains_key(&id)
+            || self
+                .launched_task_group(root)
+                .is_some_and(|g| g.tasks.iter().any(|t| t.task_id.value == id))
+        {
+            return Err(ApiError::Conflict(format!(
+                "Task {id} already exists on this executor"
+            )));
+        }
+        let live = self
+            .executors_api
+            .lock()
+            .get(root)
+            .is_some_and(|r| r.connection.is_some());
+        if !live {
+            return Err(ApiError::Conflict(
+                "The executor is not subscribed; launch the task again once it is".into(),
+            ));
+        }
+        let group = v1::TaskGroupInfo {
+            tasks: vec![task.clone()],
+        };
+        self.mark_staging(root, &group)?;
+        let sent = self.send_event(
+            root,
+            Event {
+                launch: Some(event::Launch { task }),
+                ..event(event::Type::Launch)
+            },
+        );
+        if sent {
+            tracing::info!(container_id = %root, task_id = %id, "task sent to the executor (LAUNCH)");
+            Ok(())
+        } else {
+            Err(ApiError::Conflict(
+                "The executor is not subscribed; launch the task again once it is".into(),
+            ))
+        }
+    }
+
+    /// Mesos' TASK_DROPPED/TASK_LOST of the STAGING tasks a re-subscribing
+    /// executor does not know (see [`Agent::subscribe_executor`]).
+    fn drop_lost_tasks(&self, record: &ExecutorRecord, known: &[String]) -> Result<(), ApiError> {
+        use nestguard::proto::mesos;
+        let root = &record.container_id.value;
+        let partition_aware = record
+            .framework
+            .capabilities
+            .iter()
+            .any(|c| c.r#type() == mesos::framework_info::capability::Type::PartitionAware);
+        let state = if partition_aware {
+            mesos::TaskState::TaskDropped
+        } else {
+            mesos::TaskState::TaskLost
+        };
+        let staging = mesos::TaskState::TaskStaging as i32;
+        for (task_id, _) in self
+            .task_states(root)
+            .into_iter()
+            .filter(|(task, s)| *s == staging && !known.contains(task))
+        {
+            tracing::info!(container_id = %root, task_id = %task_id, state = ?state,
+                "a STAGING task is unknown to the executor");
+            let status = mesos::TaskStatus {
+                task_id: mesos::TaskId { value: task_id },
+                state: state as i32,
+                message: Some("Task launched during agent restart".into()),
+                source: Some(mesos::task_status::Source::Slave as i32),
+                reason: Some(mesos::task_status::Reason::SlaveRestarted as i32),
+                uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+                executor_id: Some(record.executor.executor_id.clone()),
+                ..Default::default()
+            };
+            self.status_update(root, twin(&status))?;
+        }
+        Ok(())
     }
 
     /// SUBSCRIBE: replaces any previous stream of this executor (that one
     /// ends), re-submits the executor's unacknowledged updates, and returns
     /// the new stream with SUBSCRIBED, the queued LAUNCH_GROUPs and the
     /// ACKNOWLEDGED of updates the framework had already acknowledged in it.
+    ///
+    /// As Mesos' `Slave::subscribe`: a task the agent delivered that is
+    /// still STAGING (no update from the executor yet) and that the
+    /// executor does not list in `unacknowledged_tasks` never reached it
+    /// (the agent restarted in between): it becomes TASK_DROPPED
+    /// (TASK_LOST for a framework that is not PARTITION_AWARE),
+    /// `REASON_SLAVE_RESTARTED`, "Task launched during agent restart".
     pub fn subscribe_executor(
         &self,
         record: &ExecutorRecord,
         unacknowledged: Vec<v1::TaskStatus>,
+        unacknowledged_tasks: &[String],
     ) -> Result<mpsc::Receiver<Event>, ApiError> {
         let root = record.container_id.value.clone();
         let already_acknowledged = self.resubmit_updates(&root, unacknowledged)?;
+        self.drop_lost_tasks(record, unacknowledged_tasks)?;
         let (sender, receiver) = mpsc::channel(EVENTS_QUEUED_MAX);
         let subscribed = Event {
             subscribed: Some(event::Subscribed {
@@ -152,7 +251,15 @@ impl Agent {
         let runtime = all.entry(root.clone()).or_default();
         let nothing_to_run = !runtime.subscribed && runtime.ever_queued;
         let mut delivered = false;
-        for group in std::mem::take(&mut runtime.queued) {
+        let groups = std::mem::take(&mut runtime.queued);
+        drop(all);
+        // Delivered tasks are STAGING until the executor reports on them.
+        for group in &groups {
+            self.mark_staging(&root, group)?;
+        }
+        let mut all = self.executors_api.lock();
+        let runtime = all.entry(root.clone()).or_default();
+        for group in groups {
             delivered = true;
             let _ = sender.try_send(Event {
                 launch_group: Some(event::LaunchGroup { task_group: group }),

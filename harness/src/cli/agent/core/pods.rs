@@ -59,6 +59,38 @@ fn clash(
 }
 
 impl Agent {
+    /// One more task on a pod's executor (see [`Agent::launch_task`]),
+    /// authorized as the pod's tasks are: RUN_TASK for the task and the
+    /// pod's framework, by the framework's principal.
+    pub fn launch_single_task(
+        &self,
+        subject: Option<&Subject>,
+        root: &str,
+        task: mesos::TaskInfo,
+    ) -> Result<(), ApiError> {
+        let Some(record) = self.executor(root) else {
+            return Err(ApiError::NotFound(format!(
+                "Container {root} cannot be found"
+            )));
+        };
+        if task
+            .executor
+            .as_ref()
+            .is_some_and(|e| e.executor_id != record.executor.executor_id)
+        {
+            return Err(ApiError::BadRequest(
+                "'executor.executor_id' must be the pod's executor".into(),
+            ));
+        }
+        let object = mesos::authorization::Object {
+            framework_info: Some(record.framework.clone()),
+            task_info: Some(task.clone()),
+            ..Default::default()
+        };
+        self.authorize_object(subject, Action::RunTask, object)?;
+        self.launch_task(root, twin(&task))
+    }
+
     /// Launches a pod: its executor container running nestguard's default
     /// executor (or the executor's own command for CUSTOM executors).
     pub fn launch_pod(

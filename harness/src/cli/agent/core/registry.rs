@@ -25,6 +25,8 @@ pub enum ApiError {
     Conflict(String),
     /// 500 with a message.
     Internal(String),
+    /// 503 with a message (the agent cannot serve it now).
+    Unavailable(String),
 }
 
 impl From<AbiFailure> for ApiError {

@@ -302,6 +302,28 @@ impl Agent {
         Ok(())
     }
 
+    /// Records the tasks of a group delivered to the executor of `root` as
+    /// TASK_STAGING (Mesos' launched tasks), unless they have a state.
+    pub(super) fn mark_staging(
+        &self,
+        root: &str,
+        group: &v1::TaskGroupInfo,
+    ) -> Result<(), ApiError> {
+        self.with_updates(root, |stream| {
+            let mut changed = false;
+            for task in &group.tasks {
+                let id = &task.task_id.value;
+                if stream.states.len() < STATES_MAX && !stream.states.contains_key(id) {
+                    stream
+                        .states
+                        .insert(id.clone(), v1::TaskState::TaskStaging as i32);
+                    changed = true;
+                }
+            }
+            ((), changed)
+        })
+    }
+
     /// The latest state each task of `root`'s executor was reported in.
     pub fn task_states(&self, root: &str) -> std::collections::BTreeMap<String, i32> {
         self.with_updates(root, |stream| (stream.states.clone(), false))

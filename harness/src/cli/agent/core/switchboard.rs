@@ -6,43 +6,96 @@
 //! from one writer at a time.
 //!
 //! Mesos hands the switchboard's descriptors to the launcher. nestguard's
-//! launcher always wires the sandbox's log files (its launch protocol has no
-//! `ContainerIO` yet), so the agent redirects the command itself: the
-//! command is run by a shell that first points its stdio at FIFOs in the
-//! sandbox (`.nestguard-io/`, relative to the working directory, so that a
-//! container with its own root filesystem sees them through its sandbox
-//! mount) or, with a TTY, at the slave side of a pseudo-terminal the agent
-//! opened. The TTY path needs the host's `/dev/pts` inside the container.
+//! launch protocol has no `ContainerIO` yet (its helper always wires the
+//! sandbox's log files), so the command is run by a shell that first points
+//! its stdio at FIFOs the agent made or, with a TTY, at the slave side of a
+//! pseudo-terminal the agent opened (by its `/dev/pts` path, so the TTY
+//! needs the host's `/dev/pts` inside the container).
+//!
+//! The sandbox belongs to the tenant, and the agent runs as root, so the
+//! agent never works on a sandbox path twice:
+//!
+//! - the sandbox is opened once, below the work directory without
+//!   following any link ([`nestguard::beneath::open_dir`]); everything
+//!   else is relative to that descriptor, opened with
+//!   `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+//!   ([`nestguard::beneath::open_at`]);
+//! - the FIFOs live in `.nestguard-io/`, a directory the agent creates
+//!   (`mkdirat`, refused if the name exists), checks (root's, through the
+//!   descriptor it opened) and makes root-owned 0711: the tenant cannot
+//!   create, remove or swap a name in it. The FIFOs are made with `mknodat`
+//!   on that directory's descriptor, opened by the agent at once (read
+//!   ends, and stdin read-write), checked to be FIFOs, and given to the
+//!   container's user with `fchown` on those descriptors. The container
+//!   opens them by path (relative to its working directory, so that a
+//!   container with its own root filesystem sees them through its sandbox
+//!   mount) with its own rights only;
+//! - the sandbox's `stdout`/`stderr` are opened relative to the sandbox's
+//!   descriptor, never through a link, never created, and only written if
+//!   they are regular files with one link;
+//! - the pty slave is `fchown`ed and `fchmod`ed 0600 on its descriptor.
+//!
+//! Input is written on the runtime's blocking pool, never on an async
+//! worker, to a non-blocking descriptor waited for with `poll`, so a
+//! container that stops reading its stdin holds no worker and a write
+//! gives up when the container ends. Output goes to each reader through a queue of at most
+//! [`SUBSCRIBER_QUEUE`] chunks of at most [`READ_CHUNK`] bytes: a reader
+//! whose queue is full holds the output back (the container blocks on its
+//! full pipe) for up to [`SLOW_READER_GRACE`], then is disconnected (its
+//! stream ends). A reader that stops reading thus costs at most
+//! `SUBSCRIBER_QUEUE * READ_CHUNK` bytes (4 MiB), and at most
+//! [`MAX_SUBSCRIBERS`] readers attach at once.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nestguard::proto::mesos::slave::ContainerClass;
 use nestguard::proto::mesos::{CommandInfo, ContainerInfo};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use tokio::sync::mpsc;
 
 use super::registry::{Agent, ApiError};
 
 /// Whether the agent serves debug sessions, attach and TTYs (its
-/// `--debug_sessions` flag; one agent per process). Off by default: the
-/// switchboard still creates and opens its FIFOs and log files by path in
-/// the tenant-writable sandbox, as root, where a tenant can swap a path for
-/// a link between the check and the use.
-pub static DEBUG_SESSIONS: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
+/// `--debug_sessions` flag, on by default as in Mesos; one agent per
+/// process).
+pub static DEBUG_SESSIONS: AtomicBool = AtomicBool::new(true);
 
 /// The FIFOs' directory, relative to the sandbox.
 const IO_DIR: &str = ".nestguard-io";
+/// Root's; others may only traverse it to open their FIFOs.
+const IO_DIR_MODE: u32 = 0o711;
+/// The FIFOs, given to the container's user.
+const FIFO_MODE: u32 = 0o600;
+/// The FIFOs' names in [`IO_DIR`].
+const FIFOS: [&str; 3] = ["stdin", "stdout", "stderr"];
 
-/// How often the watcher looks whether the container terminated.
+/// How often the watcher looks whether the container terminated (and the
+/// readers whether they should stop waiting for a writer).
 const WATCH_PERIOD: Duration = Duration::from_millis(100);
+
+/// The most the agent reads from the container in one go (one chunk).
+pub const READ_CHUNK: usize = 16 * 1024;
+
+/// Chunks queued for one output reader: one that falls this far behind is
+/// disconnected.
+pub const SUBSCRIBER_QUEUE: usize = 256;
+
+/// How long a full reader's queue holds the output back before the reader
+/// is disconnected.
+pub const SLOW_READER_GRACE: Duration = Duration::from_secs(5);
+
+/// How often a full queue is tried again.
+const BACKOFF: Duration = Duration::from_millis(10);
+
+/// Output readers attached to one container at once.
+pub const MAX_SUBSCRIBERS: usize = 8;
 
 /// One piece of the container's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +104,30 @@ pub enum Chunk {
     Stdout(Vec<u8>),
     /// From stderr.
     Stderr(Vec<u8>),
+}
+
+/// Which output a reader pumps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    /// The sandbox's log file (and the FIFO) of this stream.
+    fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+
+    fn chunk(self, data: Vec<u8>) -> Chunk {
+        match self {
+            Stream::Stdout => Chunk::Stdout(data),
+            Stream::Stderr => Chunk::Stderr(data),
+        }
+    }
 }
 
 /// The switchboards of the agent's containers, by dotted container ID.
@@ -67,7 +144,7 @@ impl Boards {
 
 #[derive(Default)]
 struct Fanout {
-    subscribers: Vec<mpsc::UnboundedSender<Chunk>>,
+    subscribers: Vec<mpsc::Sender<Chunk>>,
     /// Output streams still read (2 with pipes, 1 with a TTY).
     open_streams: usize,
     ended: bool,
@@ -75,22 +152,43 @@ struct Fanout {
     connected: bool,
 }
 
+/// The FIFO directory the agent made in the sandbox.
+struct IoDir {
+    fd: OwnedFd,
+    dev: u64,
+    ino: u64,
+}
+
 /// One container's switchboard.
 pub struct Switchboard {
     tty: bool,
     /// Mesos' `wait_for_connection`: output is read only once a client attached.
     debug: bool,
-    sandbox: PathBuf,
-    stdin: Mutex<Option<File>>,
+    /// The sandbox's path, for messages only.
+    sandbox_path: PathBuf,
+    /// The sandbox, opened once.
+    sandbox: OwnedFd,
+    /// The FIFOs' directory (None with a TTY).
+    io_dir: Option<IoDir>,
+    /// The container's stdin (non-blocking); None once closed.
+    stdin: Mutex<Option<OwnedFd>>,
+    /// Set when the container ended: a write waiting for room gives up.
+    closed: AtomicBool,
     /// The pty master (reads, window size); None with pipes.
     master: Option<OwnedFd>,
     /// Held until the container ends, so that the master does not hang up
     /// before the container opened the slave.
     slave: Mutex<Option<OwnedFd>>,
+    /// The FIFOs' read ends, until their readers start.
+    outputs: Mutex<Vec<(Stream, OwnedFd)>>,
     fanout: Mutex<Fanout>,
     changed: Condvar,
     input_taken: AtomicBool,
     terminated: AtomicBool,
+    /// Readers disconnected because their queue was full.
+    dropped_readers: AtomicU64,
+    /// [`SLOW_READER_GRACE`] (shorter in tests).
+    slow_reader_grace: Duration,
 }
 
 /// The single input connection; dropping it frees the slot.
@@ -99,6 +197,13 @@ pub struct InputSlot(Arc<Switchboard>);
 impl Drop for InputSlot {
     fn drop(&mut self) {
         self.0.input_taken.store(false, Ordering::SeqCst);
+    }
+}
+
+impl InputSlot {
+    /// [`Switchboard::write_stdin`] of the slot's switchboard.
+    pub async fn write_stdin(&self, data: Vec<u8>) -> std::io::Result<()> {
+        self.0.write_stdin(data).await
     }
 }
 
@@ -118,15 +223,198 @@ fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-fn user_ids(user: Option<&str>) -> Result<Option<(nix::unistd::Uid, nix::unistd::Gid)>, ApiError> {
+fn user_ids(user: Option<&str>) -> Result<Option<(rustix::fs::Uid, rustix::fs::Gid)>, ApiError> {
     let Some(name) = user else { return Ok(None) };
     match nix::unistd::User::from_name(name) {
-        Ok(Some(u)) => Ok(Some((u.uid, u.gid))),
+        Ok(Some(u)) => Ok(Some((
+            rustix::fs::Uid::from_raw(u.uid.as_raw()),
+            rustix::fs::Gid::from_raw(u.gid.as_raw()),
+        ))),
         Ok(None) => Err(ApiError::BadRequest(format!(
             "Failed to find user '{name}'"
         ))),
         Err(e) => Err(internal("look up the user", e)),
     }
+}
+
+impl IoDir {
+    /// Makes `.nestguard-io` in the sandbox and opens it; refuses a name
+    /// that exists or a directory that is not the one just made (root's).
+    fn create(sandbox: &OwnedFd, sandbox_path: &Path) -> Result<IoDir, ApiError> {
+        let path = sandbox_path.join(IO_DIR);
+        rustix::fs::mkdirat(sandbox, IO_DIR, Mode::from_raw_mode(0o700))
+            .map_err(|e| internal(&format!("create '{}'", path.display()), e))?;
+        let fd = nestguard::beneath::open_at(
+            sandbox.as_fd(),
+            IO_DIR,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            0,
+            &path,
+        )
+        .map_err(|e| internal("open the FIFO directory", e))?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| internal("stat the FIFO directory", e))?;
+        if stat.st_uid != nix::unistd::geteuid().as_raw()
+            || FileType::from_raw_mode(stat.st_mode) != FileType::Directory
+        {
+            return Err(internal(
+                "open the FIFO directory",
+                format!("'{}' was replaced", path.display()),
+            ));
+        }
+        let dir = IoDir {
+            fd,
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        };
+        rustix::fs::fchmod(&dir.fd, Mode::from_raw_mode(IO_DIR_MODE))
+            .map_err(|e| internal("chmod the FIFO directory", e))?;
+        Ok(dir)
+    }
+
+    /// Makes the FIFO `name` and opens it (`flags`), owned by `ids`.
+    fn fifo(
+        &self,
+        name: &str,
+        flags: OFlags,
+        ids: Option<(rustix::fs::Uid, rustix::fs::Gid)>,
+        at: &Path,
+    ) -> Result<OwnedFd, ApiError> {
+        rustix::fs::mknodat(
+            &self.fd,
+            name,
+            FileType::Fifo,
+            Mode::from_raw_mode(FIFO_MODE),
+            0,
+        )
+        .map_err(|e| internal(&format!("mkfifo '{}'", at.display()), e))?;
+        let fd =
+            nestguard::beneath::open_at(self.fd.as_fd(), name, flags | OFlags::NONBLOCK, 0, at)
+                .map_err(|e| internal("open a FIFO", e))?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| internal("stat a FIFO", e))?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::Fifo {
+            return Err(internal(
+                "open a FIFO",
+                format!("'{}' is not a FIFO", at.display()),
+            ));
+        }
+        if let Some((uid, gid)) = ids {
+            rustix::fs::fchown(&fd, Some(uid), Some(gid)).map_err(|e| internal("chown", e))?;
+        }
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(FIFO_MODE))
+            .map_err(|e| internal("chmod", e))?;
+        Ok(fd)
+    }
+
+    /// Removes the FIFOs, then the directory if the sandbox's
+    /// `.nestguard-io` is still this one.
+    fn remove(&self, sandbox: &OwnedFd) {
+        for name in FIFOS {
+            let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::empty());
+        }
+        let same = rustix::fs::statat(sandbox, IO_DIR, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|s| s.st_dev == self.dev && s.st_ino == self.ino);
+        if same {
+            let _ = rustix::fs::unlinkat(sandbox, IO_DIR, AtFlags::REMOVEDIR);
+        }
+    }
+}
+
+/// What [`Switchboard::create`] set up for the chosen kind of stdio.
+struct Wiring {
+    stdin: OwnedFd,
+    master: Option<OwnedFd>,
+    slave: Option<OwnedFd>,
+    outputs: Vec<(Stream, OwnedFd)>,
+    io_dir: Option<IoDir>,
+    redirect: String,
+}
+
+fn pty_wiring(
+    container: Option<&ContainerInfo>,
+    ids: Option<(rustix::fs::Uid, rustix::fs::Gid)>,
+) -> Result<Wiring, ApiError> {
+    let window = container.and_then(|c| c.tty_info.as_ref()).map(|t| {
+        let size = t.window_size.unwrap_or_default();
+        nix::pty::Winsize {
+            ws_row: u16::try_from(size.rows).unwrap_or(u16::MAX),
+            ws_col: u16::try_from(size.columns).unwrap_or(u16::MAX),
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        }
+    });
+    let pty = nix::pty::openpty(window.as_ref(), None).map_err(|e| internal("openpty", e))?;
+    if let Some((uid, gid)) = ids {
+        rustix::fs::fchown(&pty.slave, Some(uid), Some(gid)).map_err(|e| internal("chown", e))?;
+    }
+    rustix::fs::fchmod(&pty.slave, Mode::from_raw_mode(0o600)).map_err(|e| internal("chmod", e))?;
+    // The agent's own descriptor names the slave.
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd()))
+        .map_err(|e| internal("find the pty", e))?;
+    let path = quote(&path.to_string_lossy());
+    // The master's open file (shared with this duplicate) becomes
+    // non-blocking: input is written through the runtime's reactor.
+    let writer = pty.master.try_clone().map_err(|e| internal("dup", e))?;
+    set_nonblocking(&pty.master)?;
+    Ok(Wiring {
+        stdin: writer,
+        master: Some(pty.master),
+        slave: Some(pty.slave),
+        outputs: Vec::new(),
+        io_dir: None,
+        redirect: format!("exec <{path} >{path} 2>&1\n"),
+    })
+}
+
+/// [`WATCH_PERIOD`] for `poll`.
+fn poll_timeout() -> rustix::event::Timespec {
+    rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::try_from(WATCH_PERIOD.as_nanos()).unwrap_or(100_000_000),
+    }
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> Result<(), ApiError> {
+    let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| internal("fcntl", e))?;
+    rustix::fs::fcntl_setfl(fd, flags | OFlags::NONBLOCK).map_err(|e| internal("fcntl", e))
+}
+
+fn fifo_wiring(
+    sandbox: &OwnedFd,
+    sandbox_path: &Path,
+    ids: Option<(rustix::fs::Uid, rustix::fs::Gid)>,
+) -> Result<Wiring, ApiError> {
+    let dir = IoDir::create(sandbox, sandbox_path)?;
+    let at = |name: &str| sandbox_path.join(IO_DIR).join(name);
+    let opened = (|| {
+        // Read-write: the container's open does not wait for a reader, and
+        // it sees EOF once this end is dropped.
+        let stdin = dir.fifo("stdin", OFlags::RDWR, ids, &at("stdin"))?;
+        // Read ends, open before the container starts: its opens for
+        // writing do not wait either.
+        let stdout = dir.fifo("stdout", OFlags::RDONLY, ids, &at("stdout"))?;
+        let stderr = dir.fifo("stderr", OFlags::RDONLY, ids, &at("stderr"))?;
+        Ok((stdin, stdout, stderr))
+    })();
+    let (stdin, stdout, stderr) = match opened {
+        Ok(fds) => fds,
+        Err(e) => {
+            dir.remove(sandbox);
+            return Err(e);
+        }
+    };
+    Ok(Wiring {
+        stdin,
+        master: None,
+        slave: None,
+        outputs: vec![(Stream::Stdout, stdout), (Stream::Stderr, stderr)],
+        io_dir: Some(dir),
+        // stdin is first opened read-write on a spare descriptor, so that
+        // opening it for reading never waits for a writer (the agent may
+        // have closed its end already: the container then reads EOF).
+        redirect: format!(
+            "exec 3<>{IO_DIR}/stdin <{IO_DIR}/stdin 3>&- >{IO_DIR}/stdout 2>{IO_DIR}/stderr\n"
+        ),
+    })
 }
 
 impl Switchboard {
@@ -135,76 +423,25 @@ impl Switchboard {
         class == ContainerClass::Debug || container.is_some_and(|c| c.tty_info.is_some())
     }
 
-    /// Creates the FIFOs (or the pty) for a container whose sandbox exists,
-    /// owned by the user the command runs as, and returns the command
-    /// rewritten to use them.
+    /// Creates the FIFOs (or the pty) for a container whose sandbox exists
+    /// below `work_dir`, owned by the user the command runs as, and returns
+    /// the command rewritten to use them.
     fn create(
-        sandbox: &Path,
+        work_dir: &Path,
+        sandbox_path: &Path,
         user: Option<&str>,
         class: ContainerClass,
         container: Option<&ContainerInfo>,
         command: CommandInfo,
     ) -> Result<(Arc<Switchboard>, CommandInfo), ApiError> {
         let ids = user_ids(user)?;
-        let chown = |fd: std::os::fd::BorrowedFd<'_>| -> Result<(), ApiError> {
-            if let Some((uid, gid)) = ids {
-                nix::unistd::fchown(fd, Some(uid), Some(gid)).map_err(|e| internal("chown", e))?;
-            }
-            Ok(())
-        };
-        let window = container.and_then(|c| c.tty_info.as_ref()).map(|t| {
-            let size = t.window_size.unwrap_or_default();
-            nix::pty::Winsize {
-                ws_row: u16::try_from(size.rows).unwrap_or(u16::MAX),
-                ws_col: u16::try_from(size.columns).unwrap_or(u16::MAX),
-                ws_xpixel: 0,
-                ws_ypixel: 0,
-            }
-        });
+        let sandbox = nestguard::beneath::open_dir(work_dir, sandbox_path)
+            .map_err(|e| internal("open the sandbox", e))?;
         let tty = container.is_some_and(|c| c.tty_info.is_some());
-        let (stdin, master, slave, redirect) = if tty {
-            let pty =
-                nix::pty::openpty(window.as_ref(), None).map_err(|e| internal("openpty", e))?;
-            chown(pty.slave.as_fd())?;
-            let path = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd()))
-                .map_err(|e| internal("find the pty", e))?;
-            let path = quote(&path.to_string_lossy());
-            let writer = File::from(pty.master.try_clone().map_err(|e| internal("dup", e))?);
-            (
-                writer,
-                Some(pty.master),
-                Some(pty.slave),
-                format!("exec <{path} >{path} 2>&1\n"),
-            )
+        let wiring = if tty {
+            pty_wiring(container, ids)?
         } else {
-            let dir = sandbox.join(IO_DIR);
-            std::fs::create_dir(&dir).map_err(|e| internal("create the FIFO directory", e))?;
-            if let Some((uid, gid)) = ids {
-                nix::unistd::chown(&dir, Some(uid), Some(gid)).map_err(|e| internal("chown", e))?;
-            }
-            for name in ["stdin", "stdout", "stderr"] {
-                let path = dir.join(name);
-                nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600))
-                    .map_err(|e| internal("mkfifo", e))?;
-                if let Some((uid, gid)) = ids {
-                    nix::unistd::chown(&path, Some(uid), Some(gid))
-                        .map_err(|e| internal("chown", e))?;
-                }
-            }
-            // Read-write: opening does not wait for the container, and the
-            // container sees EOF once this end is dropped.
-            let writer = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(dir.join("stdin"))
-                .map_err(|e| internal("open the stdin FIFO", e))?;
-            (
-                writer,
-                None,
-                None,
-                format!("exec <{IO_DIR}/stdin >{IO_DIR}/stdout 2>{IO_DIR}/stderr\n"),
-            )
+            fifo_wiring(&sandbox, sandbox_path, ids)?
         };
         let body = if command.shell.unwrap_or(true) {
             command.value.clone().unwrap_or_default()
@@ -216,17 +453,38 @@ impl Switchboard {
         };
         let command = CommandInfo {
             shell: Some(true),
-            value: Some(format!("{redirect}{body}")),
+            value: Some(format!("{}{body}", wiring.redirect)),
             arguments: Vec::new(),
             ..command
         };
-        let board = Switchboard {
+        let board = Switchboard::new(
             tty,
-            debug: class == ContainerClass::Debug,
-            sandbox: sandbox.to_path_buf(),
-            stdin: Mutex::new(Some(stdin)),
-            master,
-            slave: Mutex::new(slave),
+            class == ContainerClass::Debug,
+            sandbox_path,
+            sandbox,
+            wiring,
+        );
+        Ok((Arc::new(board), command))
+    }
+
+    fn new(
+        tty: bool,
+        debug: bool,
+        sandbox_path: &Path,
+        sandbox: OwnedFd,
+        wiring: Wiring,
+    ) -> Switchboard {
+        Switchboard {
+            tty,
+            debug,
+            sandbox_path: sandbox_path.to_path_buf(),
+            sandbox,
+            io_dir: wiring.io_dir,
+            stdin: Mutex::new(Some(wiring.stdin)),
+            closed: AtomicBool::new(false),
+            master: wiring.master,
+            slave: Mutex::new(wiring.slave),
+            outputs: Mutex::new(wiring.outputs),
             fanout: Mutex::new(Fanout {
                 open_streams: if tty { 1 } else { 2 },
                 ..Default::default()
@@ -234,8 +492,9 @@ impl Switchboard {
             changed: Condvar::new(),
             input_taken: AtomicBool::new(false),
             terminated: AtomicBool::new(false),
-        };
-        Ok((Arc::new(board), command))
+            dropped_readers: AtomicU64::new(0),
+            slow_reader_grace: SLOW_READER_GRACE,
+        }
     }
 
     fn fanout(&self) -> MutexGuard<'_, Fanout> {
@@ -245,16 +504,23 @@ impl Switchboard {
     }
 
     /// Attaches an output client: it gets every chunk from now on, and its
-    /// stream ends when the container's output ends.
-    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Chunk> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    /// stream ends when the container's output ends, or when it falls
+    /// [`SUBSCRIBER_QUEUE`] chunks behind. 503 beyond [`MAX_SUBSCRIBERS`].
+    pub fn subscribe(&self) -> Result<mpsc::Receiver<Chunk>, ApiError> {
+        let (tx, rx) = mpsc::channel(SUBSCRIBER_QUEUE);
         let mut fanout = self.fanout();
         if !fanout.ended {
+            fanout.subscribers.retain(|s| !s.is_closed());
+            if fanout.subscribers.len() >= MAX_SUBSCRIBERS {
+                return Err(ApiError::Unavailable(format!(
+                    "Too many output connections to this container (at most {MAX_SUBSCRIBERS})"
+                )));
+            }
             fanout.subscribers.push(tx);
             fanout.connected = true;
             self.changed.notify_all();
         }
-        rx
+        Ok(rx)
     }
 
     /// The input slot, unless another connection holds it.
@@ -270,24 +536,74 @@ impl Switchboard {
         self.fanout().ended
     }
 
-    /// Writes to the container's stdin. Without a TTY, empty data is EOF
-    /// and closes stdin; with one the client sends ^D.
-    pub fn write_stdin(&self, data: &[u8]) -> std::io::Result<()> {
+    /// Output readers disconnected so far because they fell behind.
+    #[cfg(test)]
+    fn dropped_readers(&self) -> u64 {
+        self.dropped_readers.load(Ordering::Relaxed)
+    }
+
+    /// Writes to the container's stdin off the async workers (on the
+    /// runtime's blocking pool; the descriptor is non-blocking and waited
+    /// for with `poll`), failing once the container ended. Without a TTY,
+    /// empty data is EOF and closes stdin; with one the client sends ^D.
+    pub async fn write_stdin(self: &Arc<Self>, data: Vec<u8>) -> std::io::Result<()> {
+        let board = Arc::clone(self);
+        tokio::task::spawn_blocking(move || board.write_stdin_now(&data))
+            .await
+            .map_err(std::io::Error::other)?
+    }
+
+    fn write_stdin_now(&self, data: &[u8]) -> std::io::Result<()> {
+        let broken = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin is closed");
         let mut stdin = self
             .stdin
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.closed.load(Ordering::SeqCst) {
+            *stdin = None;
+            return if data.is_empty() {
+                Ok(())
+            } else {
+                Err(broken())
+            };
+        }
         if data.is_empty() && !self.tty {
+            // EOF. What was written stays in the FIFO only while a
+            // descriptor holds it open: wait until the container read it
+            // all (it opened its end, then) or ended.
+            if let Some(fd) = stdin.as_ref() {
+                while !self.closed.load(Ordering::SeqCst)
+                    && rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0)
+                {
+                    std::thread::sleep(WATCH_PERIOD);
+                }
+            }
             *stdin = None;
             return Ok(());
         }
-        match stdin.as_mut() {
-            Some(f) => f.write_all(data),
-            None => Err(std::io::Error::new(
-                std::io::ErrorKind::BrokenPipe,
-                "stdin is closed",
-            )),
+        let Some(fd) = stdin.as_ref() else {
+            return Err(broken());
+        };
+        let mut rest = data;
+        while !rest.is_empty() {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(broken());
+            }
+            match rustix::io::write(fd, rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(rustix::io::Errno::AGAIN) => {
+                    // Full: wait for room, looking at `closed` now and then.
+                    let mut fds = [rustix::event::PollFd::new(
+                        fd,
+                        rustix::event::PollFlags::OUT,
+                    )];
+                    let _ = rustix::event::poll(&mut fds, Some(&poll_timeout()));
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        Ok(())
     }
 
     /// TIOCSWINSZ on the pty (`os::setWindowSize`).
@@ -305,26 +621,70 @@ impl Switchboard {
         Ok(())
     }
 
-    /// Sends a chunk to every client and to the sandbox's log file.
-    fn emit(&self, chunk: Chunk, log: &mut Option<File>, name: &str) {
+    /// The sandbox's log file `name`, opened relative to the sandbox's
+    /// descriptor: never through a link, never created, and only a regular
+    /// file with a single link (a hard link could name a file elsewhere).
+    fn open_log(&self, name: &str) -> Option<File> {
+        let at = self.sandbox_path.join(name);
+        let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = match nestguard::beneath::open_at(self.sandbox.as_fd(), name, flags, 0, &at) {
+            Ok(fd) => fd,
+            Err(e) => {
+                tracing::warn!(error = %e, "not teeing the output to the sandbox's log");
+                return None;
+            }
+        };
+        let stat = rustix::fs::fstat(&fd).ok()?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || stat.st_nlink != 1 {
+            tracing::warn!(path = %at.display(), "not a regular file with one link; not teeing the output to it");
+            return None;
+        }
+        Some(File::from(fd))
+    }
+
+    /// Sends a chunk to the sandbox's log file and to every client. A
+    /// client whose queue is full holds the output back (the container
+    /// blocks on its full pipe, as with a slow terminal) for up to the
+    /// grace; one still full then is disconnected.
+    fn emit(&self, chunk: Chunk, log: Option<&mut File>) {
         let data = match &chunk {
             Chunk::Stdout(d) | Chunk::Stderr(d) => d,
         };
-        if log.is_none() {
-            // The sandbox's own file, never through a link.
-            *log = OpenOptions::new()
-                .append(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY)
-                .open(self.sandbox.join(name))
-                .ok()
-                .filter(|f| f.metadata().is_ok_and(|m| m.is_file()));
-        }
-        if let Some(f) = log.as_mut() {
+        if let Some(f) = log {
             let _ = f.write_all(data);
         }
-        self.fanout()
-            .subscribers
-            .retain(|s| s.send(chunk.clone()).is_ok());
+        // Not under the lock: a client may attach while another is waited for.
+        let senders = self.fanout().subscribers.clone();
+        let mut gone = Vec::new();
+        for sender in senders {
+            let deadline = Instant::now() + self.slow_reader_grace;
+            let mut item = chunk.clone();
+            loop {
+                match sender.try_send(item) {
+                    Ok(()) => break,
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        gone.push(sender);
+                        break;
+                    }
+                    Err(mpsc::error::TrySendError::Full(back)) if Instant::now() < deadline => {
+                        item = back;
+                        std::thread::sleep(BACKOFF);
+                    }
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        self.dropped_readers.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(sandbox = %self.sandbox_path.display(), queued = SUBSCRIBER_QUEUE,
+                            "an output reader fell behind; disconnecting it");
+                        gone.push(sender);
+                        break;
+                    }
+                }
+            }
+        }
+        if !gone.is_empty() {
+            self.fanout()
+                .subscribers
+                .retain(|s| !gone.iter().any(|g| g.same_channel(s)));
+        }
     }
 
     /// Waits for the first client (DEBUG containers) or the end.
@@ -348,71 +708,46 @@ impl Switchboard {
         }
     }
 
-    fn read_fifo(&self, name: &'static str) {
-        let mut log = None;
-        if self.wait_for_connection()
-            && let Ok(mut fifo) = File::open(self.sandbox.join(IO_DIR).join(name))
-        {
-            let mut buf = vec![0u8; 16 * 1024];
-            while let Ok(n) = fifo.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let data = buf[..n].to_vec();
-                let chunk = if name == "stdout" {
-                    Chunk::Stdout(data)
-                } else {
-                    Chunk::Stderr(data)
-                };
-                self.emit(chunk, &mut log, name);
-            }
-        }
-        self.stream_done();
-    }
-
-    fn read_pty(&self) {
-        let mut log = None;
-        if let (true, Some(master)) = (self.wait_for_connection(), &self.master) {
-            let mut buf = vec![0u8; 16 * 1024];
+    /// Reads `fd` (a FIFO's read end or the pty master, non-blocking) until
+    /// it ends: EOF once a writer came and went (a FIFO; `poll` reports no
+    /// hang-up before the first writer), an error (the pty), or the
+    /// container terminated and nothing more is there.
+    fn pump(&self, stream: Stream, fd: &OwnedFd) {
+        if self.wait_for_connection() {
+            let mut log = self.open_log(stream.name());
+            let mut buf = vec![0u8; READ_CHUNK];
             loop {
-                let mut fds = [rustix::event::PollFd::new(
-                    master,
-                    rustix::event::PollFlags::IN,
-                )];
-                let timeout = rustix::event::Timespec {
-                    tv_sec: 0,
-                    tv_nsec: 100_000_000,
-                };
-                let ready = rustix::event::poll(&mut fds, Some(&timeout)).unwrap_or(0);
+                let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+                let ready = rustix::event::poll(&mut fds, Some(&poll_timeout())).unwrap_or(0);
                 if ready == 0 {
                     if self.terminated.load(Ordering::SeqCst) {
                         break;
                     }
                     continue;
                 }
-                match nix::unistd::read(master, &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => self.emit(Chunk::Stdout(buf[..n].to_vec()), &mut log, "stdout"),
+                match rustix::io::read(fd, &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => self.emit(stream.chunk(buf[..n].to_vec()), log.as_mut()),
+                    Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+                    Err(_) => break,
                 }
             }
         }
         self.stream_done();
     }
 
-    /// Unblocks readers still waiting in `open` of a FIFO the container
-    /// never opened.
-    fn poke_fifos(&self) {
-        for name in ["stdout", "stderr"] {
-            let _ = OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-                .open(self.sandbox.join(IO_DIR).join(name));
+    fn remove_files(&self) {
+        if let Some(dir) = &self.io_dir {
+            dir.remove(&self.sandbox);
         }
     }
 
-    fn remove_files(&self) {
-        if !self.tty {
-            let _ = std::fs::remove_dir_all(self.sandbox.join(IO_DIR));
+    /// The container ended: a pending write gives up, stdin is closed.
+    fn close_input(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        // A writer waiting for room holds it, and drops it on its way out.
+        if let Ok(mut stdin) = self.stdin.try_lock() {
+            *stdin = None;
         }
     }
 }
@@ -431,12 +766,19 @@ impl Agent {
         if !Switchboard::required(class, container) {
             return Ok((None, command));
         }
-        if !DEBUG_SESSIONS.load(std::sync::atomic::Ordering::Relaxed) {
+        if !DEBUG_SESSIONS.load(Ordering::Relaxed) {
             return Err(ApiError::BadRequest(
-                "Debug sessions and TTYs are off on this agent (--debug_sessions)".into(),
+                "Debug sessions and TTYs are off on this agent (--debug_sessions=false)".into(),
             ));
         }
-        let (board, command) = Switchboard::create(sandbox, user, class, container, command)?;
+        let (board, command) = Switchboard::create(
+            &self.layout.work_dir,
+            sandbox,
+            user,
+            class,
+            container,
+            command,
+        )?;
         Ok((Some(board), command))
     }
 
@@ -447,11 +789,21 @@ impl Agent {
             .insert(key.clone(), Arc::clone(&board));
         if board.tty {
             let b = Arc::clone(&board);
-            std::thread::spawn(move || b.read_pty());
+            std::thread::spawn(move || {
+                if let Some(master) = &b.master {
+                    b.pump(Stream::Stdout, master);
+                }
+            });
         } else {
-            for name in ["stdout", "stderr"] {
+            let outputs = std::mem::take(
+                &mut *board
+                    .outputs
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            for (stream, fd) in outputs {
                 let b = Arc::clone(&board);
-                std::thread::spawn(move || b.read_fifo(name));
+                std::thread::spawn(move || b.pump(stream, &fd));
             }
         }
         let agent: Weak<Agent> = Arc::downgrade(self);
@@ -466,11 +818,9 @@ impl Agent {
                     board.changed.notify_all();
                 }
                 if ended {
+                    board.close_input();
                     if board.output_ended() {
                         break;
-                    }
-                    if !board.tty {
-                        board.poke_fifos();
                     }
                 }
             }
@@ -478,10 +828,7 @@ impl Agent {
                 .slave
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-            *board
-                .stdin
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            board.close_input();
             board.remove_files();
             if let Some(agent) = agent.upgrade() {
                 agent.switchboards.map().remove(&key);
@@ -492,6 +839,7 @@ impl Agent {
 
     /// Drops the switchboard of a container whose launch failed.
     pub(super) fn abandon_switchboard(board: &Switchboard) {
+        board.close_input();
         board.remove_files();
     }
 
@@ -524,5 +872,176 @@ impl Agent {
             Default::default(),
             ContainerClass::Debug,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> CommandInfo {
+        CommandInfo {
+            value: Some("cat".into()),
+            ..Default::default()
+        }
+    }
+
+    /// A work directory with a sandbox, and a directory outside it with a
+    /// file a hostile tenant would like the agent to write.
+    fn layout() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = dir.path().join("work/sandbox");
+        std::fs::create_dir_all(&sandbox).unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("victim"), b"keep").unwrap();
+        (dir, sandbox, outside)
+    }
+
+    fn create(dir: &tempfile::TempDir, sandbox: &Path) -> Result<Arc<Switchboard>, ApiError> {
+        Switchboard::create(
+            &dir.path().join("work"),
+            sandbox,
+            None,
+            ContainerClass::Debug,
+            None,
+            session(),
+        )
+        .map(|(board, _)| board)
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_link_at_the_fifo_directory_is_refused_and_never_followed() {
+        let (dir, sandbox, outside) = layout();
+        std::os::unix::fs::symlink(&outside, sandbox.join(IO_DIR)).unwrap();
+        let Err(e) = create(&dir, &sandbox) else {
+            panic!("a link at {IO_DIR} was accepted");
+        };
+        assert!(format!("{e:?}").contains("File exists"), "{e:?}");
+        assert_eq!(entries(&outside), ["victim"]);
+    }
+
+    #[test]
+    fn fifos_are_made_in_a_root_owned_directory_and_removed() {
+        let (dir, sandbox, _outside) = layout();
+        let board = create(&dir, &sandbox).unwrap();
+        let io = sandbox.join(IO_DIR);
+        let meta = std::fs::symlink_metadata(&io).unwrap();
+        assert!(meta.is_dir());
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o7777),
+            (nix::unistd::geteuid().as_raw(), IO_DIR_MODE)
+        );
+        for name in FIFOS {
+            let fifo = std::fs::symlink_metadata(io.join(name)).unwrap();
+            assert!(fifo.file_type().is_fifo(), "{name}");
+            assert_eq!(fifo.mode() & 0o7777, FIFO_MODE, "{name}");
+        }
+        board.remove_files();
+        assert!(!io.exists());
+    }
+
+    #[test]
+    fn a_renamed_fifo_directory_is_not_removed_by_name() {
+        let (dir, sandbox, _outside) = layout();
+        let board = create(&dir, &sandbox).unwrap();
+        // The tenant moves the agent's directory away and puts its own there.
+        std::fs::rename(sandbox.join(IO_DIR), sandbox.join("moved")).unwrap();
+        std::fs::create_dir(sandbox.join(IO_DIR)).unwrap();
+        board.remove_files();
+        assert!(
+            sandbox.join(IO_DIR).is_dir(),
+            "the tenant's directory was removed"
+        );
+        assert_eq!(entries(&sandbox.join("moved")), Vec::<String>::new());
+    }
+
+    #[test]
+    fn log_links_and_hard_links_are_never_written() {
+        let (dir, sandbox, outside) = layout();
+        let board = create(&dir, &sandbox).unwrap();
+        std::os::unix::fs::symlink(outside.join("victim"), sandbox.join("stdout")).unwrap();
+        std::fs::hard_link(outside.join("victim"), sandbox.join("stderr")).unwrap();
+        assert!(board.open_log("stdout").is_none());
+        assert!(board.open_log("stderr").is_none());
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"keep");
+        // A regular file of the sandbox's own is teed to.
+        std::fs::remove_file(sandbox.join("stdout")).unwrap();
+        std::fs::write(sandbox.join("stdout"), b"").unwrap();
+        let mut log = board.open_log("stdout");
+        board.emit(Chunk::Stdout(b"out".to_vec()), log.as_mut());
+        assert_eq!(std::fs::read(sandbox.join("stdout")).unwrap(), b"out");
+        board.remove_files();
+    }
+
+    #[test]
+    fn a_reader_that_falls_behind_is_dropped_at_the_queue_cap() {
+        let (dir, sandbox, _outside) = layout();
+        let mut board = create(&dir, &sandbox).unwrap();
+        Arc::get_mut(&mut board).unwrap().slow_reader_grace = Duration::ZERO;
+        let mut slow = board.subscribe().unwrap();
+        let mut fast = board.subscribe().unwrap();
+        let chunk = vec![b'x'; READ_CHUNK];
+        let mut fast_got = 0;
+        for _ in 0..SUBSCRIBER_QUEUE * 4 {
+            board.emit(Chunk::Stdout(chunk.clone()), None);
+            while fast.try_recv().is_ok() {
+                fast_got += 1;
+            }
+            assert!(slow.len() <= SUBSCRIBER_QUEUE);
+        }
+        assert_eq!(fast_got, SUBSCRIBER_QUEUE * 4);
+        assert_eq!(board.dropped_readers(), 1);
+        assert_eq!(board.fanout().subscribers.len(), 1);
+        // What the slow reader has is capped; then its stream ends.
+        let mut queued = 0;
+        while slow.try_recv().is_ok() {
+            queued += 1;
+        }
+        assert_eq!(queued, SUBSCRIBER_QUEUE);
+        assert!(matches!(
+            slow.try_recv(),
+            Err(mpsc::error::TryRecvError::Disconnected)
+        ));
+        board.remove_files();
+    }
+
+    #[test]
+    fn readers_beyond_the_cap_are_refused() {
+        let (dir, sandbox, _outside) = layout();
+        let board = create(&dir, &sandbox).unwrap();
+        let readers: Vec<_> = (0..MAX_SUBSCRIBERS)
+            .map(|_| board.subscribe().unwrap())
+            .collect();
+        assert!(matches!(board.subscribe(), Err(ApiError::Unavailable(_))));
+        drop(readers);
+        assert!(board.subscribe().is_ok());
+        board.remove_files();
+    }
+
+    /// On a single-threaded runtime: a write to a stdin nobody reads does
+    /// not hold the runtime's thread (which goes on to close the input),
+    /// and fails once the container ended instead of waiting forever.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stalled_stdin_write_does_not_block_the_runtime() {
+        let (dir, sandbox, _outside) = layout();
+        let board = create(&dir, &sandbox).unwrap();
+        let writer = Arc::clone(&board);
+        let write = tokio::spawn(async move { writer.write_stdin(vec![b'x'; 1 << 20]).await });
+        tokio::task::yield_now().await;
+        board.close_input();
+        let err = write.await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
+        board.remove_files();
     }
 }
