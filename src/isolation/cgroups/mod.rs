@@ -653,4 +653,4 @@ fn create_dirs(mount: &Path, dir: &Path) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

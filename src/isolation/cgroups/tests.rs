@@ -4,7 +4,9 @@
 use super::*;
 use crate::container_id::parse_dotted;
 
-fn fixture_v1() -> (tempfile::TempDir, Cgroups) {
+/// A v1 mount root of empty controller directories in a temp dir, and
+/// a manager over it (root `nestguard-fixture`).
+pub(crate) fn fixture_v1() -> (tempfile::TempDir, Cgroups) {
     let dir = tempfile::tempdir().unwrap();
     for c in Controller::ALL {
         std::fs::create_dir(dir.path().join(c.name())).unwrap();

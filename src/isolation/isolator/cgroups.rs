@@ -485,22 +485,10 @@ mod tests {
 
     use super::*;
     use crate::container_id::parse_dotted;
-    use crate::isolation::cgroups::{CgroupsConfig, Controller};
     use crate::proto::mesos::{ContainerInfo, LinuxInfo};
-    use std::path::PathBuf;
-    use std::time::Duration;
 
     fn fixture() -> (tempfile::TempDir, CgroupsIsolator) {
-        let dir = tempfile::tempdir().unwrap();
-        for c in Controller::ALL {
-            std::fs::create_dir(dir.path().join(c.name())).unwrap();
-        }
-        let cgroups = Cgroups::v1_with_root(CgroupsConfig {
-            mount_root: dir.path().to_owned(),
-            cgroups_root: PathBuf::from("fixture"),
-            destroy_timeout: Duration::from_secs(1),
-        })
-        .unwrap();
+        let (dir, cgroups) = crate::isolation::cgroups::tests::fixture_v1();
         let iso = CgroupsIsolator::new(Arc::new(cgroups), CgroupsOptions::default()).unwrap();
         (dir, iso)
     }
@@ -569,7 +557,7 @@ mod tests {
         let (dir, iso) = fixture();
         let c = id("partial");
         iso.prepare(&c, &ContainerConfig::default()).unwrap();
-        let memory = dir.path().join("memory/fixture/partial");
+        let memory = dir.path().join("memory/nestguard-fixture/partial");
         std::fs::remove_dir_all(&memory).unwrap();
         // A restarted agent: a new isolator over the same cgroups.
         let iso =
@@ -579,7 +567,7 @@ mod tests {
         iso.update(&c, &[], &ResourceLimits::default()).unwrap();
         assert!(iso.usage(&c).unwrap().timestamp > 0.0);
         assert!(
-            dir.path().join("cpu/fixture/partial").is_dir(),
+            dir.path().join("cpu/nestguard-fixture/partial").is_dir(),
             "kept, with its limits"
         );
     }
