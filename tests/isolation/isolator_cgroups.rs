@@ -364,3 +364,44 @@ fn a_container_running_before_the_isolator_was_enabled_is_left_alone() {
     );
     assert!(agent.cg().scan().unwrap().is_empty());
 }
+
+/// A container recovered with our tracking cgroup but without its
+/// directory in another used controller (v1) is left alone instead of
+/// failing watch, and cleanup still removes what exists.
+#[test]
+fn a_container_missing_a_controller_directory_is_left_alone_and_cleaned_up() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("partial", &[]);
+    if agent.cg().is_v2() {
+        return;
+    }
+    let partial = id("partial");
+    let sandbox = agent.sandbox(&partial);
+    nestguard::isolation::sandbox::create(&sandbox, None).unwrap();
+    let mut c = config("true");
+    c.directory = sandbox.to_string_lossy().into_owned();
+    c.resources = vec![scalar("mem", 64.0)];
+    agent.iso().prepare(&partial, &c).unwrap();
+    let memory = agent
+        .cg()
+        .container_dirs(&partial)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.components().any(|p| p.as_os_str() == "memory"))
+        .expect("a memory cgroup");
+    std::fs::remove_dir(&memory).unwrap();
+    let state = nestguard::proto::mesos::slave::ContainerState {
+        container_id: partial.clone(),
+        pid: u64::from(std::process::id()),
+        directory: c.directory.clone(),
+        ..Default::default()
+    };
+    agent.iso().recover(&[state], &[]).unwrap();
+    let mut watch = agent.iso().watch_all(&partial).unwrap();
+    assert!(matches!(watch.check(), Ok(None)));
+    assert!(agent.iso().usage(&partial).unwrap().timestamp > 0.0);
+    agent.iso().cleanup(&partial).unwrap();
+    assert!(agent.cg().scan().unwrap().is_empty());
+}
