@@ -72,6 +72,24 @@ mesos::Parameters disk(const std::string& launcher = "")
 }
 
 
+mesos::ContainerID containerId(const std::string& value)
+{
+  mesos::ContainerID id;
+  id.set_value(value);
+  return id;
+}
+
+
+mesos::slave::ContainerConfig containerConfig(
+    const std::string& sandbox, const std::string& command)
+{
+  mesos::slave::ContainerConfig config;
+  config.set_directory(sandbox);
+  config.mutable_command_info()->set_value(command);
+  return config;
+}
+
+
 double secondsSince(const std::chrono::steady_clock::time_point& start)
 {
   return std::chrono::duration<double>(
@@ -101,13 +119,9 @@ void workerChecks(mesos::modules::Module<mesos::slave::Isolator>* module)
   for (int i = 0; i < files; ++i) {
     std::ofstream(std::string(sandbox) + "/f" + std::to_string(i)) << "x";
   }
-  mesos::ContainerID id;
-  id.set_value("nestguard-shim-walk");
-  mesos::slave::ContainerConfig config;
-  config.set_directory(sandbox);
-  config.mutable_command_info()->set_value("true");
+  const mesos::ContainerID id = containerId("nestguard-shim-walk");
   process::Future<Option<mesos::slave::ContainerLaunchInfo>> prepared =
-    isolator->prepare(id, config);
+    isolator->prepare(id, containerConfig(sandbox, "true"));
   expect(settles(prepared) && prepared.isReady(), "walk: prepare() ready");
 
   const auto start = std::chrono::steady_clock::now();
@@ -200,19 +214,14 @@ void oomChecks(mesos::modules::Module<mesos::slave::Isolator>* module,
     return;
   }
 
-  mesos::ContainerID stranger;
-  stranger.set_value("nestguard-shim-never-prepared");
   process::Future<mesos::slave::ContainerLimitation> unknown =
-    isolator->watch(stranger);
+    isolator->watch(containerId("nestguard-shim-never-prepared"));
   unknown.await(Milliseconds(200));
   expect(unknown.isPending(),
          "watch() of a container the isolator does not know stays pending");
 
-  mesos::ContainerID id;
-  id.set_value("nestguard-shim-oom");
-  mesos::slave::ContainerConfig config;
-  config.set_directory(sandbox);
-  config.mutable_command_info()->set_value("hog");
+  const mesos::ContainerID id = containerId("nestguard-shim-oom");
+  mesos::slave::ContainerConfig config = containerConfig(sandbox, "hog");
   *config.add_resources() = scalar("mem", 32);
   *config.add_resources() = scalar("cpus", 0.5);
 
@@ -324,11 +333,9 @@ int main(int argc, char** argv)
   const std::string file = std::string(sandbox) + "/data";
   std::ofstream(file) << std::string(64 * 1024, 'x');
 
-  mesos::ContainerID id;
-  id.set_value("nestguard-shim-" + std::to_string(getpid()));
-  mesos::slave::ContainerConfig config;
-  config.set_directory(sandbox);
-  config.mutable_command_info()->set_value("true");
+  const mesos::ContainerID id =
+    containerId("nestguard-shim-" + std::to_string(getpid()));
+  const mesos::slave::ContainerConfig config = containerConfig(sandbox, "true");
 
   process::Future<Nothing> recovered = isolator->recover(
       std::vector<mesos::slave::ContainerState>(), hashset<mesos::ContainerID>());
