@@ -41,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -100,16 +101,25 @@ public:
     return *pool;
   }
 
-  void submit(std::function<void()> job)
+  // False when no thread can run the job (none could be started).
+  bool submit(std::function<void()> job)
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.push_back(std::move(job));
     // Jobs queued beyond the threads waiting for them: one more thread.
-    if (jobs_.size() > waiting_ && threads_ < kMaxThreads) {
-      ++threads_;
-      std::thread(&BlockingPool::work, this).detach();
+    if (jobs_.size() + 1 > waiting_ && threads_ < kMaxThreads) {
+      try {
+        std::thread(&BlockingPool::work, this).detach();
+        ++threads_;
+      } catch (const std::system_error& e) {
+        LOG(WARNING) << "nestguard isolator: cannot start a thread: " << e.what();
+        if (threads_ == 0) {
+          return false;
+        }
+      }
     }
+    jobs_.push_back(std::move(job));
     ready_.notify_one();
+    return true;
   }
 
 private:
@@ -171,7 +181,7 @@ Future<T> offWorkers(const F& f)
   std::shared_ptr<Promise<T>> promise = std::make_shared<Promise<T>>();
   Future<T> future = promise->future();
   const process::UPID pid = completions();
-  BlockingPool::instance().submit([promise, f, pid]() {
+  const bool queued = BlockingPool::instance().submit([promise, f, pid]() {
     std::shared_ptr<Try<T>> result;
     try {
       result = std::make_shared<Try<T>>(f());
@@ -187,6 +197,9 @@ Future<T> offWorkers(const F& f)
       }
     });
   });
+  if (!queued) {
+    return Failure("nestguard isolator: no thread to run the call on");
+  }
   return future;
 }
 
