@@ -60,7 +60,6 @@ fn cinstall_gives_a_versioned_library_a_pkg_config_file_and_the_header() {
         .current_dir(manifest_dir())
         .args([
             "cinstall",
-            "--quiet",
             "--profile",
             "dev",
             "--library-type",
