@@ -63,7 +63,7 @@ export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="$linker"
 
 echo "== cargo cinstall --target $triple (zig cc, glibc $glibc) into $destdir"
 rm -rf "$destdir"
-cargo cinstall --release --target "$triple" --library-type cdylib \
+cargo cinstall -p nestguard --release --target "$triple" --library-type cdylib \
   --prefix "$prefix" --libdir "$libdir" --destdir "$destdir"
 echo "== cargo build --release --target $triple --bin nestguard-launch"
 cargo build --release --target "$triple" --bin nestguard-launch

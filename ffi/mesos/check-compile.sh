@@ -143,7 +143,7 @@ if cargo cinstall --version >/dev/null 2>&1; then
   cp -a "$mesos/include/mesos" "$mesos/3rdparty/stout/include/stout" \
     "$mesos/3rdparty/libprocess/include/process" "$prefix/include/"
   cp -a "$mesos/build/include/mesos/." "$prefix/include/mesos/"
-  (cd "$repo" && cargo cinstall --profile dev --library-type cdylib \
+  (cd "$repo" && cargo cinstall -p nestguard --profile dev --library-type cdylib \
     --prefix "$prefix" --libdir "$prefix/lib" \
     --target-dir "${CARGO_TARGET_DIR:-$repo/target}/cinstall")
   installed_out="$WORK_DIR/out-installed"

@@ -60,6 +60,8 @@ fn cinstall_gives_a_versioned_library_a_pkg_config_file_and_the_header() {
         .current_dir(manifest_dir())
         .args([
             "cinstall",
+            "-p",
+            "nestguard",
             "--profile",
             "dev",
             "--library-type",
