@@ -25,6 +25,10 @@
 #      every source, then the objects and libnestguard_mesos.so linked to
 #      target/debug/libnestguard.so (cargo build --lib), and checks that the
 #      three module symbols, and no other strong symbol, are exported;
+#   3b. with cargo-c installed: the same build against an installed layout,
+#      Mesos' headers under PREFIX/include and nestguard from cargo cinstall,
+#      found by pkg-config (the module needs libnestguard.so.0, rpath
+#      PREFIX/lib);
 #   4. smoke test (ffi/mesos/test/module_smoke.cpp): compiles the generated
 #      .pb.cc the modules use into a stand-in for libmesos, loads the module
 #      library with dlopen as Mesos' module manager does, checks every
@@ -32,7 +36,7 @@
 #   5. isolator runtime (ffi/mesos/test/isolator_runtime.cpp): builds
 #      libprocess from the same sources (no SSL, libev) and drives
 #      io_nestguard_Isolator through every Mesos call on a real libprocess
-#      (process::async, process::io::poll), with the disk/du isolator.
+#      (the shim's thread pool, process::io::poll), with the disk/du isolator.
 #
 # Not part of the test suite: CI has no Mesos sources.
 set -euo pipefail
@@ -105,10 +109,11 @@ step "MESOS_VERSION $version; protoc $(protoc --version)"
 # 3. Compile and link with the shim's own Makefile.
 step "cargo build --lib (libnestguard.so)"
 (cd "$repo" && cargo build --lib --quiet)
+debug="${CARGO_TARGET_DIR:-$repo/target}/debug"
 out="$WORK_DIR/out"
 make_args=(-C "$here" MESOS_HOME="$mesos" OUT="$out" WERROR=-Werror
-  NESTGUARD_LIB_DIR="$repo/target/debug" NESTGUARD_INCLUDE="$repo/include"
-  NESTGUARD_RPATH="$repo/target/debug")
+  NESTGUARD_LIB_DIR="$debug" NESTGUARD_INCLUDE="$repo/include"
+  NESTGUARD_RPATH="$debug")
 step "make check-headers (g++ $("${CXX:-g++}" -dumpfullversion), -std=c++11 -fsyntax-only -Werror)"
 make -s "${make_args[@]}" check-headers
 step "make (objects + libnestguard_mesos.so)"
@@ -126,6 +131,35 @@ if [ "$exported" != "$expected" ]; then
   exit 1
 fi
 echo "$exported"
+
+# 3b. The same against installed copies, as an operator builds it: Mesos
+# laid out as `make install` does (PREFIX/include/{mesos,stout,process}) and
+# nestguard installed by cargo cinstall, found by pkg-config.
+if cargo cinstall --version >/dev/null 2>&1; then
+  prefix="$WORK_DIR/prefix"
+  step "installed layout: cargo cinstall + make MESOS_HOME=$prefix (pkg-config)"
+  rm -rf "$prefix"
+  mkdir -p "$prefix/include"
+  cp -a "$mesos/include/mesos" "$mesos/3rdparty/stout/include/stout" \
+    "$mesos/3rdparty/libprocess/include/process" "$prefix/include/"
+  cp -a "$mesos/build/include/mesos/." "$prefix/include/mesos/"
+  (cd "$repo" && cargo cinstall -p nestguard --profile dev --library-type cdylib \
+    --prefix "$prefix" --libdir "$prefix/lib" \
+    --target-dir "${CARGO_TARGET_DIR:-$repo/target}/cinstall")
+  installed_out="$WORK_DIR/out-installed"
+  PKG_CONFIG_PATH="$prefix/lib/pkgconfig" make -s -C "$here" MESOS_HOME="$prefix" \
+    OUT="$installed_out" WERROR=-Werror
+  needed="$(readelf -d "$installed_out/libnestguard_mesos.so")"
+  grep -q 'Shared library: \[libnestguard.so.0\]' <<<"$needed" &&
+    grep -q "R.*PATH.*\[$prefix/lib\]" <<<"$needed" || {
+    echo "error: the module does not need libnestguard.so.0 from $prefix/lib:" >&2
+    echo "$needed" >&2
+    exit 1
+  }
+  echo "libnestguard_mesos.so needs libnestguard.so.0, rpath $prefix/lib"
+else
+  step "installed layout: SKIPPED (cargo-c not installed: cargo install cargo-c --locked)"
+fi
 
 if [ "${SKIP_SMOKE:-0}" = 1 ]; then
   echo "compile check passed (smoke test skipped)"

@@ -172,10 +172,11 @@ pub extern "C" fn nestguard_isolator_watch_new(
 }
 
 /// The descriptor to poll for readability (an epoll fd; owned by the
-/// watch, do not close). -1 for a NULL watch. Also call
-/// `nestguard_isolator_watch_check` on a timer (every second or so): on
-/// cgroup v2 an OOM notification can race with a check and be consumed
-/// before the kernel's counter shows it.
+/// watch, do not close). -1 for a NULL watch. After a wake-up whose
+/// `nestguard_isolator_watch_check` reports nothing, check again a few
+/// times over the next seconds (e.g. after 10 ms, doubling): on cgroup v1
+/// the memory controller signals an OOM before it counts the kill, and
+/// sends no further event when it does.
 #[unsafe(no_mangle)]
 pub extern "C" fn nestguard_isolator_watch_fd(watch: *const nestguard_isolator_watch) -> i32 {
     ffi_panic_boundary! {

@@ -10,6 +10,7 @@ mod launcher_support;
 mod abi_support;
 mod audit_abi;
 mod c_abi;
+mod c_install;
 mod credentials_abi;
 mod header;
 mod isolator_abi;

@@ -279,4 +279,5 @@ grep -q "Creating 'io_nestguard_Authorizer' authorizer" "$WORK/agent.log" &&
   grep -q "io_nestguard_CredentialHook" "$WORK/modules.json" &&
   pass agent-loads-modules || fail agent-loads-modules "module names missing from the agent log"
 
+[ "${SKIP_LOAD:-0}" = 1 ] || source "$here/load.sh"
 source "$here/checks.sh"

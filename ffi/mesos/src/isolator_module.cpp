@@ -8,21 +8,41 @@
 // `launcher=mesos` unless the manifest sets `launcher`: under a Mesos agent
 // Mesos' launch helper runs the containers, and the library then refuses
 // what that helper cannot apply (capability fields where cap_last_cap > 37,
-// seccomp filters) instead of letting every launch fail.
+// seccomp filters) instead of letting every launch fail; with it, `disk/du`
+// samples sandboxes in the background (as Mesos' own `disk/du`) instead of
+// walking one per usage() call.
 //
 // One Mesos call is one nestguard call. Several of them block on the file
-// system (cgroups, mounts), and the containerizer calls isolators from its
-// actor, so each runs on its own libprocess executor (process::async); the
-// nestguard error text is read on that same thread, where it was recorded.
+// system (cgroups, mounts; cleanup waits for a cgroup to empty), and the
+// containerizer calls isolators from its actor. process::async would run
+// them on a libprocess worker, and a few slow calls then stall every actor
+// of the agent (its HTTP endpoints, the status update manager ...). So the
+// calls run on threads of the shim's own (BlockingPool), and their futures
+// are completed by dispatching to a small libprocess actor of the shim:
+// whoever waits on them (the containerizer's continuations, which may not
+// all be deferred) runs on a libprocess worker as with any other future,
+// never on a pool thread. The nestguard error text is read on the pool
+// thread, where it was recorded.
+//
 // watch() never blocks a thread: it waits for the watch descriptor with
-// process::io::poll (re-checking at least every 500 ms) and then checks
-// without blocking. The library handle is shared with the calls in flight
-// so it outlives the module if Mesos deletes it first.
+// process::io::poll and then checks without blocking. It re-checks on a
+// timer only for a short while after a wake-up that reported nothing (on
+// cgroup v1 the OOM event precedes the kill counter); with no event, no
+// timer runs. A container the library does not know (one the agent ran
+// before the isolator was enabled) gets a watch that never fires, and a
+// warning, rather than a failed future that would make the agent destroy
+// it. The library handle is shared with the calls in flight so it outlives
+// the module if Mesos deletes it first.
 
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include <glog/logging.h>
@@ -30,9 +50,11 @@
 #include <mesos/module/isolator.hpp>
 #include <mesos/slave/isolator.hpp>
 
-#include <process/async.hpp>
+#include <process/dispatch.hpp>
 #include <process/future.hpp>
+#include <process/id.hpp>
 #include <process/io.hpp>
+#include <process/process.hpp>
 
 #include <stout/duration.hpp>
 #include <stout/hashset.hpp>
@@ -66,17 +88,127 @@ typedef std::shared_ptr<nestguard_isolator> Handle;
 typedef struct ::nestguard_isolator_watch WatchHandle;
 
 
-// Runs `f` (returning Try<T>) off the calling actor; an Error becomes a
-// failed future.
-template <typename T, typename F>
-Future<T> offActor(const F& f)
+// The shim's threads for the library's blocking calls: one more thread
+// whenever every thread is busy, up to kMaxThreads (then calls queue).
+// Process-wide and never destroyed: Mesos does not unload modules, and a
+// call in flight may outlive the isolator that made it.
+class BlockingPool
 {
-  return process::async(f).then([](const Try<T>& result) -> Future<T> {
-    if (result.isError()) {
-      return Failure(result.error());
+public:
+  static BlockingPool& instance()
+  {
+    static BlockingPool* pool = new BlockingPool();
+    return *pool;
+  }
+
+  // False when no thread can run the job (none could be started).
+  bool submit(std::function<void()> job)
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Jobs queued beyond the threads waiting for them: one more thread.
+    if (jobs_.size() + 1 > waiting_ && threads_ < kMaxThreads) {
+      try {
+        std::thread(&BlockingPool::work, this).detach();
+        ++threads_;
+      } catch (const std::system_error& e) {
+        LOG(WARNING) << "nestguard isolator: cannot start a thread: " << e.what();
+        if (threads_ == 0) {
+          return false;
+        }
+      }
     }
-    return result.get();
+    jobs_.push_back(std::move(job));
+    ready_.notify_one();
+    return true;
+  }
+
+private:
+  BlockingPool() {}
+
+  void work()
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ++waiting_;
+      ready_.wait(lock, [this]() { return !jobs_.empty(); });
+      --waiting_;
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  // Enough for a burst of cleanups that wait for cgroups to empty.
+  static const size_t kMaxThreads = 32;
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  size_t waiting_ = 0;
+  size_t threads_ = 0;
+};
+
+
+// The actor that completes the futures of pool calls (see the file comment).
+class CompletionProcess : public process::Process<CompletionProcess>
+{
+public:
+  CompletionProcess()
+    : process::ProcessBase(process::ID::generate("nestguard-isolator")) {}
+};
+
+
+// Spawned on first use (never in create(): the module may be loaded and
+// created before anything runs) and kept for the life of the agent.
+process::UPID completions()
+{
+  static std::once_flag once;
+  static process::UPID pid;
+  std::call_once(once, []() {
+    pid = process::spawn(new CompletionProcess(), true);
   });
+  return pid;
+}
+
+
+// Runs `f` (returning Try<T>) on the shim's pool; the future completes on
+// the shim's actor, an Error as a failed future.
+template <typename T, typename F>
+Future<T> offWorkers(const F& f)
+{
+  std::shared_ptr<Promise<T>> promise = std::make_shared<Promise<T>>();
+  Future<T> future = promise->future();
+  const process::UPID pid = completions();
+  const bool queued = BlockingPool::instance().submit([promise, f, pid]() {
+    std::shared_ptr<Try<T>> result;
+    try {
+      result = std::make_shared<Try<T>>(f());
+    } catch (const std::exception& e) {
+      result = std::make_shared<Try<T>>(
+          Error(std::string("nestguard isolator: ") + e.what()));
+    }
+    process::dispatch(pid, [promise, result]() {
+      if (result->isError()) {
+        promise->fail(result->error());
+      } else {
+        promise->set(result->get());
+      }
+    });
+  });
+  if (!queued) {
+    return Failure("nestguard isolator: no thread to run the call on");
+  }
+  return future;
+}
+
+
+// `parent.child` (Mesos' own operator<< lives in libmesos, which the
+// module does not link).
+std::string dotted(const ContainerID& id)
+{
+  return id.has_parent() ? dotted(id.parent()) + "." + id.value() : id.value();
 }
 
 
@@ -112,12 +244,19 @@ struct Watch
 };
 
 
-// The longest wait between two checks of a watch.
-const Milliseconds kRecheck(500);
+// Re-checks after a wake-up that reported nothing: 10 ms, doubling, while
+// under kLastRecheck (about 2.5 s in all), then only events again. On
+// cgroup v1 the memory controller signals an OOM before it counts the kill,
+// and no further event comes when it does.
+const Milliseconds kFirstRecheck(10);
+const Milliseconds kLastRecheck(1280);
 
 
-// Waits for the descriptor, then checks; again until a limitation or stop.
-void awaitLimitation(const std::shared_ptr<Watch>& watch)
+// Waits for the descriptor (and, with `recheck`, at most that long), then
+// checks; again until a limitation or stop.
+void awaitLimitation(
+    const std::shared_ptr<Watch>& watch,
+    const Option<Duration>& recheck)
 {
   Future<short> poll;
   {
@@ -125,22 +264,21 @@ void awaitLimitation(const std::shared_ptr<Watch>& watch)
     if (watch->stopped) {
       return;
     }
-    // Readable, or 500 ms at most: the descriptor can signal before the
-    // kernel has counted an OOM kill, and the check then drains the
-    // signal without reporting it, so the check is repeated on a timer as
-    // the library's own blocking wait does.
     poll = process::io::poll(
-               nestguard_isolator_watch_fd(watch->handle), process::io::READ)
-             .after(kRecheck, [](const Future<short>& pending) {
-               Future<short>(pending).discard();
-               return Future<short>(static_cast<short>(0));
-             });
+        nestguard_isolator_watch_fd(watch->handle), process::io::READ);
+    if (recheck.isSome()) {
+      // 0 marks the timer's wake-up (an event gives the poll's events).
+      poll = poll.after(recheck.get(), [](const Future<short>& pending) {
+        Future<short>(pending).discard();
+        return Future<short>(static_cast<short>(0));
+      });
+    }
     watch->poll = poll;
   }
 
   // Attached outside the lock: if the poll has already completed, the
   // callback runs right here and may come back to awaitLimitation().
-  poll.onAny([watch](const Future<short>& ready) {
+  poll.onAny([watch, recheck](const Future<short>& ready) {
     if (ready.isDiscarded()) {
       return;
     }
@@ -158,7 +296,13 @@ void awaitLimitation(const std::shared_ptr<Watch>& watch)
       return;
     }
     if (limitation.data() == nullptr) {
-      awaitLimitation(watch);
+      Option<Duration> next = None();
+      if (ready.get() != 0) {
+        next = Duration(kFirstRecheck);
+      } else if (recheck.isSome() && recheck.get() < kLastRecheck) {
+        next = recheck.get() * 2;
+      }
+      awaitLimitation(watch, next);
       return;
     }
     Try<ContainerLimitation> parsed =
@@ -244,7 +388,7 @@ public:
     }
     const std::string bytes = serialize(info);
     const Handle handle = handle_;
-    return offActor<Nothing>([handle, bytes]() -> Try<Nothing> {
+    return offWorkers<Nothing>([handle, bytes]() -> Try<Nothing> {
       const nestguard_result rc = nestguard_isolator_recover(
           handle.get(), bytesOf(bytes), bytes.size());
       if (rc != NESTGUARD_RESULT_OK) {
@@ -261,7 +405,7 @@ public:
     const std::string id = serialize(containerId);
     const std::string config = serialize(containerConfig);
     const Handle handle = handle_;
-    return offActor<Option<ContainerLaunchInfo>>(
+    return offWorkers<Option<ContainerLaunchInfo>>(
         [handle, id, config]() -> Try<Option<ContainerLaunchInfo>> {
           Bytes info;
           const nestguard_result rc = nestguard_isolator_prepare(
@@ -291,7 +435,7 @@ public:
     const std::string id = serialize(containerId);
     const Handle handle = handle_;
     const uint32_t hostPid = static_cast<uint32_t>(pid);
-    return offActor<Nothing>([handle, id, hostPid]() -> Try<Nothing> {
+    return offWorkers<Nothing>([handle, id, hostPid]() -> Try<Nothing> {
       const nestguard_result rc = nestguard_isolator_isolate(
           handle.get(), bytesOf(id), id.size(), hostPid);
       if (rc != NESTGUARD_RESULT_OK) {
@@ -318,6 +462,15 @@ public:
     WatchHandle* handle = nullptr;
     const nestguard_result rc =
       nestguard_isolator_watch_new(handle_.get(), bytesOf(id), id.size(), &handle);
+    if (rc == NESTGUARD_RESULT_ISOLATOR_UNKNOWN_CONTAINER) {
+      // Not prepared or recovered by nestguard (e.g. launched before the
+      // isolator was enabled): a failed watch would make the agent destroy
+      // it. Mesos discards this future when the container ends.
+      LOG(WARNING) << "nestguard isolator: not watching container "
+                   << dotted(containerId) << ", which it does not isolate: "
+                   << lastError(rc);
+      return Future<ContainerLimitation>();
+    }
     if (rc != NESTGUARD_RESULT_OK) {
       return Failure(lastError(rc));
     }
@@ -327,7 +480,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       watches_[id] = watch;
     }
-    awaitLimitation(watch);
+    awaitLimitation(watch, None());
     return watch->promise.future();
   }
 
@@ -347,7 +500,7 @@ public:
     const std::string id = serialize(containerId);
     const std::string bytes = serialize(config);
     const Handle handle = handle_;
-    return offActor<Nothing>([handle, id, bytes]() -> Try<Nothing> {
+    return offWorkers<Nothing>([handle, id, bytes]() -> Try<Nothing> {
       const nestguard_result rc = nestguard_isolator_update(
           handle.get(), bytesOf(id), id.size(), bytesOf(bytes), bytes.size());
       if (rc != NESTGUARD_RESULT_OK) {
@@ -361,7 +514,7 @@ public:
   {
     const std::string id = serialize(containerId);
     const Handle handle = handle_;
-    return offActor<ResourceStatistics>(
+    return offWorkers<ResourceStatistics>(
         [handle, id]() -> Try<ResourceStatistics> {
           Bytes stats;
           const nestguard_result rc = nestguard_isolator_usage(
@@ -377,7 +530,7 @@ public:
   {
     const std::string id = serialize(containerId);
     const Handle handle = handle_;
-    return offActor<ContainerStatus>([handle, id]() -> Try<ContainerStatus> {
+    return offWorkers<ContainerStatus>([handle, id]() -> Try<ContainerStatus> {
       Bytes status;
       const nestguard_result rc = nestguard_isolator_status(
           handle.get(), bytesOf(id), id.size(), status.out());
@@ -408,7 +561,7 @@ public:
     }
 
     const Handle handle = handle_;
-    return offActor<Nothing>([handle, id]() -> Try<Nothing> {
+    return offWorkers<Nothing>([handle, id]() -> Try<Nothing> {
       const nestguard_result rc =
         nestguard_isolator_cleanup(handle.get(), bytesOf(id), id.size());
       if (rc != NESTGUARD_RESULT_OK) {

@@ -2,12 +2,17 @@
 // check-compile.sh when LIBPROCESS_LIB names a libprocess built from the
 // same Mesos sources (see README.md). It drives the module through every
 // Mesos call with the `disk/du` isolator only (no cgroup, no mount): each
-// call goes through process::async, errors come back as failed futures
-// with the library's text, and watch() polls its descriptor until cleanup
-// ends it. As root with a cgroup v1 memory controller it also runs the
-// `cgroups` isolator: a process over its 32 MB limit is OOM-killed and
-// watch() completes with REASON_CONTAINER_LIMITATION_MEMORY; every cgroup
-// it made is removed.
+// call runs on the shim's own threads, errors come back as failed futures
+// with the library's text, usage() reports the background disk sample (no
+// sandbox walk per call), and watch() polls its descriptor until cleanup
+// ends it. While 32 usage() calls walk a large sandbox (launcher=nestguard:
+// one walk per call), an unrelated libprocess actor still answers at once:
+// the walks hold no libprocess worker. As root with a cgroup v1 memory
+// controller it also runs the `cgroups` isolator: watch() of a container
+// it does not know stays pending (the agent would destroy the container on
+// a failure), a process over its 32 MB limit is OOM-killed and watch()
+// completes with REASON_CONTAINER_LIMITATION_MEMORY; every cgroup it made
+// is removed.
 
 #include <dlfcn.h>
 #include <signal.h>
@@ -17,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -26,6 +32,7 @@
 #include <mesos/module/isolator.hpp>
 #include <mesos/slave/isolator.hpp>
 
+#include <process/async.hpp>
 #include <process/clock.hpp>
 #include <process/future.hpp>
 #include <process/process.hpp>
@@ -50,13 +57,99 @@ bool settles(const process::Future<T>& future)
   return future.await(Seconds(30)) && !future.isPending();
 }
 
-mesos::Parameters disk()
+mesos::Parameters disk(const std::string& launcher = "")
 {
   mesos::Parameters parameters;
   mesos::Parameter* p = parameters.add_parameter();
   p->set_key("isolation");
   p->set_value("disk/du");
+  if (!launcher.empty()) {
+    p = parameters.add_parameter();
+    p->set_key("launcher");
+    p->set_value(launcher);
+  }
   return parameters;
+}
+
+
+mesos::ContainerID containerId(const std::string& value)
+{
+  mesos::ContainerID id;
+  id.set_value(value);
+  return id;
+}
+
+
+mesos::slave::ContainerConfig containerConfig(
+    const std::string& sandbox, const std::string& command)
+{
+  mesos::slave::ContainerConfig config;
+  config.set_directory(sandbox);
+  config.mutable_command_info()->set_value(command);
+  return config;
+}
+
+
+double secondsSince(const std::chrono::steady_clock::time_point& start)
+{
+  return std::chrono::duration<double>(
+           std::chrono::steady_clock::now() - start).count();
+}
+
+
+// 32 concurrent usage() calls, each walking a sandbox of 20000 files
+// (launcher=nestguard: no background sampling), and meanwhile one no-op on
+// an unrelated libprocess actor. libprocess has a worker per core (8 at
+// least); calls run on its workers would hold them all, and the no-op would
+// wait for most of the walks.
+void workerChecks(mesos::modules::Module<mesos::slave::Isolator>* module)
+{
+  std::unique_ptr<mesos::slave::Isolator> isolator(
+      module->create(disk("nestguard")));
+  expect(isolator != nullptr, "created with launcher=nestguard (walk per usage)");
+  if (!isolator) {
+    return;
+  }
+  char sandbox[] = "/tmp/nestguard-shim-walk.XXXXXX";
+  if (mkdtemp(sandbox) == nullptr) {
+    std::cerr << "mkdtemp failed" << std::endl;
+    return;
+  }
+  const int files = 20000;
+  for (int i = 0; i < files; ++i) {
+    std::ofstream(std::string(sandbox) + "/f" + std::to_string(i)) << "x";
+  }
+  const mesos::ContainerID id = containerId("nestguard-shim-walk");
+  process::Future<Option<mesos::slave::ContainerLaunchInfo>> prepared =
+    isolator->prepare(id, containerConfig(sandbox, "true"));
+  expect(settles(prepared) && prepared.isReady(), "walk: prepare() ready");
+
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<process::Future<mesos::ResourceStatistics>> walks;
+  for (int i = 0; i < 32; ++i) {
+    walks.push_back(isolator->usage(id));
+  }
+  process::Future<Nothing> unrelated = process::async([]() {});
+  settles(unrelated);
+  const double unrelatedSeconds = secondsSince(start);
+  bool all = true;
+  for (const auto& walk : walks) {
+    all = settles(walk) && walk.isReady() && all;
+  }
+  const double walkSeconds = secondsSince(start);
+  expect(all, "walk: 32 usage() calls ready");
+  expect(unrelated.isReady() && unrelatedSeconds < walkSeconds / 4,
+         "an unrelated actor answered in " + std::to_string(unrelatedSeconds) +
+           " s while 32 usage() walks took " + std::to_string(walkSeconds) +
+           " s (under a quarter: no libprocess worker was held)");
+
+  process::Future<Nothing> cleaned = isolator->cleanup(id);
+  settles(cleaned);
+  isolator.reset();
+  const std::string remove = std::string("rm -rf ") + sandbox;
+  if (system(remove.c_str()) != 0) {
+    std::cerr << "could not remove " << sandbox << std::endl;
+  }
 }
 
 std::string firstLine(const std::string& text)
@@ -121,11 +214,14 @@ void oomChecks(mesos::modules::Module<mesos::slave::Isolator>* module,
     return;
   }
 
-  mesos::ContainerID id;
-  id.set_value("nestguard-shim-oom");
-  mesos::slave::ContainerConfig config;
-  config.set_directory(sandbox);
-  config.mutable_command_info()->set_value("hog");
+  process::Future<mesos::slave::ContainerLimitation> unknown =
+    isolator->watch(containerId("nestguard-shim-never-prepared"));
+  unknown.await(Milliseconds(200));
+  expect(unknown.isPending(),
+         "watch() of a container the isolator does not know stays pending");
+
+  const mesos::ContainerID id = containerId("nestguard-shim-oom");
+  mesos::slave::ContainerConfig config = containerConfig(sandbox, "hog");
   *config.add_resources() = scalar("mem", 32);
   *config.add_resources() = scalar("cpus", 0.5);
 
@@ -237,11 +333,9 @@ int main(int argc, char** argv)
   const std::string file = std::string(sandbox) + "/data";
   std::ofstream(file) << std::string(64 * 1024, 'x');
 
-  mesos::ContainerID id;
-  id.set_value("nestguard-shim-" + std::to_string(getpid()));
-  mesos::slave::ContainerConfig config;
-  config.set_directory(sandbox);
-  config.mutable_command_info()->set_value("true");
+  const mesos::ContainerID id =
+    containerId("nestguard-shim-" + std::to_string(getpid()));
+  const mesos::slave::ContainerConfig config = containerConfig(sandbox, "true");
 
   process::Future<Nothing> recovered = isolator->recover(
       std::vector<mesos::slave::ContainerState>(), hashset<mesos::ContainerID>());
@@ -266,12 +360,26 @@ int main(int argc, char** argv)
   process::Future<Nothing> isolated = isolator->isolate(id, getpid());
   expect(settles(isolated) && isolated.isReady(), "isolate() ready");
 
-  process::Future<mesos::ResourceStatistics> usage = isolator->usage(id);
-  settles(usage);
+  // The first sample is taken in the background right after prepare().
+  process::Future<mesos::ResourceStatistics> usage;
+  for (int i = 0; i < 200; ++i) {
+    usage = isolator->usage(id);
+    if (!settles(usage) || !usage.isReady() || usage->has_disk_used_bytes()) {
+      break;
+    }
+    usleep(25 * 1000);
+  }
   expect(usage.isReady() && usage->disk_used_bytes() >= 64 * 1024,
-         "usage() counts the sandbox (" +
+         "usage() reports the background sample of the sandbox (" +
            (usage.isReady() ? std::to_string(usage->disk_used_bytes())
                             : std::string("?")) + " bytes)");
+  const uint64_t sampled = usage.isReady() ? usage->disk_used_bytes() : 0;
+  std::ofstream(std::string(sandbox) + "/more") << std::string(1024 * 1024, 'y');
+  usage = isolator->usage(id);
+  expect(settles(usage) && usage.isReady() &&
+           usage->disk_used_bytes() == sampled,
+         "usage() does not walk the sandbox per call (1 MB more, same sample "
+         "until the next 15 s interval)");
 
   // No requests (Resources' other constructors live in libmesos): the
   // update goes through and leaves no disk limit.
@@ -289,8 +397,10 @@ int main(int argc, char** argv)
   expect(limitation.isPending(), "watch() never fired (no limitation)");
 
   isolator.reset();
+  workerChecks(module);
   oomChecks(module, sandbox);
   unlink(file.c_str());
+  unlink((std::string(sandbox) + "/more").c_str());
   rmdir(sandbox);
 
   std::cout << passes << " passed, " << failures << " failed" << std::endl;

@@ -8,6 +8,7 @@
 //! | `cgroups_mount_root` | `/sys/fs/cgroup` | where cgroup file systems are mounted |
 //! | `cgroups_root` | `nestguard` | our directory in each hierarchy |
 //! | `cgroups_destroy_timeout_secs` | `60` | how long killing may take |
+//! | `disk_watch_interval_secs` | none; `15` with `launcher=mesos` | `disk/du`: sample sandboxes in the background this often and report the last sample (Mesos' `--container_disk_watch_interval`); none: every `usage` walks the sandbox |
 //! | `cgroups_enable_cfs` | `false` | the CPU request is also a hard quota |
 //! | `cgroups_pids_max` | none | `pids.max` of every container with its own cgroup |
 //! | `cgroups_owner` | `process <pid>` | who claims `cgroups_root` (the agent passes its ID and work dir); recorded in the root's lock file and named when another agent is refused (see `cgroups::owner`) |
@@ -16,8 +17,8 @@
 //! | `hardening_no_new_privileges` | `true` | set `no_new_privileges` |
 //! | `hardening_capabilities` | Docker's default set | comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched |
 //! | `hardening_masked_paths` | Mesos' list | comma list of absolute paths, empty = none |
-//! | `credentials_jwt_key` | none | executor-token signing key file (token mode) |
-//! | `credentials_http_credentials` | none | `--http_credentials` file (secret mode: fails closed for nested containers, whose `ContainerConfig` has no `FrameworkInfo.principal`) |
+//! | `credentials_jwt_key` | none | executor-token signing key file, a path or `file://` URL (token mode) |
+//! | `credentials_http_credentials` | none | `--http_credentials` file, a path or `file://` URL (secret mode: fails closed for nested containers, whose `ContainerConfig` has no `FrameworkInfo.principal`) |
 //! | `credentials_allow_open_permissions` | `false` | accept group/other-readable key files |
 //! | `max_file_size` | `16777216` | largest key or credentials file read, in bytes (only regular files are read) |
 //! | `seccomp_config_dir` | none | directory of Docker-format seccomp profiles (Mesos' `--seccomp_config_dir`) |
@@ -65,12 +66,13 @@ pub const ISOLATORS: [&str; 8] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "isolation",
     "cgroups_owner",
     "cgroups_mount_root",
     "cgroups_root",
     "cgroups_destroy_timeout_secs",
+    "disk_watch_interval_secs",
     "cgroups_enable_cfs",
     "cgroups_pids_max",
     "cgroups_skip_freezer",
@@ -119,6 +121,8 @@ pub struct IsolatorParams {
     pub seccomp_allow_unconfined: bool,
     /// Mesos' own launch helper runs the containers (`launcher=mesos`).
     pub mesos_launcher: bool,
+    /// `disk/du`'s sampling interval (`None`: a walk per `usage`).
+    pub disk_watch_interval: Option<Duration>,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -223,6 +227,11 @@ impl IsolatorParams {
             Some("mesos") => true,
             Some(other) => return Err(parameter("launcher", "'nestguard' or 'mesos'", other)),
         };
+        // Under a Mesos agent, as Mesos' own `disk/du`: 15 s by default.
+        let disk_watch_interval = match map.get("disk_watch_interval_secs") {
+            Some(v) => Some(Duration::from_secs(number("disk_watch_interval_secs", v)?)),
+            None => mesos_launcher.then_some(Duration::from_secs(15)),
+        };
         let cgroups_options = CgroupsOptions {
             enable_cfs: map
                 .get("cgroups_enable_cfs")
@@ -275,8 +284,15 @@ impl IsolatorParams {
             }
             hardening.masked_paths = paths;
         }
-        let jwt_key = map.get("credentials_jwt_key").map(PathBuf::from);
-        let http_credentials = map.get("credentials_http_credentials").map(PathBuf::from);
+        // Paths or `file://` URLs, as the hook's `http_credentials` and
+        // Mesos' own `--jwt_secret_key`/`--http_credentials` take them: one
+        // manifest value works for every module that names the file.
+        let file = |key: &str| {
+            map.get(key)
+                .map(|v| crate::input::flag_path(v).to_path_buf())
+        };
+        let jwt_key = file("credentials_jwt_key");
+        let http_credentials = file("credentials_http_credentials");
         let with_credentials = jwt_key.is_some() || http_credentials.is_some();
         let isolation = match map.get("isolation") {
             Some(v) => {
@@ -359,6 +375,7 @@ impl IsolatorParams {
                 .get("seccomp_allow_unconfined")
                 .map_or(Ok(false), |v| boolean("seccomp_allow_unconfined", v))?,
             mesos_launcher,
+            disk_watch_interval,
         })
     }
 
@@ -447,7 +464,10 @@ impl Composite {
                     params.seccomp_profile_name.clone(),
                     params.seccomp_allow_unconfined,
                 )?),
-                "disk/du" => Arc::new(DiskIsolator::new(sandboxes.clone())),
+                "disk/du" => Arc::new(DiskIsolator::new(
+                    sandboxes.clone(),
+                    params.disk_watch_interval,
+                )),
                 other => {
                     return Err(parameter("isolation", "a known isolator", other));
                 }
@@ -529,6 +549,34 @@ mod tests {
         let p = IsolatorParams::parse([("launcher", "mesos"), ("cgroups_skip_freezer", "false")])
             .unwrap();
         assert!(!p.cgroups_options.skip_freezer);
+    }
+
+    #[test]
+    fn disk_usage_is_sampled_on_an_interval_under_mesos_launcher() {
+        assert_eq!(IsolatorParams::parse([]).unwrap().disk_watch_interval, None);
+        let p = IsolatorParams::parse([("launcher", "mesos")]).unwrap();
+        assert_eq!(p.disk_watch_interval, Some(Duration::from_secs(15)));
+        let p = IsolatorParams::parse([("disk_watch_interval_secs", "3")]).unwrap();
+        assert_eq!(p.disk_watch_interval, Some(Duration::from_secs(3)));
+        let e = IsolatorParams::parse([("disk_watch_interval_secs", "0")]).unwrap_err();
+        assert!(e.to_string().contains("'disk_watch_interval_secs'"), "{e}");
+    }
+
+    #[test]
+    fn credential_files_take_paths_and_file_urls() {
+        let p = IsolatorParams::parse([
+            ("credentials_jwt_key", "file:///etc/mesos/jwt.key"),
+            ("credentials_http_credentials", "/etc/mesos/creds.json"),
+        ])
+        .unwrap();
+        assert_eq!(p.jwt_key.as_deref(), Some(Path::new("/etc/mesos/jwt.key")));
+        assert_eq!(
+            p.http_credentials.as_deref(),
+            Some(Path::new("/etc/mesos/creds.json"))
+        );
+        let p =
+            IsolatorParams::parse([("credentials_http_credentials", "file:///c.json")]).unwrap();
+        assert_eq!(p.http_credentials.as_deref(), Some(Path::new("/c.json")));
     }
 
     #[test]
