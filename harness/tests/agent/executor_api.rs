@@ -870,7 +870,7 @@ fn resubscription_drops_staging_tasks_the_executor_does_not_list() {
     let lost = &pending[0];
     assert_eq!(lost["task_id"]["value"], "app");
     assert_eq!(lost["state"], "TASK_LOST");
-    assert_eq!(lost["source"], "SOURCE_SLAVE");
+    assert_eq!(lost["source"], "SOURCE_AGENT");
     assert!(
         lost["reason"].as_str().unwrap().ends_with("_RESTARTED"),
         "{lost}"
