@@ -270,27 +270,104 @@ fn running_pod(agent: &TestAgent) -> String {
     root
 }
 
-/// On by default, as in Mesos; `--debug_sessions=false` turns them off.
+/// An agent that serves debug sessions (`--debug_sessions`, off by default).
+fn session_agent() -> TestAgent {
+    TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"])
+}
+
+/// A call's status and body, read to the end.
+fn answer(agent: &TestAgent, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let (status, head, mut stream, mut rest) = open(agent, OPS, headers, body);
+    stream.read_to_end(&mut rest).unwrap();
+    (status, format!("{head}\n{}", String::from_utf8_lossy(&rest)))
+}
+
+/// Off by default (the container still opens its FIFOs and pty by path):
+/// without `--debug_sessions` a session, both attaches and a `tty_info`
+/// launch answer 400, and no child container is left.
 #[test]
-fn debug_sessions_are_on_unless_the_operator_turns_them_off() {
+fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions=false"]);
+    const OFF: &str = "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
+    let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
+    let wire = Wire::Json;
     let call = session_call(&root, "dbg-off", "echo hello", None);
-    let (status, head, mut stream, mut rest) = open(
-        &agent,
-        OPS,
-        &streaming_headers(Wire::Json),
-        &Wire::Json.encode(&call),
-    );
-    stream.read_to_end(&mut rest).unwrap();
-    assert_eq!(status, 400, "{head}");
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+
+    let attach: Call = nestguard::json::from_json(
+        &serde_json::json!({
+            "type": "ATTACH_CONTAINER_OUTPUT",
+            "attach_container_output": {"container_id": nested(&root, "dbg-off")}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&attach));
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+
+    let body = input_body(wire, &root, "dbg-off", &[stdin(b"x\n")]);
+    let (status, text) = send_input(&agent, wire, &body);
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+
+    let launch = serde_json::json!({
+        "type": "LAUNCH_NESTED_CONTAINER",
+        "launch_nested_container": {
+            "container_id": nested(&root, "tty-off"),
+            "command": {"shell": true, "value": "sleep 1000"},
+            "container": {"type": "MESOS", "tty_info": {}}
+        }
+    })
+    .to_string();
+    let (status, text) = agent.curl(Some(OPS), "/api/v1", &launch);
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+}
+
+/// A session runs as its parent container's user even with
+/// `--debug_sessions`: another `command.user` is refused before anything
+/// is launched.
+#[test]
+fn a_session_as_another_user_than_its_parent_is_refused() {
+    if !require_root() {
+        return;
+    }
+    let agent = session_agent();
+    let root = running_pod(&agent);
+    let wire = Wire::Json;
+    let mut call = session_call(&root, "as-nobody", "id -u", None);
+    if let Some(c) = call
+        .launch_nested_container_session
+        .as_mut()
+        .and_then(|s| s.command.as_mut())
+    {
+        c.user = Some("nobody".into());
+    }
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 400, "{text}");
     assert!(
-        String::from_utf8_lossy(&rest).contains("--debug_sessions=false"),
-        "{head}"
+        text.contains("A debug session runs as its parent container's user (root): 'command.user' 'nobody' differs"),
+        "{text}"
     );
+    // The parent's own user is accepted.
+    let mut call = session_call(&root, "as-root", "id -u", None);
+    if let Some(c) = call
+        .launch_nested_container_session
+        .as_mut()
+        .and_then(|s| s.command.as_mut())
+    {
+        c.user = Some("root".into());
+    }
+    let (status, head, stream, rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(output(wire, &head, stream, rest).0, "0\n");
 }
 
 #[test]
@@ -298,7 +375,7 @@ fn session_streams_output_and_the_container_is_gone_after() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("dbg-{i}");
@@ -334,7 +411,7 @@ fn attach_output_and_input_with_cat() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("cat-{i}");
@@ -372,7 +449,7 @@ fn tty_session_takes_the_window_size() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(
@@ -404,7 +481,7 @@ fn sessions_and_attach_are_authorized() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Protobuf;
     let call = session_call(&root, "denied", "echo no", None);
@@ -445,7 +522,7 @@ fn nestguard_exec_runs_a_command_with_scripted_stdin() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let secret = agent.dir.path().join("ops.secret");
     std::fs::write(&secret, OPS.1).unwrap();
@@ -489,7 +566,7 @@ fn input_streams_and_a_second_input_conflicts() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(&root, "live", "cat", None);
@@ -569,7 +646,7 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let outside = agent.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("victim"), b"keep").unwrap();
@@ -652,7 +729,7 @@ fn a_stalled_output_reader_is_disconnected() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Protobuf;
     const TOTAL: usize = 96 << 20;

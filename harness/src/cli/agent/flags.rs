@@ -126,10 +126,13 @@ pub struct AgentFlags {
     #[arg(long, default_value_t = 1)]
     pub audit_sample: u32,
     /// Serve debug sessions and attach (LAUNCH_NESTED_CONTAINER_SESSION,
-    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`), as Mesos
-    /// does, authorized by the `launch_nested_container_sessions_*` and
-    /// `attach_containers_*` ACLs; `--debug_sessions=false` turns them off.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "true")]
+    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`), authorized
+    /// by the `launch_nested_container_sessions_*` and `attach_containers_*`
+    /// ACLs. Off by default (Mesos serves them always): until the launch
+    /// protocol hands the switchboard's descriptors to the container, the
+    /// container opens its FIFOs and pty by path, which a tenant can
+    /// redirect (see the README).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     pub debug_sessions: bool,
 }
 

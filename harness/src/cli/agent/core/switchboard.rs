@@ -63,9 +63,23 @@ use tokio::sync::mpsc;
 use super::registry::{Agent, ApiError};
 
 /// Whether the agent serves debug sessions, attach and TTYs (its
-/// `--debug_sessions` flag, on by default as in Mesos; one agent per
-/// process).
-pub static DEBUG_SESSIONS: AtomicBool = AtomicBool::new(true);
+/// `--debug_sessions` flag, off by default, unlike Mesos: the container
+/// still opens its FIFOs and pty by path; one agent per process).
+pub static DEBUG_SESSIONS: AtomicBool = AtomicBool::new(false);
+
+/// The 400 of a session, an attach or a `tty_info` launch on an agent
+/// started without `--debug_sessions`.
+pub const SESSIONS_OFF: &str =
+    "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
+
+/// 400 [`SESSIONS_OFF`] unless the agent serves debug sessions.
+pub fn require_debug_sessions() -> Result<(), ApiError> {
+    if DEBUG_SESSIONS.load(Ordering::Relaxed) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(SESSIONS_OFF.into()))
+    }
+}
 
 /// The FIFOs' directory, relative to the sandbox.
 const IO_DIR: &str = ".nestguard-io";
@@ -766,11 +780,7 @@ impl Agent {
         if !Switchboard::required(class, container) {
             return Ok((None, command));
         }
-        if !DEBUG_SESSIONS.load(Ordering::Relaxed) {
-            return Err(ApiError::BadRequest(
-                "Debug sessions and TTYs are off on this agent (--debug_sessions=false)".into(),
-            ));
-        }
+        require_debug_sessions()?;
         let (board, command) = Switchboard::create(
             &self.layout.work_dir,
             sandbox,
@@ -864,6 +874,7 @@ impl Agent {
         command: Option<CommandInfo>,
         container: Option<ContainerInfo>,
     ) -> Result<super::Launched, ApiError> {
+        self.session_user_is_the_parents(id, command.as_ref())?;
         self.launch_as(
             id,
             command,
@@ -872,6 +883,38 @@ impl Agent {
             Default::default(),
             ContainerClass::Debug,
         )
+    }
+
+    /// Refuses a session whose `command.user` is not its parent
+    /// container's user: the container opens its FIFOs and pty by path
+    /// (no descriptors in the launch protocol yet), and a session running
+    /// as another user (root) is what a tenant who redirects those paths
+    /// would want to read or drive.
+    fn session_user_is_the_parents(
+        &self,
+        id: &nestguard::proto::mesos::ContainerId,
+        command: Option<&CommandInfo>,
+    ) -> Result<(), ApiError> {
+        let Some(wanted) = command.and_then(|c| c.user.as_deref()) else {
+            return Ok(());
+        };
+        let Some(parent) = &id.parent else {
+            return Ok(());
+        };
+        let parent_key = nestguard::container_id::to_dotted(parent);
+        let parent_user = super::registry::lock(&self.state)
+            .containers
+            .get(&parent_key)
+            .map(|p| p.user.clone());
+        match parent_user {
+            // An absent parent is answered by the launch itself.
+            None => Ok(()),
+            Some(user) if user.as_deref() == Some(wanted) => Ok(()),
+            Some(user) => Err(ApiError::BadRequest(format!(
+                "A debug session runs as its parent container's user ({}): 'command.user' '{wanted}' differs",
+                user.as_deref().unwrap_or("the agent's user")
+            ))),
+        }
     }
 }
 
