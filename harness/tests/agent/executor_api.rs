@@ -744,15 +744,24 @@ fn hostile_executor_is_bounded_and_executor_ids_are_unique() {
 }
 
 /// `--authenticate_http_executors` is the executor API's own switch, as in
-/// Mesos: off, an executor calls it without credentials (even on an agent
-/// whose operator API needs them); on, a call without its token gets 401
-/// in the realm `mesos-agent-executor`, and the flag needs a JWT key.
+/// Mesos: given `=false`, an executor calls it without credentials (even on
+/// an agent whose operator API needs them; the agent warns); not given, it
+/// follows `--authenticate_http_readwrite` (unlike Mesos' false), so a call
+/// without its token gets 401 in the realm `mesos-agent-executor`; and the
+/// flag needs a JWT key.
 #[test]
 fn executor_authentication_follows_its_own_flag() {
     if !require_root() {
         return;
     }
     let open = TestAgent::start_with(&["--authenticate_http_executors=false"]);
+    assert!(
+        open.log().contains(
+            "--authenticate_http_executors=false: the executor API (/api/v1/executor) is not authenticated"
+        ),
+        "{}",
+        open.log()
+    );
     let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
     let eid = executor_id(&spec);
     open.launch_pod(&spec);
@@ -763,7 +772,22 @@ fn executor_authentication_follows_its_own_flag() {
     let (status, _) = open.curl(None, "/api/v1", r#"{"type": "GET_HEALTH"}"#);
     assert_eq!(status, 401);
 
+    // `TestAgent::start` gives `--authenticate_http_readwrite` only.
     let closed = TestAgent::start();
+    let (status, flags) = closed.curl(Some(OPS), "/api/v1", r#"{"type": "GET_FLAGS"}"#);
+    assert_eq!(status, 200, "{flags}");
+    let flags: serde_json::Value = serde_json::from_str(&flags).unwrap();
+    assert_eq!(
+        flags["get_flags"]["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "authenticate_http_executors")
+            .map(|f| f["value"].clone()),
+        Some(serde_json::json!("true")),
+        "{flags}"
+    );
+    assert!(!closed.log().contains("is not authenticated"), "{}", closed.log());
     let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
     let eid = executor_id(&spec);
     closed.launch_pod(&spec);

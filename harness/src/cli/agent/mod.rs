@@ -259,8 +259,14 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         None
     };
     // Mesos' realm for the executor API, with its own flag
-    // (src/slave/slave.cpp:338-388).
-    let executor_authenticator = if flags.authenticate_http_executors {
+    // (src/slave/slave.cpp:338-388); not given, it follows
+    // --authenticate_http_readwrite (see `AgentFlags`).
+    if flags.authenticate_http_readwrite && flags.authenticate_http_executors_given == Some(false) {
+        tracing::warn!(
+            "--authenticate_http_executors=false: the executor API (/api/v1/executor) is not authenticated although --authenticate_http_readwrite is set"
+        );
+    }
+    let executor_authenticator = if flags.authenticate_http_executors() {
         if flags.jwt_secret_key.is_none() {
             bail!(
                 "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
