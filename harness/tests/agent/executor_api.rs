@@ -926,11 +926,37 @@ fn a_single_task_reaches_the_executor_as_launch() {
     assert_eq!(status, 403);
     let (status, _) = agent.curl_bearer(token, &route, &single);
     assert_eq!(status, 403);
+    // A task whose executor names another user is refused: the ACL
+    // checks the pod's executor, never one the caller wrote.
+    let mut executor = pod.spec["executor"].clone();
+    executor["command"]["user"] = serde_json::json!("nobody");
+    let other = serde_json::json!({"name": "other", "task_id": {"value": "other"},
+        "agent_id": {"value": "e2e"}, "executor": executor})
+    .to_string();
+    let (status, body) = agent.curl(Some(OPS), &route, &other);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("The `ExecutorInfo` of task 'other' is different from executor"),
+        "{body}"
+    );
     let (status, body) = agent.curl(Some(OPS), &route, &single);
     assert_eq!(status, 202, "{body}");
     let launch = stream.next_non_heartbeat(&agent).unwrap();
     assert_eq!(launch["type"], "LAUNCH", "{launch}");
     assert_eq!(launch["launch"]["task"]["task_id"]["value"], "one");
+    // No executor: the recorded one is filled in.
+    let bare = serde_json::json!({"name": "two", "task_id": {"value": "two"},
+        "agent_id": {"value": "e2e"}})
+    .to_string();
+    let (status, body) = agent.curl(Some(OPS), &route, &bare);
+    assert_eq!(status, 202, "{body}");
+    let launch = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(launch["launch"]["task"]["task_id"]["value"], "two", "{launch}");
+    assert_eq!(
+        launch["launch"]["task"]["executor"]["executor_id"],
+        pod.spec["executor"]["executor_id"],
+        "{launch}"
+    );
     let (status, body) = agent.curl(Some(OPS), &route, &single);
     assert_eq!(status, 409, "{body}");
 }
