@@ -515,6 +515,58 @@ fn sessions_and_attach_are_authorized() {
     wait_gone(&agent, &root, "held");
 }
 
+/// Launches of one TTY session at once (a duplicate racing the first):
+/// exactly one is launched (200) and the others answer 202, as Mesos'
+/// ALREADY_LAUNCHED; the container keeps the switchboard it was launched
+/// with, so input reaches it and its output reaches the first stream.
+#[test]
+fn a_duplicate_launch_never_replaces_the_switchboard() {
+    if !require_root() {
+        return;
+    }
+    let agent = session_agent();
+    let root = running_pod(&agent);
+    let wire = Wire::Json;
+    let call = wire.encode(&session_call(
+        &root,
+        "dup",
+        "read l; echo got $l",
+        Some((24, 80)),
+    ));
+    let gate = std::sync::Barrier::new(4);
+    let answers: Vec<(u16, String, TcpStream, Vec<u8>)> = std::thread::scope(|s| {
+        let launches: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    gate.wait();
+                    open(&agent, OPS, &streaming_headers(wire), &call)
+                })
+            })
+            .collect();
+        launches.into_iter().map(|l| l.join().unwrap()).collect()
+    });
+    let statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}\n{}",
+        agent.log()
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 202),
+        "{statuses:?}\n{}",
+        agent.log()
+    );
+    let (_, head, stream, rest) = answers.into_iter().find(|a| a.0 == 200).unwrap();
+    let session = std::thread::spawn(move || output(wire, &head, stream, rest));
+    std::thread::sleep(Duration::from_millis(300));
+    let body = input_body(wire, &root, "dup", &[stdin(b"hi\n")]);
+    let (status, text) = send_input(&agent, wire, &body);
+    assert_eq!(status, 200, "{text}");
+    let (out, _) = session.join().unwrap();
+    assert!(out.contains("got hi"), "{out:?}");
+}
+
 /// `nestguard exec` with scripted stdin: with pipes (`-i`) and a TTY
 /// (`-i -t`); its exit code is the command's.
 #[test]

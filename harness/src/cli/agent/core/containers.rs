@@ -94,6 +94,9 @@ impl Agent {
         class: mesos::slave::ContainerClass,
     ) -> Result<Launched, ApiError> {
         let key = to_dotted(id);
+        // A duplicate of a running or ended container is Mesos'
+        // ALREADY_LAUNCHED (202), before anything is made for it: a second
+        // switchboard (a new pty) must never replace the running one's.
         if self.terminated(&key).is_some() {
             return Ok(Launched::Already);
         }
@@ -172,12 +175,13 @@ impl Agent {
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
         }
         match (&started, board) {
-            (Ok(()), Some(board)) => self.start_switchboard(key.clone(), board),
-            (Err(_), Some(board)) => Agent::abandon_switchboard(&board),
+            (Ok(Launched::Now), Some(board)) => self.start_switchboard(key.clone(), board),
+            // A launch that raced a duplicate (the launcher has the
+            // container): the running one keeps its switchboard.
+            (Ok(Launched::Already) | Err(_), Some(board)) => Agent::abandon_switchboard(&board),
             _ => {}
         }
-        started?;
-        Ok(Launched::Now)
+        started
     }
 
     /// Remembers a standalone container across agent restarts.
@@ -221,12 +225,13 @@ impl Agent {
     /// isolators isolate the new pid and start watching; then the container
     /// is reaped. `agent_env` is the agent's part of the environment (lowest
     /// priority, under the isolators' and then the command's).
+    /// [`Launched::Already`] when the launcher already has the container.
     pub(super) fn start(
         self: &Arc<Self>,
         id: ContainerId,
         config: ContainerConfig,
         agent_env: Environment,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Launched, ApiError> {
         let key = to_dotted(&id);
         let sandbox = PathBuf::from(&config.directory);
         let prepared = match &self.modules.isolator {
@@ -275,7 +280,9 @@ impl Agent {
                 .launch(&id, &info, config.container_info.as_ref(), &sandbox)
             {
                 Ok(pid) => pid,
-                Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => return Ok(()),
+                Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => {
+                    return Ok(Launched::Already);
+                }
                 Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
                     cleanup(self);
                     let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
@@ -308,7 +315,7 @@ impl Agent {
         let record = ContainerRecord::running(id.clone(), sandbox, config.user.clone(), None);
         lock(&self.state).containers.insert(key, record);
         self.reap(id, watch);
-        Ok(())
+        Ok(Launched::Now)
     }
 
     /// Waits for the container's exit on a blocking thread while watching

@@ -794,9 +794,18 @@ impl Agent {
 
     /// Serves a launched container's switchboard until the container ends.
     pub(super) fn start_switchboard(self: &Arc<Self>, key: String, board: Arc<Switchboard>) {
-        self.switchboards
-            .map()
-            .insert(key.clone(), Arc::clone(&board));
+        // Never over a running container's switchboard (its readers and
+        // writer stay attached to the one they opened).
+        match self.switchboards.map().entry(key.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                tracing::warn!(container_id = %key, "a second switchboard for a container was dropped");
+                board.close_input();
+                return;
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(Arc::clone(&board));
+            }
+        }
         if board.tty {
             let b = Arc::clone(&board);
             std::thread::spawn(move || {
