@@ -203,6 +203,10 @@ pub struct Switchboard {
     dropped_readers: AtomicU64,
     /// [`SLOW_READER_GRACE`] (shorter in tests).
     slow_reader_grace: Duration,
+    /// The uid the container runs as: the only owner of a sandbox log file
+    /// the output is teed to (a root-owned file the tenant renamed to
+    /// `stdout` is not its to fill).
+    log_owner: u32,
 }
 
 /// The single input connection; dropping it frees the slot.
@@ -471,12 +475,14 @@ impl Switchboard {
             arguments: Vec::new(),
             ..command
         };
+        let log_owner = ids.map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid.as_raw());
         let board = Switchboard::new(
             tty,
             class == ContainerClass::Debug,
             sandbox_path,
             sandbox,
             wiring,
+            log_owner,
         );
         Ok((Arc::new(board), command))
     }
@@ -487,6 +493,7 @@ impl Switchboard {
         sandbox_path: &Path,
         sandbox: OwnedFd,
         wiring: Wiring,
+        log_owner: u32,
     ) -> Switchboard {
         Switchboard {
             tty,
@@ -508,6 +515,7 @@ impl Switchboard {
             terminated: AtomicBool::new(false),
             dropped_readers: AtomicU64::new(0),
             slow_reader_grace: SLOW_READER_GRACE,
+            log_owner,
         }
     }
 
@@ -637,7 +645,8 @@ impl Switchboard {
 
     /// The sandbox's log file `name`, opened relative to the sandbox's
     /// descriptor: never through a link, never created, and only a regular
-    /// file with a single link (a hard link could name a file elsewhere).
+    /// file with a single link (a hard link could name a file elsewhere)
+    /// owned by the container's user (not one of root's renamed there).
     fn open_log(&self, name: &str) -> Option<File> {
         let at = self.sandbox_path.join(name);
         let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::NOCTTY | OFlags::NONBLOCK;
@@ -651,6 +660,10 @@ impl Switchboard {
         let stat = rustix::fs::fstat(&fd).ok()?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || stat.st_nlink != 1 {
             tracing::warn!(path = %at.display(), "not a regular file with one link; not teeing the output to it");
+            return None;
+        }
+        if stat.st_uid != self.log_owner {
+            tracing::warn!(path = %at.display(), owner = stat.st_uid, "not owned by the container's user; not teeing the output to it");
             return None;
         }
         Some(File::from(fd))
@@ -1033,6 +1046,25 @@ mod tests {
         let mut log = board.open_log("stdout");
         board.emit(Chunk::Stdout(b"out".to_vec()), log.as_mut());
         assert_eq!(std::fs::read(sandbox.join("stdout")).unwrap(), b"out");
+        board.remove_files();
+    }
+
+    /// A regular single-link file owned by someone else than the
+    /// container's user (a root-owned file the tenant renamed into the
+    /// sandbox) is not teed to.
+    #[test]
+    fn a_log_owned_by_another_user_is_never_written() {
+        use std::os::unix::fs::MetadataExt;
+        let (dir, sandbox, _outside) = layout();
+        let mut board = create(&dir, &sandbox).unwrap();
+        std::fs::write(sandbox.join("stdout"), b"keep").unwrap();
+        let ours = std::fs::metadata(sandbox.join("stdout")).unwrap().uid();
+        // The container runs as another user than the file's owner.
+        Arc::get_mut(&mut board).unwrap().log_owner = ours.wrapping_add(1);
+        assert!(board.open_log("stdout").is_none());
+        assert_eq!(std::fs::read(sandbox.join("stdout")).unwrap(), b"keep");
+        Arc::get_mut(&mut board).unwrap().log_owner = ours;
+        assert!(board.open_log("stdout").is_some());
         board.remove_files();
     }
 
