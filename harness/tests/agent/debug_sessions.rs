@@ -5,6 +5,7 @@
 //! the session and attach ACLs are applied.
 
 use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -699,37 +700,50 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         return;
     }
     let agent = session_agent();
+    // The sessions run as their parent's user (another one is refused):
+    // a pod of `nobody`'s, whose executor just sleeps, so that every
+    // `fchown` the agent does is visible.
+    std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
     let outside = agent.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("victim"), b"keep").unwrap();
-    let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
-    agent.wait_task(&sandbox, "main", "TASK_RUNNING");
-    // The tenant, racing: a loop over the sessions' sandboxes (its own).
+    let mut spec = pod(serde_json::json!([task("main", "sleep 1000")]));
+    spec["executor"]["type"] = serde_json::json!("CUSTOM");
+    spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
+    spec["framework"]["user"] = serde_json::json!("nobody");
+    let (root, sandbox) = agent.launch_pod(&spec);
+    // The tenant, racing: a loop over the sessions' sandboxes (its own),
+    // with a pause so that it does not take a whole core.
     let tenant = format!(
         r#"o='{out}'; while :; do for d in '{sb}'/containers/evil-*; do
             ln -sfn "$o" "$d/.nestguard-io" 2>/dev/null; rm -f "$d/.nestguard-io" 2>/dev/null
             mv "$d/.nestguard-io" "$d/moved" 2>/dev/null && ln -sfn "$o" "$d/.nestguard-io"
             ln -sf "$o/victim" "$d/stdout"; ln -sf "$o/victim" "$d/stderr"
             rm -f "$d/stdout" "$d/stderr"; ln "$o/victim" "$d/stdout" 2>/dev/null
-          done; done"#,
+          done; sleep 0.001; done"#,
         out = outside.display(),
         sb = sandbox.display()
     );
     for i in 0..4 {
         std::fs::create_dir_all(sandbox.join(format!("containers/evil-{i}"))).unwrap();
     }
-    let mut tenant = std::process::Command::new("sh")
-        .args(["-c", &tenant])
-        .spawn()
-        .unwrap();
+    // Killed and reaped however the test ends.
+    struct Tenant(std::process::Child);
+    impl Drop for Tenant {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let tenant = Tenant(
+        std::process::Command::new("sh")
+            .args(["-c", &tenant])
+            .spawn()
+            .unwrap(),
+    );
     for i in 0..4 {
         let child = format!("evil-{i}");
-        let mut call = session_call(&root, &child, "echo out; echo err >&2", None);
-        if let Some(session) = call.launch_nested_container_session.as_mut()
-            && let Some(command) = session.command.as_mut()
-        {
-            command.user = Some("nobody".into());
-        }
+        let call = session_call(&root, &child, "echo out; echo err >&2", None);
         let (status, head, mut stream, mut rest) = open(
             &agent,
             OPS,
@@ -741,8 +755,7 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         let _ = stream.read_to_end(&mut rest);
         let _ = (status, head);
     }
-    tenant.kill().unwrap();
-    tenant.wait().unwrap();
+    drop(tenant);
     let mut names: Vec<String> = std::fs::read_dir(&outside)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -750,7 +763,6 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
     names.sort();
     assert_eq!(names, ["victim"], "the agent created something outside");
     assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"keep");
-    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(outside.join("victim")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (0, 0), "the victim was chowned");
     let meta = std::fs::metadata(&outside).unwrap();
@@ -760,8 +772,8 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         "the directory was chowned"
     );
 
-    // Without the tenant, sessions work as before.
-    let call = session_call(&root, "calm", "echo calm", None);
+    // Without the tenant, sessions work as before (as `nobody`).
+    let call = session_call(&root, "calm", "echo calm; id -un", None);
     let (status, head, stream, rest) = open(
         &agent,
         OPS,
@@ -769,7 +781,10 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         &Wire::Json.encode(&call),
     );
     assert_eq!(status, 200, "{head}");
-    assert_eq!(output(Wire::Json, &head, stream, rest).0, "calm\n");
+    assert_eq!(
+        output(Wire::Json, &head, stream, rest).0,
+        "calm\nnobody\n"
+    );
 }
 
 /// A reader that stops reading is disconnected once its queue is full
@@ -784,7 +799,9 @@ fn a_stalled_output_reader_is_disconnected() {
     let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Protobuf;
-    const TOTAL: usize = 96 << 20;
+    // Well above what the stalled reader can hold (its 4 MiB queue and
+    // the sockets' buffers).
+    const TOTAL: usize = 24 << 20;
     let call = session_call(
         &root,
         "flood",

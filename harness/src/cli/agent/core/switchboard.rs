@@ -1124,7 +1124,12 @@ mod tests {
         let write = tokio::spawn(async move { writer.write_stdin(vec![b'x'; 1 << 20]).await });
         tokio::task::yield_now().await;
         board.close_input();
-        let err = write.await.unwrap().unwrap_err();
+        // A regression fails here instead of hanging the test run.
+        let err = tokio::time::timeout(Duration::from_secs(30), write)
+            .await
+            .expect("the stalled write did not give up")
+            .unwrap()
+            .unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
         board.remove_files();
     }
