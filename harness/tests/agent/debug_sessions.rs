@@ -568,6 +568,52 @@ fn a_duplicate_launch_never_replaces_the_switchboard() {
     assert!(out.contains("got hi"), "{out:?}");
 }
 
+/// At most 16 sessions at once under one root container: the 17th gets
+/// 503, and a session that ended frees its place.
+#[test]
+fn sessions_per_container_are_capped() {
+    if !require_root() {
+        return;
+    }
+    let agent = session_agent();
+    let root = running_pod(&agent);
+    let wire = Wire::Protobuf;
+    let mut held = Vec::new();
+    for i in 0..16 {
+        let call = session_call(&root, &format!("held-{i}"), "sleep 1000", None);
+        let (status, head, stream, _) =
+            open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+        assert_eq!(status, 200, "session {i}: {head}");
+        held.push(stream);
+    }
+    let call = session_call(&root, "one-too-many", "echo no", None);
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 503, "{text}");
+    assert!(
+        text.contains(&format!(
+            "Too many debug sessions in container {root} (at most 16)"
+        )),
+        "{text}"
+    );
+    // Closing one session's stream destroys it; its place is free again.
+    drop(held.pop());
+    wait_gone(&agent, &root, "held-15");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let call = session_call(&root, "one-more", "echo yes", None);
+        let (status, head, stream, rest) =
+            open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+        if status == 200 {
+            assert_eq!(output(wire, &head, stream, rest).0, "yes\n");
+            break;
+        }
+        assert_eq!(status, 503, "{head}");
+        assert!(Instant::now() < deadline, "the ended session kept its place");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(held);
+}
+
 /// `nestguard exec` with scripted stdin: with pipes (`-i`) and a TTY
 /// (`-i -t`); its exit code is the command's.
 #[test]

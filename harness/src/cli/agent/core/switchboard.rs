@@ -111,6 +111,10 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// Output readers attached to one container at once.
 pub const MAX_SUBSCRIBERS: usize = 8;
 
+/// Debug sessions at most at once under one root container (503 beyond):
+/// each holds FIFOs or a pty, reader threads and a container.
+pub const MAX_SESSIONS: usize = 16;
+
 /// One piece of the container's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Chunk {
@@ -564,68 +568,71 @@ impl Switchboard {
         self.dropped_readers.load(Ordering::Relaxed)
     }
 
-    /// Writes to the container's stdin off the async workers (on the
-    /// runtime's blocking pool; the descriptor is non-blocking and waited
-    /// for with `poll`), failing once the container ended. Without a TTY,
-    /// empty data is EOF and closes stdin; with one the client sends ^D.
+    /// Writes to the container's stdin without holding a thread while the
+    /// container does not read: the descriptor is non-blocking and waited
+    /// for with the runtime's reactor ([`tokio::io::unix::AsyncFd`] on a
+    /// duplicate, dropped when the write is over), looking at whether the
+    /// container ended every [`WATCH_PERIOD`]. Without a TTY, empty data is
+    /// EOF and closes stdin; with one the client sends ^D.
     pub async fn write_stdin(self: &Arc<Self>, data: Vec<u8>) -> std::io::Result<()> {
-        let board = Arc::clone(self);
-        tokio::task::spawn_blocking(move || board.write_stdin_now(&data))
-            .await
-            .map_err(std::io::Error::other)?
-    }
-
-    fn write_stdin_now(&self, data: &[u8]) -> std::io::Result<()> {
         let broken = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin is closed");
-        let mut stdin = self
-            .stdin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.closed.load(Ordering::SeqCst) {
-            *stdin = None;
-            return if data.is_empty() {
-                Ok(())
-            } else {
-                Err(broken())
-            };
-        }
         if data.is_empty() && !self.tty {
             // EOF. What was written stays in the FIFO only while a
             // descriptor holds it open: wait until the container read it
             // all (it opened its end, then) or ended.
-            if let Some(fd) = stdin.as_ref() {
-                while !self.closed.load(Ordering::SeqCst)
-                    && rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0)
-                {
-                    std::thread::sleep(WATCH_PERIOD);
+            while !self.closed.load(Ordering::SeqCst) {
+                let pending = self
+                    .stdin_lock()
+                    .as_ref()
+                    .is_some_and(|fd| rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0));
+                if !pending {
+                    break;
                 }
+                tokio::time::sleep(WATCH_PERIOD).await;
             }
-            *stdin = None;
+            *self.stdin_lock() = None;
             return Ok(());
         }
-        let Some(fd) = stdin.as_ref() else {
-            return Err(broken());
+        let fd = {
+            let mut stdin = self.stdin_lock();
+            if self.closed.load(Ordering::SeqCst) {
+                *stdin = None;
+                return if data.is_empty() {
+                    Ok(())
+                } else {
+                    Err(broken())
+                };
+            }
+            let Some(fd) = stdin.as_ref() else {
+                return Err(broken());
+            };
+            fd.try_clone()?
         };
-        let mut rest = data;
+        let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::WRITABLE)?;
+        let mut rest = data.as_slice();
         while !rest.is_empty() {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(broken());
             }
-            match rustix::io::write(fd, rest) {
+            match rustix::io::write(fd.get_ref(), rest) {
                 Ok(n) => rest = &rest[n..],
                 Err(rustix::io::Errno::AGAIN) => {
                     // Full: wait for room, looking at `closed` now and then.
-                    let mut fds = [rustix::event::PollFd::new(
-                        fd,
-                        rustix::event::PollFlags::OUT,
-                    )];
-                    let _ = rustix::event::poll(&mut fds, Some(&poll_timeout()));
+                    if let Ok(ready) = tokio::time::timeout(WATCH_PERIOD, fd.writable()).await {
+                        ready?.clear_ready();
+                    }
                 }
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
         }
         Ok(())
+    }
+
+    fn stdin_lock(&self) -> MutexGuard<'_, Option<OwnedFd>> {
+        self.stdin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// TIOCSWINSZ on the pty (`os::setWindowSize`).
@@ -772,10 +779,10 @@ impl Switchboard {
     /// The container ended: a pending write gives up, stdin is closed.
     fn close_input(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        // A writer waiting for room holds it, and drops it on its way out.
-        if let Ok(mut stdin) = self.stdin.try_lock() {
-            *stdin = None;
-        }
+        // Writers hold the lock only to look or to duplicate the
+        // descriptor; one waiting for room holds a duplicate, which it
+        // drops within a WATCH_PERIOD.
+        *self.stdin_lock() = None;
     }
 }
 
@@ -897,6 +904,7 @@ impl Agent {
         container: Option<ContainerInfo>,
     ) -> Result<super::Launched, ApiError> {
         self.session_user_is_the_parents(id, command.as_ref())?;
+        self.room_for_a_session(id)?;
         self.launch_as(
             id,
             command,
@@ -905,6 +913,30 @@ impl Agent {
             Default::default(),
             ContainerClass::Debug,
         )
+    }
+
+    /// 503 when [`MAX_SESSIONS`] sessions run under the root container
+    /// already (a duplicate launch of a running one is let through: it is
+    /// answered 202). Checked before the launch and not under one lock
+    /// with it, so launches racing each other may pass it together.
+    fn room_for_a_session(&self, id: &nestguard::proto::mesos::ContainerId) -> Result<(), ApiError> {
+        let key = nestguard::container_id::to_dotted(id);
+        let root = &nestguard::container_id::root(id).value;
+        let prefix = format!("{root}.");
+        let boards = self.switchboards.map();
+        if boards.contains_key(&key) {
+            return Ok(());
+        }
+        let running = boards
+            .iter()
+            .filter(|(k, b)| b.debug && k.starts_with(&prefix))
+            .count();
+        if running >= MAX_SESSIONS {
+            return Err(ApiError::Unavailable(format!(
+                "Too many debug sessions in container {root} (at most {MAX_SESSIONS})"
+            )));
+        }
+        Ok(())
     }
 
     /// Refuses a session whose `command.user` is not its parent
