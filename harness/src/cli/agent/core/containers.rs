@@ -69,6 +69,18 @@ pub(super) fn merge_env(layers: &[&Environment]) -> Environment {
     Environment { variables: merged }
 }
 
+/// Marks a container as launching until the launch is over.
+struct Launching<'a> {
+    agent: &'a Agent,
+    key: String,
+}
+
+impl Drop for Launching<'_> {
+    fn drop(&mut self) {
+        lock(&self.agent.state).launching.remove(&self.key);
+    }
+}
+
 impl Agent {
     /// LAUNCH_NESTED_CONTAINER / LAUNCH_CONTAINER (already authorized).
     pub fn launch(
@@ -94,12 +106,20 @@ impl Agent {
         class: mesos::slave::ContainerClass,
     ) -> Result<Launched, ApiError> {
         let key = to_dotted(id);
-        // A duplicate of a running or ended container is Mesos'
+        // A duplicate of a launching, running or ended container is Mesos'
         // ALREADY_LAUNCHED (202), before anything is made for it: a second
-        // switchboard (a new pty) must never replace the running one's.
-        if self.terminated(&key).is_some() {
-            return Ok(Launched::Already);
-        }
+        // switchboard (a new pty) must never replace the running one's, nor
+        // a second isolator preparation touch its cgroups.
+        let _launching = {
+            let mut state = lock(&self.state);
+            if state.containers.contains_key(&key) || !state.launching.insert(key.clone()) {
+                return Ok(Launched::Already);
+            }
+            Launching {
+                agent: self,
+                key: key.clone(),
+            }
+        };
         if let Some(c) = &container
             && c.r#type() != mesos::container_info::Type::Mesos
         {
