@@ -5,8 +5,8 @@
 //! the session and attach ACLs are applied.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::net::TcpStream;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -280,7 +280,10 @@ fn session_agent() -> TestAgent {
 fn answer(agent: &TestAgent, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let (status, head, mut stream, mut rest) = open(agent, OPS, headers, body);
     stream.read_to_end(&mut rest).unwrap();
-    (status, format!("{head}\n{}", String::from_utf8_lossy(&rest)))
+    (
+        status,
+        format!("{head}\n{}", String::from_utf8_lossy(&rest)),
+    )
 }
 
 /// Off by default (the container still opens its FIFOs and pty by path):
@@ -291,7 +294,8 @@ fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
     if !require_root() {
         return;
     }
-    const OFF: &str = "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
+    const OFF: &str =
+        "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
     let agent = TestAgent::start_with_acls(ACLS);
     let root = running_pod(&agent);
     let wire = Wire::Json;
@@ -608,7 +612,10 @@ fn sessions_per_container_are_capped() {
             break;
         }
         assert_eq!(status, 503, "{head}");
-        assert!(Instant::now() < deadline, "the ended session kept its place");
+        assert!(
+            Instant::now() < deadline,
+            "the ended session kept its place"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(held);
@@ -827,10 +834,7 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         &Wire::Json.encode(&call),
     );
     assert_eq!(status, 200, "{head}");
-    assert_eq!(
-        output(Wire::Json, &head, stream, rest).0,
-        "calm\nnobody\n"
-    );
+    assert_eq!(output(Wire::Json, &head, stream, rest).0, "calm\nnobody\n");
 }
 
 /// A reader that stops reading is disconnected once its queue is full

@@ -787,7 +787,11 @@ fn executor_authentication_follows_its_own_flag() {
         Some(serde_json::json!("true")),
         "{flags}"
     );
-    assert!(!closed.log().contains("is not authenticated"), "{}", closed.log());
+    assert!(
+        !closed.log().contains("is not authenticated"),
+        "{}",
+        closed.log()
+    );
     let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
     let eid = executor_id(&spec);
     closed.launch_pod(&spec);
@@ -951,10 +955,12 @@ fn a_single_task_reaches_the_executor_as_launch() {
     let (status, body) = agent.curl(Some(OPS), &route, &bare);
     assert_eq!(status, 202, "{body}");
     let launch = stream.next_non_heartbeat(&agent).unwrap();
-    assert_eq!(launch["launch"]["task"]["task_id"]["value"], "two", "{launch}");
     assert_eq!(
-        launch["launch"]["task"]["executor"]["executor_id"],
-        pod.spec["executor"]["executor_id"],
+        launch["launch"]["task"]["task_id"]["value"], "two",
+        "{launch}"
+    );
+    assert_eq!(
+        launch["launch"]["task"]["executor"]["executor_id"], pod.spec["executor"]["executor_id"],
         "{launch}"
     );
     let (status, body) = agent.curl(Some(OPS), &route, &single);

@@ -342,13 +342,19 @@ mod tests {
         assert!(!parse(&[]).authenticate_http_executors());
         assert!(parse(&["--authenticate_http_readwrite"]).authenticate_http_executors());
         assert!(
-            !parse(&["--authenticate_http_readwrite", "--authenticate_http_executors=false"])
-                .authenticate_http_executors()
+            !parse(&[
+                "--authenticate_http_readwrite",
+                "--authenticate_http_executors=false"
+            ])
+            .authenticate_http_executors()
         );
         assert!(parse(&["--authenticate_http_executors"]).authenticate_http_executors());
         assert!(
-            parse(&["--authenticate_http_readwrite=false", "--authenticate_http_executors"])
-                .authenticate_http_executors()
+            parse(&[
+                "--authenticate_http_readwrite=false",
+                "--authenticate_http_executors"
+            ])
+            .authenticate_http_executors()
         );
     }
 

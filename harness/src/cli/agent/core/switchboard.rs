@@ -479,7 +479,8 @@ impl Switchboard {
             arguments: Vec::new(),
             ..command
         };
-        let log_owner = ids.map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid.as_raw());
+        let log_owner =
+            ids.map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid.as_raw());
         let board = Switchboard::new(
             tty,
             class == ContainerClass::Debug,
@@ -919,7 +920,10 @@ impl Agent {
     /// already (a duplicate launch of a running one is let through: it is
     /// answered 202). Checked before the launch and not under one lock
     /// with it, so launches racing each other may pass it together.
-    fn room_for_a_session(&self, id: &nestguard::proto::mesos::ContainerId) -> Result<(), ApiError> {
+    fn room_for_a_session(
+        &self,
+        id: &nestguard::proto::mesos::ContainerId,
+    ) -> Result<(), ApiError> {
         let key = nestguard::container_id::to_dotted(id);
         let root = &nestguard::container_id::root(id).value;
         let prefix = format!("{root}.");
