@@ -609,6 +609,11 @@ impl Switchboard {
             };
             fd.try_clone()?
         };
+        // Deprecated for types whose `as_raw_fd` could change or close
+        // under the registration; an `OwnedFd` moved into the `AsyncFd` is
+        // open and the same until it is dropped with it (the safe
+        // constructor keeps `unsafe` out of the package).
+        #[allow(deprecated)]
         let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::WRITABLE)?;
         let mut rest = data.as_slice();
         while !rest.is_empty() {
