@@ -296,7 +296,15 @@ fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
     }
     const OFF: &str =
         "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
-    let agent = TestAgent::start_with_acls(ACLS);
+    // Plain nested launches are allowed too (for the `tty_info` one).
+    let acls = ACLS.replacen(
+        r#""permissive": false,"#,
+        r#""permissive": false,
+  "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_containers_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],"#,
+        1,
+    );
+    let agent = TestAgent::start_with_acls(&acls);
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(&root, "dbg-off", "echo hello", None);

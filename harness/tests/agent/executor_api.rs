@@ -774,19 +774,6 @@ fn executor_authentication_follows_its_own_flag() {
 
     // `TestAgent::start` gives `--authenticate_http_readwrite` only.
     let closed = TestAgent::start();
-    let (status, flags) = closed.curl(Some(OPS), "/api/v1", r#"{"type": "GET_FLAGS"}"#);
-    assert_eq!(status, 200, "{flags}");
-    let flags: serde_json::Value = serde_json::from_str(&flags).unwrap();
-    assert_eq!(
-        flags["get_flags"]["flags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "authenticate_http_executors")
-            .map(|f| f["value"].clone()),
-        Some(serde_json::json!("true")),
-        "{flags}"
-    );
     assert!(
         !closed.log().contains("is not authenticated"),
         "{}",
