@@ -819,6 +819,23 @@ fn executor_authentication_follows_its_own_flag() {
         ),
         "{refused}"
     );
+    // Following --authenticate_http_readwrite, it needs the key too, and
+    // the refusal says where the flag came from.
+    let refused = crate::agent_support::refused_start(
+        crate::agent_support::agent_command()
+            .arg(format!(
+                "--work_dir={}",
+                closed.dir.path().join("other").display()
+            ))
+            .arg("--port=0")
+            .arg("--authenticate_http_readwrite"),
+        Duration::from_secs(30),
+        "an agent with --authenticate_http_readwrite and no key started",
+    );
+    assert!(
+        refused.contains("(not given, it follows --authenticate_http_readwrite;"),
+        "{refused}"
+    );
 }
 
 /// A launched custom pod with one task (`app`) whose executor the test plays.
