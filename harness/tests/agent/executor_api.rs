@@ -802,39 +802,33 @@ fn executor_authentication_follows_its_own_flag() {
         .unwrap_or_default();
     assert!(challenge.contains("mesos-agent-executor"), "{challenge}");
 
-    let refused = crate::agent_support::refused_start(
-        crate::agent_support::agent_command()
-            .arg(format!(
-                "--work_dir={}",
-                closed.dir.path().join("other").display()
-            ))
-            .arg("--port=0")
-            .arg("--authenticate_http_executors"),
-        Duration::from_secs(30),
-        "an agent with --authenticate_http_executors and no key started",
-    );
+    // Without a JWT key, an agent whose executor realm is on does not start.
+    let refused = |flag: &str| {
+        crate::agent_support::refused_start(
+            crate::agent_support::agent_command()
+                .arg(format!(
+                    "--work_dir={}",
+                    closed.dir.path().join("other").display()
+                ))
+                .arg("--port=0")
+                .arg(flag),
+            Duration::from_secs(30),
+            &format!("an agent with {flag} and no key started"),
+        )
+    };
+    let text = refused("--authenticate_http_executors");
     assert!(
-        refused.contains(
+        text.contains(
             "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
         ),
-        "{refused}"
+        "{text}"
     );
     // Following --authenticate_http_readwrite, it needs the key too, and
     // the refusal says where the flag came from.
-    let refused = crate::agent_support::refused_start(
-        crate::agent_support::agent_command()
-            .arg(format!(
-                "--work_dir={}",
-                closed.dir.path().join("other").display()
-            ))
-            .arg("--port=0")
-            .arg("--authenticate_http_readwrite"),
-        Duration::from_secs(30),
-        "an agent with --authenticate_http_readwrite and no key started",
-    );
+    let text = refused("--authenticate_http_readwrite");
     assert!(
-        refused.contains("(not given, it follows --authenticate_http_readwrite;"),
-        "{refused}"
+        text.contains("(not given, it follows --authenticate_http_readwrite;"),
+        "{text}"
     );
 }
 
