@@ -58,6 +58,8 @@ impl Audited {
                 d.join("credentials.json").display()
             ))
             .arg("--authenticate_http_readwrite")
+            // No executor here, and no JWT key for its realm.
+            .arg("--authenticate_http_executors=false")
             .arg("--launcher=posix")
             .arg("--port=0")
             .arg(format!("--audit_log={}", d.join("audit.log").display()))

@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -270,27 +271,116 @@ fn running_pod(agent: &TestAgent) -> String {
     root
 }
 
-/// On by default, as in Mesos; `--debug_sessions=false` turns them off.
+/// An agent that serves debug sessions (`--debug_sessions`, off by default).
+fn session_agent() -> TestAgent {
+    TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"])
+}
+
+/// A call's status and body, read to the end.
+fn answer(agent: &TestAgent, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let (status, head, mut stream, mut rest) = open(agent, OPS, headers, body);
+    stream.read_to_end(&mut rest).unwrap();
+    (
+        status,
+        format!("{head}\n{}", String::from_utf8_lossy(&rest)),
+    )
+}
+
+/// Off by default (the container still opens its FIFOs and pty by path):
+/// without `--debug_sessions` a session, both attaches and a `tty_info`
+/// launch answer 400, and no child container is left.
 #[test]
-fn debug_sessions_are_on_unless_the_operator_turns_them_off() {
+fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls_and(ACLS, &["--debug_sessions=false"]);
+    const OFF: &str =
+        "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
+    // Plain nested launches are allowed too (for the `tty_info` one).
+    let acls = ACLS.replacen(
+        r#""permissive": false,"#,
+        r#""permissive": false,
+  "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_containers_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],"#,
+        1,
+    );
+    let agent = TestAgent::start_with_acls(&acls);
     let root = running_pod(&agent);
+    let wire = Wire::Json;
     let call = session_call(&root, "dbg-off", "echo hello", None);
-    let (status, head, mut stream, mut rest) = open(
-        &agent,
-        OPS,
-        &streaming_headers(Wire::Json),
-        &Wire::Json.encode(&call),
-    );
-    stream.read_to_end(&mut rest).unwrap();
-    assert_eq!(status, 400, "{head}");
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+
+    let attach: Call = nestguard::json::from_json(
+        &serde_json::json!({
+            "type": "ATTACH_CONTAINER_OUTPUT",
+            "attach_container_output": {"container_id": nested(&root, "dbg-off")}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&attach));
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+
+    let body = input_body(wire, &root, "dbg-off", &[stdin(b"x\n")]);
+    let (status, text) = send_input(&agent, wire, &body);
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+
+    let launch = serde_json::json!({
+        "type": "LAUNCH_NESTED_CONTAINER",
+        "launch_nested_container": {
+            "container_id": nested(&root, "tty-off"),
+            "command": {"shell": true, "value": "sleep 1000"},
+            "container": {"type": "MESOS", "tty_info": {}}
+        }
+    })
+    .to_string();
+    let (status, text) = agent.curl(Some(OPS), "/api/v1", &launch);
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains(OFF), "{text}");
+}
+
+/// A session runs as its parent container's user even with
+/// `--debug_sessions`: another `command.user` is refused before anything
+/// is launched.
+#[test]
+fn a_session_as_another_user_than_its_parent_is_refused() {
+    if !require_root() {
+        return;
+    }
+    let agent = session_agent();
+    let root = running_pod(&agent);
+    let wire = Wire::Json;
+    let mut call = session_call(&root, "as-nobody", "id -u", None);
+    if let Some(c) = call
+        .launch_nested_container_session
+        .as_mut()
+        .and_then(|s| s.command.as_mut())
+    {
+        c.user = Some("nobody".into());
+    }
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 400, "{text}");
     assert!(
-        String::from_utf8_lossy(&rest).contains("--debug_sessions=false"),
-        "{head}"
+        text.contains("A debug session runs as its parent container's user (root): 'command.user' 'nobody' differs"),
+        "{text}"
     );
+    // The parent's own user is accepted.
+    let mut call = session_call(&root, "as-root", "id -u", None);
+    if let Some(c) = call
+        .launch_nested_container_session
+        .as_mut()
+        .and_then(|s| s.command.as_mut())
+    {
+        c.user = Some("root".into());
+    }
+    let (status, head, stream, rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(output(wire, &head, stream, rest).0, "0\n");
 }
 
 #[test]
@@ -298,7 +388,7 @@ fn session_streams_output_and_the_container_is_gone_after() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("dbg-{i}");
@@ -334,7 +424,7 @@ fn attach_output_and_input_with_cat() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     for (i, wire) in [Wire::Json, Wire::Protobuf].into_iter().enumerate() {
         let child = format!("cat-{i}");
@@ -372,7 +462,7 @@ fn tty_session_takes_the_window_size() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(
@@ -404,7 +494,7 @@ fn sessions_and_attach_are_authorized() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Protobuf;
     let call = session_call(&root, "denied", "echo no", None);
@@ -438,6 +528,107 @@ fn sessions_and_attach_are_authorized() {
     wait_gone(&agent, &root, "held");
 }
 
+/// Launches of one TTY session at once (a duplicate racing the first):
+/// exactly one is launched (200) and the others answer 202, as Mesos'
+/// ALREADY_LAUNCHED; the container keeps the switchboard it was launched
+/// with, so input reaches it and its output reaches the first stream.
+#[test]
+fn a_duplicate_launch_never_replaces_the_switchboard() {
+    if !require_root() {
+        return;
+    }
+    let agent = session_agent();
+    let root = running_pod(&agent);
+    let wire = Wire::Json;
+    let call = wire.encode(&session_call(
+        &root,
+        "dup",
+        "read l; echo got $l",
+        Some((24, 80)),
+    ));
+    let gate = std::sync::Barrier::new(4);
+    let answers: Vec<(u16, String, TcpStream, Vec<u8>)> = std::thread::scope(|s| {
+        let launches: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    gate.wait();
+                    open(&agent, OPS, &streaming_headers(wire), &call)
+                })
+            })
+            .collect();
+        launches.into_iter().map(|l| l.join().unwrap()).collect()
+    });
+    let statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}\n{}",
+        agent.log()
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 202),
+        "{statuses:?}\n{}",
+        agent.log()
+    );
+    let (_, head, stream, rest) = answers.into_iter().find(|a| a.0 == 200).unwrap();
+    let session = std::thread::spawn(move || output(wire, &head, stream, rest));
+    std::thread::sleep(Duration::from_millis(300));
+    let body = input_body(wire, &root, "dup", &[stdin(b"hi\n")]);
+    let (status, text) = send_input(&agent, wire, &body);
+    assert_eq!(status, 200, "{text}");
+    let (out, _) = session.join().unwrap();
+    assert!(out.contains("got hi"), "{out:?}");
+}
+
+/// At most 16 sessions at once under one root container: the 17th gets
+/// 503, and a session that ended frees its place.
+#[test]
+fn sessions_per_container_are_capped() {
+    if !require_root() {
+        return;
+    }
+    let agent = session_agent();
+    let root = running_pod(&agent);
+    let wire = Wire::Protobuf;
+    let mut held = Vec::new();
+    for i in 0..16 {
+        let call = session_call(&root, &format!("held-{i}"), "sleep 1000", None);
+        let (status, head, stream, _) =
+            open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+        assert_eq!(status, 200, "session {i}: {head}");
+        held.push(stream);
+    }
+    let call = session_call(&root, "one-too-many", "echo no", None);
+    let (status, text) = answer(&agent, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 503, "{text}");
+    assert!(
+        text.contains(&format!(
+            "Too many debug sessions in container {root} (at most 16)"
+        )),
+        "{text}"
+    );
+    // Closing one session's stream destroys it; its place is free again.
+    drop(held.pop());
+    wait_gone(&agent, &root, "held-15");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let call = session_call(&root, "one-more", "echo yes", None);
+        let (status, head, stream, rest) =
+            open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+        if status == 200 {
+            assert_eq!(output(wire, &head, stream, rest).0, "yes\n");
+            break;
+        }
+        assert_eq!(status, 503, "{head}");
+        assert!(
+            Instant::now() < deadline,
+            "the ended session kept its place"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(held);
+}
+
 /// `nestguard exec` with scripted stdin: with pipes (`-i`) and a TTY
 /// (`-i -t`); its exit code is the command's.
 #[test]
@@ -445,7 +636,7 @@ fn nestguard_exec_runs_a_command_with_scripted_stdin() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let secret = agent.dir.path().join("ops.secret");
     std::fs::write(&secret, OPS.1).unwrap();
@@ -489,7 +680,7 @@ fn input_streams_and_a_second_input_conflicts() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(&root, "live", "cat", None);
@@ -569,38 +760,51 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
+    // The sessions run as their parent's user (another one is refused):
+    // a pod of `nobody`'s, whose executor just sleeps, so that every
+    // `fchown` the agent does is visible.
+    std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
     let outside = agent.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("victim"), b"keep").unwrap();
-    let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
-    agent.wait_task(&sandbox, "main", "TASK_RUNNING");
-    // The tenant, racing: a loop over the sessions' sandboxes (its own).
+    let mut spec = pod(serde_json::json!([task("main", "sleep 1000")]));
+    spec["executor"]["type"] = serde_json::json!("CUSTOM");
+    spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
+    spec["framework"]["user"] = serde_json::json!("nobody");
+    let (root, sandbox) = agent.launch_pod(&spec);
+    // The tenant, racing: a loop over the sessions' sandboxes (its own),
+    // with a pause so that it does not take a whole core.
     let tenant = format!(
         r#"o='{out}'; while :; do for d in '{sb}'/containers/evil-*; do
             ln -sfn "$o" "$d/.nestguard-io" 2>/dev/null; rm -f "$d/.nestguard-io" 2>/dev/null
             mv "$d/.nestguard-io" "$d/moved" 2>/dev/null && ln -sfn "$o" "$d/.nestguard-io"
             ln -sf "$o/victim" "$d/stdout"; ln -sf "$o/victim" "$d/stderr"
             rm -f "$d/stdout" "$d/stderr"; ln "$o/victim" "$d/stdout" 2>/dev/null
-          done; done"#,
+          done; sleep 0.001; done"#,
         out = outside.display(),
         sb = sandbox.display()
     );
     for i in 0..4 {
         std::fs::create_dir_all(sandbox.join(format!("containers/evil-{i}"))).unwrap();
     }
-    let mut tenant = std::process::Command::new("sh")
-        .args(["-c", &tenant])
-        .spawn()
-        .unwrap();
+    // Killed and reaped however the test ends.
+    struct Tenant(std::process::Child);
+    impl Drop for Tenant {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let tenant = Tenant(
+        std::process::Command::new("sh")
+            .args(["-c", &tenant])
+            .spawn()
+            .unwrap(),
+    );
     for i in 0..4 {
         let child = format!("evil-{i}");
-        let mut call = session_call(&root, &child, "echo out; echo err >&2", None);
-        if let Some(session) = call.launch_nested_container_session.as_mut()
-            && let Some(command) = session.command.as_mut()
-        {
-            command.user = Some("nobody".into());
-        }
+        let call = session_call(&root, &child, "echo out; echo err >&2", None);
         let (status, head, mut stream, mut rest) = open(
             &agent,
             OPS,
@@ -612,8 +816,7 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         let _ = stream.read_to_end(&mut rest);
         let _ = (status, head);
     }
-    tenant.kill().unwrap();
-    tenant.wait().unwrap();
+    drop(tenant);
     let mut names: Vec<String> = std::fs::read_dir(&outside)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -621,7 +824,6 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
     names.sort();
     assert_eq!(names, ["victim"], "the agent created something outside");
     assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"keep");
-    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(outside.join("victim")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (0, 0), "the victim was chowned");
     let meta = std::fs::metadata(&outside).unwrap();
@@ -631,8 +833,8 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         "the directory was chowned"
     );
 
-    // Without the tenant, sessions work as before.
-    let call = session_call(&root, "calm", "echo calm", None);
+    // Without the tenant, sessions work as before (as `nobody`).
+    let call = session_call(&root, "calm", "echo calm; id -un", None);
     let (status, head, stream, rest) = open(
         &agent,
         OPS,
@@ -640,7 +842,7 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         &Wire::Json.encode(&call),
     );
     assert_eq!(status, 200, "{head}");
-    assert_eq!(output(Wire::Json, &head, stream, rest).0, "calm\n");
+    assert_eq!(output(Wire::Json, &head, stream, rest).0, "calm\nnobody\n");
 }
 
 /// A reader that stops reading is disconnected once its queue is full
@@ -652,10 +854,12 @@ fn a_stalled_output_reader_is_disconnected() {
     if !require_root() {
         return;
     }
-    let agent = TestAgent::start_with_acls(ACLS);
+    let agent = session_agent();
     let root = running_pod(&agent);
     let wire = Wire::Protobuf;
-    const TOTAL: usize = 96 << 20;
+    // Well above what the stalled reader can hold (its 4 MiB queue and
+    // the sockets' buffers).
+    const TOTAL: usize = 24 << 20;
     let call = session_call(
         &root,
         "flood",

@@ -744,15 +744,24 @@ fn hostile_executor_is_bounded_and_executor_ids_are_unique() {
 }
 
 /// `--authenticate_http_executors` is the executor API's own switch, as in
-/// Mesos: off, an executor calls it without credentials (even on an agent
-/// whose operator API needs them); on, a call without its token gets 401
-/// in the realm `mesos-agent-executor`, and the flag needs a JWT key.
+/// Mesos: given `=false`, an executor calls it without credentials (even on
+/// an agent whose operator API needs them; the agent warns); not given, it
+/// follows `--authenticate_http_readwrite` (unlike Mesos' false), so a call
+/// without its token gets 401 in the realm `mesos-agent-executor`; and the
+/// flag needs a JWT key.
 #[test]
 fn executor_authentication_follows_its_own_flag() {
     if !require_root() {
         return;
     }
     let open = TestAgent::start_with(&["--authenticate_http_executors=false"]);
+    assert!(
+        open.log().contains(
+            "--authenticate_http_executors=false: the executor API (/api/v1/executor) is not authenticated"
+        ),
+        "{}",
+        open.log()
+    );
     let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
     let eid = executor_id(&spec);
     open.launch_pod(&spec);
@@ -763,7 +772,13 @@ fn executor_authentication_follows_its_own_flag() {
     let (status, _) = open.curl(None, "/api/v1", r#"{"type": "GET_HEALTH"}"#);
     assert_eq!(status, 401);
 
+    // `TestAgent::start` gives `--authenticate_http_readwrite` only.
     let closed = TestAgent::start();
+    assert!(
+        !closed.log().contains("is not authenticated"),
+        "{}",
+        closed.log()
+    );
     let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
     let eid = executor_id(&spec);
     closed.launch_pod(&spec);
@@ -787,22 +802,33 @@ fn executor_authentication_follows_its_own_flag() {
         .unwrap_or_default();
     assert!(challenge.contains("mesos-agent-executor"), "{challenge}");
 
-    let refused = crate::agent_support::refused_start(
-        crate::agent_support::agent_command()
-            .arg(format!(
-                "--work_dir={}",
-                closed.dir.path().join("other").display()
-            ))
-            .arg("--port=0")
-            .arg("--authenticate_http_executors"),
-        Duration::from_secs(30),
-        "an agent with --authenticate_http_executors and no key started",
-    );
+    // Without a JWT key, an agent whose executor realm is on does not start.
+    let refused = |flag: &str| {
+        crate::agent_support::refused_start(
+            crate::agent_support::agent_command()
+                .arg(format!(
+                    "--work_dir={}",
+                    closed.dir.path().join("other").display()
+                ))
+                .arg("--port=0")
+                .arg(flag),
+            Duration::from_secs(30),
+            &format!("an agent with {flag} and no key started"),
+        )
+    };
+    let text = refused("--authenticate_http_executors");
     assert!(
-        refused.contains(
+        text.contains(
             "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
         ),
-        "{refused}"
+        "{text}"
+    );
+    // Following --authenticate_http_readwrite, it needs the key too, and
+    // the refusal says where the flag came from.
+    let text = refused("--authenticate_http_readwrite");
+    assert!(
+        text.contains("(not given, it follows --authenticate_http_readwrite;"),
+        "{text}"
     );
 }
 
@@ -902,11 +928,39 @@ fn a_single_task_reaches_the_executor_as_launch() {
     assert_eq!(status, 403);
     let (status, _) = agent.curl_bearer(token, &route, &single);
     assert_eq!(status, 403);
+    // A task whose executor names another user is refused: the ACL
+    // checks the pod's executor, never one the caller wrote.
+    let mut executor = pod.spec["executor"].clone();
+    executor["command"]["user"] = serde_json::json!("nobody");
+    let other = serde_json::json!({"name": "other", "task_id": {"value": "other"},
+        "agent_id": {"value": "e2e"}, "executor": executor})
+    .to_string();
+    let (status, body) = agent.curl(Some(OPS), &route, &other);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("The `ExecutorInfo` of task 'other' is different from executor"),
+        "{body}"
+    );
     let (status, body) = agent.curl(Some(OPS), &route, &single);
     assert_eq!(status, 202, "{body}");
     let launch = stream.next_non_heartbeat(&agent).unwrap();
     assert_eq!(launch["type"], "LAUNCH", "{launch}");
     assert_eq!(launch["launch"]["task"]["task_id"]["value"], "one");
+    // No executor: the recorded one is filled in.
+    let bare = serde_json::json!({"name": "two", "task_id": {"value": "two"},
+        "agent_id": {"value": "e2e"}})
+    .to_string();
+    let (status, body) = agent.curl(Some(OPS), &route, &bare);
+    assert_eq!(status, 202, "{body}");
+    let launch = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(
+        launch["launch"]["task"]["task_id"]["value"], "two",
+        "{launch}"
+    );
+    assert_eq!(
+        launch["launch"]["task"]["executor"]["executor_id"], pod.spec["executor"]["executor_id"],
+        "{launch}"
+    );
     let (status, body) = agent.curl(Some(OPS), &route, &single);
     assert_eq!(status, 409, "{body}");
 }

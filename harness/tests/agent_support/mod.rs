@@ -164,16 +164,10 @@ impl TestAgent {
                 d.join("credentials.json").display()
             ))
             .arg(format!("--jwt_secret_key={}", d.join("jwt.key").display()))
+            // Executors then authenticate with their tokens too
+            // (`--authenticate_http_executors` follows this flag unless a
+            // test gives it).
             .arg("--authenticate_http_readwrite")
-            // Executors authenticate with their tokens, unless a test
-            // chooses otherwise.
-            .args(
-                (!self
-                    .extra_args
-                    .iter()
-                    .any(|a| a.starts_with("--authenticate_http_executors")))
-                .then_some("--authenticate_http_executors"),
-            )
             .arg(format!("--port={port}"))
             .args(&self.extra_args),
             d,

@@ -15,7 +15,7 @@ mod views;
 
 pub use self::executors::Lookup;
 pub use self::registry::{Agent, ApiError, ExecutorRecord, Launched, Modules};
-pub use self::switchboard::{Chunk, InputSlot};
+pub use self::switchboard::{Chunk, InputSlot, require_debug_sessions};
 
 /// Turns debug sessions, attach and TTYs on or off for this process (the
 /// agent's `--debug_sessions`).

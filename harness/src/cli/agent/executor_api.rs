@@ -15,7 +15,8 @@
 //!    and the executor's container (`verifyExecutorClaims`, 403 with
 //!    Mesos' text); the route is authenticated only with
 //!    `--authenticate_http_executors` (realm `mesos-agent-executor`), as
-//!    Mesos does, whatever `--authenticate_http_readwrite` says;
+//!    Mesos does; that flag, when not given, follows
+//!    `--authenticate_http_readwrite` (unlike Mesos' false);
 //! 7. an executor that has not subscribed since the agent started may only
 //!    SUBSCRIBE (403 "Executor is not subscribed").
 //!

@@ -41,10 +41,12 @@ pub struct AgentFlags {
     /// Require authentication for the v1 executor API (`/api/v1/executor`,
     /// realm `mesos-agent-executor`), as Mesos' flag: off, executors may
     /// call it unauthenticated; on, they must (their token) and
-    /// `--jwt_secret_key` is required. Independent of
-    /// `--authenticate_http_readwrite`.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
-    pub authenticate_http_executors: bool,
+    /// `--jwt_secret_key` is required. Not given, it follows
+    /// `--authenticate_http_readwrite` (Mesos defaults to false): that flag
+    /// used to cover this route, and an upgrade must not silently open it.
+    /// Read it with [`AgentFlags::authenticate_http_executors`].
+    #[arg(id = "authenticate_http_executors", long = "authenticate_http_executors", action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub authenticate_http_executors_given: Option<bool>,
     /// File whose whole content is the HS256 key for executor tokens.
     #[arg(long)]
     pub jwt_secret_key: Option<PathBuf>,
@@ -126,10 +128,13 @@ pub struct AgentFlags {
     #[arg(long, default_value_t = 1)]
     pub audit_sample: u32,
     /// Serve debug sessions and attach (LAUNCH_NESTED_CONTAINER_SESSION,
-    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`), as Mesos
-    /// does, authorized by the `launch_nested_container_sessions_*` and
-    /// `attach_containers_*` ACLs; `--debug_sessions=false` turns them off.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "true")]
+    /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`), authorized
+    /// by the `launch_nested_container_sessions_*` and `attach_containers_*`
+    /// ACLs. Off by default (Mesos serves them always): until the launch
+    /// protocol hands the switchboard's descriptors to the container, the
+    /// container opens its FIFOs and pty by path, which a tenant can
+    /// redirect (see the README).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     pub debug_sessions: bool,
 }
 
@@ -163,6 +168,14 @@ impl AgentFlags {
             .unwrap_or_else(|| self.work_dir.join("run"))
     }
 
+    /// Whether the executor API is authenticated: `--authenticate_http_executors`
+    /// when given, else `--authenticate_http_readwrite` (which covered the
+    /// executor API before the flag existed here).
+    pub fn authenticate_http_executors(&self) -> bool {
+        self.authenticate_http_executors_given
+            .unwrap_or(self.authenticate_http_readwrite)
+    }
+
     /// The effective per-peer connection cap.
     pub fn max_http_connections_per_peer(&self) -> u32 {
         self.max_http_connections_per_peer
@@ -191,7 +204,7 @@ impl AgentFlags {
             ),
             (
                 "authenticate_http_executors",
-                Some(self.authenticate_http_executors.to_string()),
+                Some(self.authenticate_http_executors().to_string()),
             ),
             ("jwt_secret_key", self.jwt_secret_key.as_deref().map(p)),
             (
@@ -315,6 +328,34 @@ mod tests {
         ])
         .unwrap();
         assert!(!w.flags.disallow_sharing_agent_pid_namespace);
+    }
+
+    /// Not given, `--authenticate_http_executors` follows
+    /// `--authenticate_http_readwrite`; given, it wins.
+    #[test]
+    fn executor_authentication_defaults_to_readwrite() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["x", "--work_dir=/w"];
+            all.extend_from_slice(args);
+            Wrapper::try_parse_from(all).unwrap().flags
+        };
+        assert!(!parse(&[]).authenticate_http_executors());
+        assert!(parse(&["--authenticate_http_readwrite"]).authenticate_http_executors());
+        assert!(
+            !parse(&[
+                "--authenticate_http_readwrite",
+                "--authenticate_http_executors=false"
+            ])
+            .authenticate_http_executors()
+        );
+        assert!(parse(&["--authenticate_http_executors"]).authenticate_http_executors());
+        assert!(
+            parse(&[
+                "--authenticate_http_readwrite=false",
+                "--authenticate_http_executors"
+            ])
+            .authenticate_http_executors()
+        );
     }
 
     #[test]

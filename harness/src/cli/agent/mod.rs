@@ -248,6 +248,27 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             ),
         }
     }
+    // Mesos' realm for the executor API, with its own flag
+    // (src/slave/slave.cpp:338-388); not given, it follows
+    // --authenticate_http_readwrite (see `AgentFlags`). Checked first: an
+    // upgrade that turned it on must say so, not fail on something else.
+    if flags.authenticate_http_executors() && flags.jwt_secret_key.is_none() {
+        if flags.authenticate_http_executors_given.is_none() {
+            bail!(
+                "--jwt_secret_key must be specified when --authenticate_http_executors is set to true \
+                 (not given, it follows --authenticate_http_readwrite; \
+                 --authenticate_http_executors=false leaves the executor API unauthenticated)"
+            );
+        }
+        bail!(
+            "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
+        );
+    }
+    if flags.authenticate_http_readwrite && flags.authenticate_http_executors_given == Some(false) {
+        tracing::warn!(
+            "--authenticate_http_executors=false: the executor API (/api/v1/executor) is not authenticated although --authenticate_http_readwrite is set"
+        );
+    }
     let authenticator = if flags.authenticate_http_readwrite {
         Some(HttpAuthenticator::create(
             &abi,
@@ -258,14 +279,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    // Mesos' realm for the executor API, with its own flag
-    // (src/slave/slave.cpp:338-388).
-    let executor_authenticator = if flags.authenticate_http_executors {
-        if flags.jwt_secret_key.is_none() {
-            bail!(
-                "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
-            );
-        }
+    let executor_authenticator = if flags.authenticate_http_executors() {
         Some(HttpAuthenticator::create(
             &abi,
             "mesos-agent-executor",

@@ -19,7 +19,7 @@ use nestguard::proto::mesos::{self, ContainerId};
 use tokio::sync::mpsc;
 
 use super::blocking;
-use crate::cli::agent::core::{Agent, ApiError, Chunk, Launched};
+use crate::cli::agent::core::{Agent, ApiError, Chunk, Launched, require_debug_sessions};
 use crate::cli::agent::negotiation::{
     APPLICATION_RECORDIO, ContentType, Format, MESSAGE_CONTENT_TYPE, MediaTypes, decode_call,
 };
@@ -61,6 +61,7 @@ pub(super) async fn serve(
     call: Call,
     media: MediaTypes,
 ) -> Result<Response, ApiError> {
+    require_debug_sessions()?;
     match kind {
         call::Type::AttachContainerOutput => {
             let id: ContainerId = call
@@ -282,6 +283,7 @@ async fn attach_input_records(
     records: &mut Records,
 ) -> Result<Response, ApiError> {
     use call::attach_container_input::Type as InputType;
+    require_debug_sessions()?;
     // Decoded (and validated) as a collected body's first record would be.
     let decode = |record: Option<Vec<u8>>| {
         let framed = record.map(|r| recordio::encode(&r)).unwrap_or_default();

@@ -69,6 +69,18 @@ pub(super) fn merge_env(layers: &[&Environment]) -> Environment {
     Environment { variables: merged }
 }
 
+/// Marks a container as launching until the launch is over.
+struct Launching<'a> {
+    agent: &'a Agent,
+    key: String,
+}
+
+impl Drop for Launching<'_> {
+    fn drop(&mut self) {
+        lock(&self.agent.state).launching.remove(&self.key);
+    }
+}
+
 impl Agent {
     /// LAUNCH_NESTED_CONTAINER / LAUNCH_CONTAINER (already authorized).
     pub fn launch(
@@ -94,9 +106,20 @@ impl Agent {
         class: mesos::slave::ContainerClass,
     ) -> Result<Launched, ApiError> {
         let key = to_dotted(id);
-        if self.terminated(&key).is_some() {
-            return Ok(Launched::Already);
-        }
+        // A duplicate of a launching, running or ended container is Mesos'
+        // ALREADY_LAUNCHED (202), before anything is made for it: a second
+        // switchboard (a new pty) must never replace the running one's, nor
+        // a second isolator preparation touch its cgroups.
+        let _launching = {
+            let mut state = lock(&self.state);
+            if state.containers.contains_key(&key) || !state.launching.insert(key.clone()) {
+                return Ok(Launched::Already);
+            }
+            Launching {
+                agent: self,
+                key: key.clone(),
+            }
+        };
         if let Some(c) = &container
             && c.r#type() != mesos::container_info::Type::Mesos
         {
@@ -172,12 +195,13 @@ impl Agent {
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
         }
         match (&started, board) {
-            (Ok(()), Some(board)) => self.start_switchboard(key.clone(), board),
-            (Err(_), Some(board)) => Agent::abandon_switchboard(&board),
+            (Ok(Launched::Now), Some(board)) => self.start_switchboard(key.clone(), board),
+            // A launch that raced a duplicate (the launcher has the
+            // container): the running one keeps its switchboard.
+            (Ok(Launched::Already) | Err(_), Some(board)) => Agent::abandon_switchboard(&board),
             _ => {}
         }
-        started?;
-        Ok(Launched::Now)
+        started
     }
 
     /// Remembers a standalone container across agent restarts.
@@ -221,12 +245,13 @@ impl Agent {
     /// isolators isolate the new pid and start watching; then the container
     /// is reaped. `agent_env` is the agent's part of the environment (lowest
     /// priority, under the isolators' and then the command's).
+    /// [`Launched::Already`] when the launcher already has the container.
     pub(super) fn start(
         self: &Arc<Self>,
         id: ContainerId,
         config: ContainerConfig,
         agent_env: Environment,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Launched, ApiError> {
         let key = to_dotted(&id);
         let sandbox = PathBuf::from(&config.directory);
         let prepared = match &self.modules.isolator {
@@ -275,7 +300,9 @@ impl Agent {
                 .launch(&id, &info, config.container_info.as_ref(), &sandbox)
             {
                 Ok(pid) => pid,
-                Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => return Ok(()),
+                Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => {
+                    return Ok(Launched::Already);
+                }
                 Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
                     cleanup(self);
                     let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
@@ -308,7 +335,7 @@ impl Agent {
         let record = ContainerRecord::running(id.clone(), sandbox, config.user.clone(), None);
         lock(&self.state).containers.insert(key, record);
         self.reap(id, watch);
-        Ok(())
+        Ok(Launched::Now)
     }
 
     /// Waits for the container's exit on a blocking thread while watching

@@ -62,26 +62,34 @@ impl Agent {
     /// One more task on a pod's executor (see [`Agent::launch_task`]),
     /// authorized as the pod's tasks are: RUN_TASK for the task and the
     /// pod's framework, by the framework's principal.
+    ///
+    /// The task's `executor` is the recorded one: a caller's own is
+    /// refused unless it is that one (as the master refuses an ExecutorInfo
+    /// incompatible with the running executor's), so the ACL checks the
+    /// pod's executor user, never one the caller wrote.
     pub fn launch_single_task(
         &self,
         subject: Option<&Subject>,
         root: &str,
-        task: mesos::TaskInfo,
+        mut task: mesos::TaskInfo,
     ) -> Result<(), ApiError> {
         let Some(record) = self.executor(root) else {
             return Err(ApiError::NotFound(format!(
                 "Container {root} cannot be found"
             )));
         };
-        if task
-            .executor
-            .as_ref()
-            .is_some_and(|e| e.executor_id != record.executor.executor_id)
-        {
-            return Err(ApiError::BadRequest(
-                "'executor.executor_id' must be the pod's executor".into(),
-            ));
+        if let Some(own) = &mut task.executor {
+            if own.framework_id.is_none() {
+                own.framework_id = record.executor.framework_id.clone();
+            }
+            if *own != record.executor {
+                return Err(ApiError::BadRequest(format!(
+                    "The `ExecutorInfo` of task '{}' is different from executor '{}'",
+                    task.task_id.value, record.executor.executor_id.value
+                )));
+            }
         }
+        task.executor = Some(record.executor.clone());
         let object = mesos::authorization::Object {
             framework_info: Some(record.framework.clone()),
             task_info: Some(task.clone()),

@@ -120,6 +120,10 @@ pub struct Agent {
 pub(super) struct Registry {
     pub(super) executors: BTreeMap<String, ExecutorRecord>,
     pub(super) containers: BTreeMap<String, ContainerRecord>,
+    /// Containers being launched (not yet in `containers`): a second
+    /// launch of one is ALREADY_LAUNCHED, as Mesos' containerizer answers
+    /// for a container it knows, launched or launching.
+    pub(super) launching: std::collections::BTreeSet<String>,
 }
 
 pub(super) fn lock(m: &Mutex<Registry>) -> MutexGuard<'_, Registry> {

@@ -63,9 +63,23 @@ use tokio::sync::mpsc;
 use super::registry::{Agent, ApiError};
 
 /// Whether the agent serves debug sessions, attach and TTYs (its
-/// `--debug_sessions` flag, on by default as in Mesos; one agent per
-/// process).
-pub static DEBUG_SESSIONS: AtomicBool = AtomicBool::new(true);
+/// `--debug_sessions` flag, off by default, unlike Mesos: the container
+/// still opens its FIFOs and pty by path; one agent per process).
+pub static DEBUG_SESSIONS: AtomicBool = AtomicBool::new(false);
+
+/// The 400 of a session, an attach or a `tty_info` launch on an agent
+/// started without `--debug_sessions`.
+pub const SESSIONS_OFF: &str =
+    "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
+
+/// 400 [`SESSIONS_OFF`] unless the agent serves debug sessions.
+pub fn require_debug_sessions() -> Result<(), ApiError> {
+    if DEBUG_SESSIONS.load(Ordering::Relaxed) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(SESSIONS_OFF.into()))
+    }
+}
 
 /// The FIFOs' directory, relative to the sandbox.
 const IO_DIR: &str = ".nestguard-io";
@@ -96,6 +110,10 @@ const BACKOFF: Duration = Duration::from_millis(10);
 
 /// Output readers attached to one container at once.
 pub const MAX_SUBSCRIBERS: usize = 8;
+
+/// Debug sessions at most at once under one root container (503 beyond):
+/// each holds FIFOs or a pty, reader threads and a container.
+pub const MAX_SESSIONS: usize = 16;
 
 /// One piece of the container's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +207,10 @@ pub struct Switchboard {
     dropped_readers: AtomicU64,
     /// [`SLOW_READER_GRACE`] (shorter in tests).
     slow_reader_grace: Duration,
+    /// The uid the container runs as: the only owner of a sandbox log file
+    /// the output is teed to (a root-owned file the tenant renamed to
+    /// `stdout` is not its to fill).
+    log_owner: u32,
 }
 
 /// The single input connection; dropping it frees the slot.
@@ -457,12 +479,15 @@ impl Switchboard {
             arguments: Vec::new(),
             ..command
         };
+        let log_owner =
+            ids.map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid.as_raw());
         let board = Switchboard::new(
             tty,
             class == ContainerClass::Debug,
             sandbox_path,
             sandbox,
             wiring,
+            log_owner,
         );
         Ok((Arc::new(board), command))
     }
@@ -473,6 +498,7 @@ impl Switchboard {
         sandbox_path: &Path,
         sandbox: OwnedFd,
         wiring: Wiring,
+        log_owner: u32,
     ) -> Switchboard {
         Switchboard {
             tty,
@@ -494,6 +520,7 @@ impl Switchboard {
             terminated: AtomicBool::new(false),
             dropped_readers: AtomicU64::new(0),
             slow_reader_grace: SLOW_READER_GRACE,
+            log_owner,
         }
     }
 
@@ -542,68 +569,76 @@ impl Switchboard {
         self.dropped_readers.load(Ordering::Relaxed)
     }
 
-    /// Writes to the container's stdin off the async workers (on the
-    /// runtime's blocking pool; the descriptor is non-blocking and waited
-    /// for with `poll`), failing once the container ended. Without a TTY,
-    /// empty data is EOF and closes stdin; with one the client sends ^D.
+    /// Writes to the container's stdin without holding a thread while the
+    /// container does not read: the descriptor is non-blocking and waited
+    /// for with the runtime's reactor ([`tokio::io::unix::AsyncFd`] on a
+    /// duplicate, dropped when the write is over), looking at whether the
+    /// container ended every [`WATCH_PERIOD`]. Without a TTY, empty data is
+    /// EOF and closes stdin; with one the client sends ^D.
     pub async fn write_stdin(self: &Arc<Self>, data: Vec<u8>) -> std::io::Result<()> {
-        let board = Arc::clone(self);
-        tokio::task::spawn_blocking(move || board.write_stdin_now(&data))
-            .await
-            .map_err(std::io::Error::other)?
-    }
-
-    fn write_stdin_now(&self, data: &[u8]) -> std::io::Result<()> {
         let broken = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin is closed");
-        let mut stdin = self
-            .stdin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.closed.load(Ordering::SeqCst) {
-            *stdin = None;
-            return if data.is_empty() {
-                Ok(())
-            } else {
-                Err(broken())
-            };
-        }
         if data.is_empty() && !self.tty {
             // EOF. What was written stays in the FIFO only while a
             // descriptor holds it open: wait until the container read it
             // all (it opened its end, then) or ended.
-            if let Some(fd) = stdin.as_ref() {
-                while !self.closed.load(Ordering::SeqCst)
-                    && rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0)
-                {
-                    std::thread::sleep(WATCH_PERIOD);
+            while !self.closed.load(Ordering::SeqCst) {
+                let pending = self
+                    .stdin_lock()
+                    .as_ref()
+                    .is_some_and(|fd| rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0));
+                if !pending {
+                    break;
                 }
+                tokio::time::sleep(WATCH_PERIOD).await;
             }
-            *stdin = None;
+            *self.stdin_lock() = None;
             return Ok(());
         }
-        let Some(fd) = stdin.as_ref() else {
-            return Err(broken());
+        let fd = {
+            let mut stdin = self.stdin_lock();
+            if self.closed.load(Ordering::SeqCst) {
+                *stdin = None;
+                return if data.is_empty() {
+                    Ok(())
+                } else {
+                    Err(broken())
+                };
+            }
+            let Some(fd) = stdin.as_ref() else {
+                return Err(broken());
+            };
+            fd.try_clone()?
         };
-        let mut rest = data;
+        // Deprecated for types whose `as_raw_fd` could change or close
+        // under the registration; an `OwnedFd` moved into the `AsyncFd` is
+        // open and the same until it is dropped with it (the safe
+        // constructor keeps `unsafe` out of the package).
+        #[allow(deprecated)]
+        let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::WRITABLE)?;
+        let mut rest = data.as_slice();
         while !rest.is_empty() {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(broken());
             }
-            match rustix::io::write(fd, rest) {
+            match rustix::io::write(fd.get_ref(), rest) {
                 Ok(n) => rest = &rest[n..],
                 Err(rustix::io::Errno::AGAIN) => {
                     // Full: wait for room, looking at `closed` now and then.
-                    let mut fds = [rustix::event::PollFd::new(
-                        fd,
-                        rustix::event::PollFlags::OUT,
-                    )];
-                    let _ = rustix::event::poll(&mut fds, Some(&poll_timeout()));
+                    if let Ok(ready) = tokio::time::timeout(WATCH_PERIOD, fd.writable()).await {
+                        ready?.clear_ready();
+                    }
                 }
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
         }
         Ok(())
+    }
+
+    fn stdin_lock(&self) -> MutexGuard<'_, Option<OwnedFd>> {
+        self.stdin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// TIOCSWINSZ on the pty (`os::setWindowSize`).
@@ -623,7 +658,8 @@ impl Switchboard {
 
     /// The sandbox's log file `name`, opened relative to the sandbox's
     /// descriptor: never through a link, never created, and only a regular
-    /// file with a single link (a hard link could name a file elsewhere).
+    /// file with a single link (a hard link could name a file elsewhere)
+    /// owned by the container's user (not one of root's renamed there).
     fn open_log(&self, name: &str) -> Option<File> {
         let at = self.sandbox_path.join(name);
         let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::NOCTTY | OFlags::NONBLOCK;
@@ -637,6 +673,10 @@ impl Switchboard {
         let stat = rustix::fs::fstat(&fd).ok()?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || stat.st_nlink != 1 {
             tracing::warn!(path = %at.display(), "not a regular file with one link; not teeing the output to it");
+            return None;
+        }
+        if stat.st_uid != self.log_owner {
+            tracing::warn!(path = %at.display(), owner = stat.st_uid, "not owned by the container's user; not teeing the output to it");
             return None;
         }
         Some(File::from(fd))
@@ -745,10 +785,10 @@ impl Switchboard {
     /// The container ended: a pending write gives up, stdin is closed.
     fn close_input(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        // A writer waiting for room holds it, and drops it on its way out.
-        if let Ok(mut stdin) = self.stdin.try_lock() {
-            *stdin = None;
-        }
+        // Writers hold the lock only to look or to duplicate the
+        // descriptor; one waiting for room holds a duplicate, which it
+        // drops within a WATCH_PERIOD.
+        *self.stdin_lock() = None;
     }
 }
 
@@ -766,11 +806,7 @@ impl Agent {
         if !Switchboard::required(class, container) {
             return Ok((None, command));
         }
-        if !DEBUG_SESSIONS.load(Ordering::Relaxed) {
-            return Err(ApiError::BadRequest(
-                "Debug sessions and TTYs are off on this agent (--debug_sessions=false)".into(),
-            ));
-        }
+        require_debug_sessions()?;
         let (board, command) = Switchboard::create(
             &self.layout.work_dir,
             sandbox,
@@ -784,9 +820,18 @@ impl Agent {
 
     /// Serves a launched container's switchboard until the container ends.
     pub(super) fn start_switchboard(self: &Arc<Self>, key: String, board: Arc<Switchboard>) {
-        self.switchboards
-            .map()
-            .insert(key.clone(), Arc::clone(&board));
+        // Never over a running container's switchboard (its readers and
+        // writer stay attached to the one they opened).
+        match self.switchboards.map().entry(key.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                tracing::warn!(container_id = %key, "a second switchboard for a container was dropped");
+                board.close_input();
+                return;
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(Arc::clone(&board));
+            }
+        }
         if board.tty {
             let b = Arc::clone(&board);
             std::thread::spawn(move || {
@@ -864,6 +909,8 @@ impl Agent {
         command: Option<CommandInfo>,
         container: Option<ContainerInfo>,
     ) -> Result<super::Launched, ApiError> {
+        self.session_user_is_the_parents(id, command.as_ref())?;
+        self.room_for_a_session(id)?;
         self.launch_as(
             id,
             command,
@@ -872,6 +919,65 @@ impl Agent {
             Default::default(),
             ContainerClass::Debug,
         )
+    }
+
+    /// 503 when [`MAX_SESSIONS`] sessions run under the root container
+    /// already (a duplicate launch of a running one is let through: it is
+    /// answered 202). Checked before the launch and not under one lock
+    /// with it, so launches racing each other may pass it together.
+    fn room_for_a_session(
+        &self,
+        id: &nestguard::proto::mesos::ContainerId,
+    ) -> Result<(), ApiError> {
+        let key = nestguard::container_id::to_dotted(id);
+        let root = &nestguard::container_id::root(id).value;
+        let prefix = format!("{root}.");
+        let boards = self.switchboards.map();
+        if boards.contains_key(&key) {
+            return Ok(());
+        }
+        let running = boards
+            .iter()
+            .filter(|(k, b)| b.debug && k.starts_with(&prefix))
+            .count();
+        if running >= MAX_SESSIONS {
+            return Err(ApiError::Unavailable(format!(
+                "Too many debug sessions in container {root} (at most {MAX_SESSIONS})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses a session whose `command.user` is not its parent
+    /// container's user: the container opens its FIFOs and pty by path
+    /// (no descriptors in the launch protocol yet), and a session running
+    /// as another user (root) is what a tenant who redirects those paths
+    /// would want to read or drive.
+    fn session_user_is_the_parents(
+        &self,
+        id: &nestguard::proto::mesos::ContainerId,
+        command: Option<&CommandInfo>,
+    ) -> Result<(), ApiError> {
+        let Some(wanted) = command.and_then(|c| c.user.as_deref()) else {
+            return Ok(());
+        };
+        let Some(parent) = &id.parent else {
+            return Ok(());
+        };
+        let parent_key = nestguard::container_id::to_dotted(parent);
+        let parent_user = super::registry::lock(&self.state)
+            .containers
+            .get(&parent_key)
+            .map(|p| p.user.clone());
+        match parent_user {
+            // An absent parent is answered by the launch itself.
+            None => Ok(()),
+            Some(user) if user.as_deref() == Some(wanted) => Ok(()),
+            Some(user) => Err(ApiError::BadRequest(format!(
+                "A debug session runs as its parent container's user ({}): 'command.user' '{wanted}' differs",
+                user.as_deref().unwrap_or("the agent's user")
+            ))),
+        }
     }
 }
 
@@ -984,6 +1090,25 @@ mod tests {
         board.remove_files();
     }
 
+    /// A regular single-link file owned by someone else than the
+    /// container's user (a root-owned file the tenant renamed into the
+    /// sandbox) is not teed to.
+    #[test]
+    fn a_log_owned_by_another_user_is_never_written() {
+        use std::os::unix::fs::MetadataExt;
+        let (dir, sandbox, _outside) = layout();
+        let mut board = create(&dir, &sandbox).unwrap();
+        std::fs::write(sandbox.join("stdout"), b"keep").unwrap();
+        let ours = std::fs::metadata(sandbox.join("stdout")).unwrap().uid();
+        // The container runs as another user than the file's owner.
+        Arc::get_mut(&mut board).unwrap().log_owner = ours.wrapping_add(1);
+        assert!(board.open_log("stdout").is_none());
+        assert_eq!(std::fs::read(sandbox.join("stdout")).unwrap(), b"keep");
+        Arc::get_mut(&mut board).unwrap().log_owner = ours;
+        assert!(board.open_log("stdout").is_some());
+        board.remove_files();
+    }
+
     #[test]
     fn a_reader_that_falls_behind_is_dropped_at_the_queue_cap() {
         let (dir, sandbox, _outside) = layout();
@@ -1040,7 +1165,12 @@ mod tests {
         let write = tokio::spawn(async move { writer.write_stdin(vec![b'x'; 1 << 20]).await });
         tokio::task::yield_now().await;
         board.close_input();
-        let err = write.await.unwrap().unwrap_err();
+        // A regression fails here instead of hanging the test run.
+        let err = tokio::time::timeout(Duration::from_secs(30), write)
+            .await
+            .expect("the stalled write did not give up")
+            .unwrap()
+            .unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
         board.remove_files();
     }
