@@ -383,6 +383,59 @@ fn a_session_as_another_user_than_its_parent_is_refused() {
     assert_eq!(output(wire, &head, stream, rest).0, "0\n");
 }
 
+/// After a restart the agent no longer knows a nested container's user (it
+/// keeps no checkpoint of it): a session under one is refused, never run as
+/// the agent's user in a sandbox the tenant controls.
+#[test]
+fn a_session_under_a_recovered_nested_container_is_refused() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = session_agent();
+    let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
+    let main = agent.wait_task(&sandbox, "main", "TASK_RUNNING")["container_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let child = main.rsplit('.').next().unwrap().to_owned();
+    let under_main = |value: &str| -> Call {
+        nestguard::json::from_json(
+            &serde_json::json!({
+                "type": "LAUNCH_NESTED_CONTAINER_SESSION",
+                "launch_nested_container_session": {
+                    "container_id": {"parent": nested(&root, &child), "value": value},
+                    "command": {"shell": true, "value": "id -un"}
+                }
+            })
+            .to_string(),
+        )
+        .unwrap()
+    };
+    let wire = Wire::Json;
+    // Before the restart the task's user is known: the session runs as it.
+    let (status, head, stream, rest) = open(
+        &agent,
+        OPS,
+        &streaming_headers(wire),
+        &wire.encode(&under_main("before")),
+    );
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(output(wire, &head, stream, rest).0, "root\n");
+
+    agent.sigkill();
+    agent.spawn();
+    let (status, text) = answer(
+        &agent,
+        &streaming_headers(wire),
+        &wire.encode(&under_main("after")),
+    );
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("its user is not known to this agent since it was recovered"),
+        "{text}"
+    );
+}
+
 #[test]
 fn session_streams_output_and_the_container_is_gone_after() {
     if !require_root() {

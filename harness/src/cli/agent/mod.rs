@@ -169,6 +169,23 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         (None, Some(spec)) => manifest::resolve(&spec.library, exe_dir.as_deref()),
         (None, None) => crate::cli::library::default_path()?,
     };
+    // Mesos' realm for the executor API, with its own flag
+    // (src/slave/slave.cpp:338-388); not given, it follows
+    // --authenticate_http_readwrite (see `AgentFlags`). Checked before the
+    // library is loaded or any cgroup root claimed: an upgrade that turned it
+    // on must say so and touch nothing.
+    if flags.authenticate_http_executors() && flags.jwt_secret_key.is_none() {
+        if flags.authenticate_http_executors_given.is_none() {
+            bail!(
+                "--jwt_secret_key must be specified when --authenticate_http_executors is set to true \
+                 (not given, it follows --authenticate_http_readwrite; \
+                 --authenticate_http_executors=false leaves the executor API unauthenticated)"
+            );
+        }
+        bail!(
+            "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
+        );
+    }
     let abi = Abi::load(&library)?;
     tracing::info!(library = %abi.path().display(), "loaded libnestguard.so");
 
@@ -247,22 +264,6 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
                 "Unknown or unsupported isolator '{other}' (supported: {ISOLATOR_MODULE}, posix/cpu, posix/mem)"
             ),
         }
-    }
-    // Mesos' realm for the executor API, with its own flag
-    // (src/slave/slave.cpp:338-388); not given, it follows
-    // --authenticate_http_readwrite (see `AgentFlags`). Checked first: an
-    // upgrade that turned it on must say so, not fail on something else.
-    if flags.authenticate_http_executors() && flags.jwt_secret_key.is_none() {
-        if flags.authenticate_http_executors_given.is_none() {
-            bail!(
-                "--jwt_secret_key must be specified when --authenticate_http_executors is set to true \
-                 (not given, it follows --authenticate_http_readwrite; \
-                 --authenticate_http_executors=false leaves the executor API unauthenticated)"
-            );
-        }
-        bail!(
-            "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
-        );
     }
     if flags.authenticate_http_readwrite && flags.authenticate_http_executors_given == Some(false) {
         tracing::warn!(

@@ -218,10 +218,9 @@ impl Agent {
                 sandbox = PathBuf::from(&state.directory);
             }
             let user = if id.parent.is_none() { root_user } else { None };
-            lock(&self.state).containers.insert(
-                key.clone(),
-                ContainerRecord::running(id.clone(), sandbox, user, recovery_error),
-            );
+            let mut record = ContainerRecord::running(id.clone(), sandbox, user, recovery_error);
+            record.user_unknown = id.parent.is_some();
+            lock(&self.state).containers.insert(key.clone(), record);
             if cut_keys.contains(key.as_str()) {
                 self.fail_cut_off_launch(&id);
                 continue;

@@ -63,6 +63,10 @@ pub(super) struct ContainerRecord {
     pub(super) id: ContainerId,
     pub(super) sandbox: PathBuf,
     pub(super) user: Option<String>,
+    /// `user` is not known: a nested container recovered after a restart
+    /// (the agent keeps no checkpoint of a nested container's user). Debug
+    /// sessions under it are refused rather than run as the agent's user.
+    pub(super) user_unknown: bool,
     /// Why its checkpoint could not be recovered (it runs on, unmanaged by
     /// anything but an explicit KILL); its termination carries this.
     pub(super) recovery_error: Option<String>,
@@ -83,6 +87,7 @@ impl ContainerRecord {
             id,
             sandbox,
             user,
+            user_unknown: false,
             recovery_error,
             termination,
         }

@@ -958,9 +958,6 @@ impl Agent {
         id: &nestguard::proto::mesos::ContainerId,
         command: Option<&CommandInfo>,
     ) -> Result<(), ApiError> {
-        let Some(wanted) = command.and_then(|c| c.user.as_deref()) else {
-            return Ok(());
-        };
         let Some(parent) = &id.parent else {
             return Ok(());
         };
@@ -968,8 +965,19 @@ impl Agent {
         let parent_user = super::registry::lock(&self.state)
             .containers
             .get(&parent_key)
-            .map(|p| p.user.clone());
-        match parent_user {
+            .map(|p| (p.user.clone(), p.user_unknown));
+        // A nested parent recovered after a restart: its user is not known,
+        // and a session without one would run as the agent's user in a
+        // sandbox the tenant controls. Refused, whatever the call asks.
+        if let Some((_, true)) = parent_user {
+            return Err(ApiError::BadRequest(format!(
+                "Debug sessions under '{parent_key}' are refused: its user is not known to this agent since it was recovered"
+            )));
+        }
+        let Some(wanted) = command.and_then(|c| c.user.as_deref()) else {
+            return Ok(());
+        };
+        match parent_user.map(|(user, _)| user) {
             // An absent parent is answered by the launch itself.
             None => Ok(()),
             Some(user) if user.as_deref() == Some(wanted) => Ok(()),
