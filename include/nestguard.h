@@ -42,7 +42,7 @@
 
 /** ABI version of this header; compare with nestguard_abi_version(). */
 #define NESTGUARD_ABI_VERSION_MAJOR 0
-#define NESTGUARD_ABI_VERSION_MINOR 2
+#define NESTGUARD_ABI_VERSION_MINOR 3
 #define NESTGUARD_ABI_VERSION_PATCH 0
 #define NESTGUARD_ABI_VERSION ((NESTGUARD_ABI_VERSION_MAJOR << 16) | (NESTGUARD_ABI_VERSION_MINOR << 8) | NESTGUARD_ABI_VERSION_PATCH)
 
@@ -61,6 +61,12 @@
  * `--disallow_sharing_agent_pid_namespace`; nestguard is stricter).
  */
 #define NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE 2
+
+/**
+ * Flag of `nestguard_container_io`: the three descriptors are the slave
+ * side of a pseudo-terminal.
+ */
+#define NESTGUARD_CONTAINER_IO_TTY 1
 
 /**
  * The result of a fallible nestguard function.
@@ -563,6 +569,28 @@ typedef struct {
    */
   bool has_command;
 } nestguard_object_view;
+
+/**
+ * The command's stdio for `nestguard_launcher_launch_with_io`.
+ */
+typedef struct {
+  /**
+   * Becomes the command's fd 0.
+   */
+  int32_t stdin_fd;
+  /**
+   * Becomes the command's fd 1.
+   */
+  int32_t stdout_fd;
+  /**
+   * Becomes the command's fd 2.
+   */
+  int32_t stderr_fd;
+  /**
+   * 0 or `NESTGUARD_CONTAINER_IO_TTY`.
+   */
+  uint32_t flags;
+} nestguard_container_io;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1278,6 +1306,30 @@ nestguard_result nestguard_launcher_launch(const nestguard_launcher *launcher,
                                            const char *sandbox,
                                            size_t sandbox_len,
                                            int32_t *out_pid);
+
+/**
+ * `nestguard_launcher_launch` with the command's stdio given as
+ * descriptors (Mesos' `ContainerIO`): `io` (may be NULL: the sandbox's
+ * `stdout`/`stderr` files, as `nestguard_launcher_launch`) names the
+ * descriptors that become the command's fds 0, 1 and 2 — pipe ends or
+ * sockets, or with `NESTGUARD_CONTAINER_IO_TTY` the slave side of a
+ * pseudo-terminal (each of the three), which becomes the command's
+ * controlling terminal. Nothing is opened by path. The descriptors are
+ * borrowed: the launcher duplicates them for the container, and the
+ * caller closes its own copies when the call returns (the reader sees
+ * EOF once the container's processes are gone). Since ABI 0.3.
+ */
+nestguard_result nestguard_launcher_launch_with_io(const nestguard_launcher *launcher,
+                                                   const uint8_t *id,
+                                                   size_t id_len,
+                                                   const uint8_t *launch_info,
+                                                   size_t launch_info_len,
+                                                   const uint8_t *container_info,
+                                                   size_t container_info_len,
+                                                   const char *sandbox,
+                                                   size_t sandbox_len,
+                                                   const nestguard_container_io *io,
+                                                   int32_t *out_pid);
 
 /**
  * Writes a pollable fd (a pidfd: readable once the container exited) to

@@ -192,6 +192,16 @@ static void test_metrics(void) {
   free(buf);
 }
 
+/* The launch with descriptors (ABI 0.3): its struct and flag are in the
+ * header, and a NULL launcher is refused with a code. */
+static void test_launch_with_io(void) {
+  nestguard_container_io io = {0, 1, 2, NESTGUARD_CONTAINER_IO_TTY};
+  int32_t pid = 0;
+  nestguard_result rc =
+      nestguard_launcher_launch_with_io(NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, &io, &pid);
+  CHECK(rc == NESTGUARD_RESULT_NULL_PARAMETER, "a launch with io on a NULL launcher is refused");
+}
+
 int main(void) {
   test_version();
   test_round_trip();
@@ -199,6 +209,7 @@ int main(void) {
   test_deep_ids();
   test_panic_boundary();
   test_metrics();
+  test_launch_with_io();
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 //! status under `<runtime_dir>/containers/<root>/containers/<child>/`, so
 //! statuses survive a restart of the host.
 
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use super::isolator::nestguard_isolator;
 use super::result::{AbiError, nestguard_result};
 use crate::isolation::helper::command::CommandError;
 use crate::isolation::launcher::{
-    Launcher, LauncherError, LauncherOptions, Mode, default_helper_path,
+    ContainerIo, Launcher, LauncherError, LauncherOptions, Mode, default_helper_path,
 };
 use crate::isolation::namespace_ops::NamespaceError;
 use crate::isolation::paths;
@@ -51,7 +52,8 @@ impl AbiError for LauncherError {
             LauncherError::Command(_)
             | LauncherError::Namespace(_)
             | LauncherError::Signal(_)
-            | LauncherError::Seccomp(_) => R::InvalidArgument,
+            | LauncherError::Seccomp(_)
+            | LauncherError::Stdio(_) => R::InvalidArgument,
             LauncherError::Sandbox(_) | LauncherError::Io { .. } => R::Io,
             LauncherError::Checkpoint(_)
             | LauncherError::BadStatus(_)
@@ -201,35 +203,38 @@ impl nestguard_launcher {
         out_pid: *mut i32,
     ) -> nestguard_result {
         ffi_panic_boundary! {
-            let l = try_launcher!(launcher);
-            try_not_null!(out_pid, "out_pid");
-            let id = try_id!(id, id_len);
-            let info = try_decode!(ContainerLaunchInfo, launch_info, launch_info_len, "launch_info");
-            let container = if container_info_len == 0 {
-                None
-            } else {
-                Some(try_decode!(ContainerInfo, container_info, container_info_len, "container_info"))
-            };
-            let sandbox = try_str!(sandbox, sandbox_len, "sandbox");
-            let sandbox = if !sandbox.is_empty() {
-                PathBuf::from(sandbox)
-            } else {
-                let Some(parent) = id.parent.as_deref() else {
-                    return fail(
-                        nestguard_result::InvalidArgument,
-                        "argument `sandbox` must not be empty for a top-level container",
-                    );
-                };
-                match l.sandbox(parent) {
-                    Some(parent_sandbox) => paths::nested_sandbox(&parent_sandbox, &id),
-                    None => return fail_with(&LauncherError::ParentNotRunning(
-                        crate::container_id::to_dotted(parent),
-                    )),
-                }
-            };
-            let pid = try_abi!(l.launch(&id, &info, container.as_ref(), &sandbox));
-            write_out(out_pid, pid);
-            nestguard_result::Ok
+            launch(launcher, id, id_len, launch_info, launch_info_len, container_info,
+                container_info_len, sandbox, sandbox_len, std::ptr::null(), out_pid)
+        }
+    }
+
+    /// `nestguard_launcher_launch` with the command's stdio given as
+    /// descriptors (Mesos' `ContainerIO`): `io` (may be NULL: the sandbox's
+    /// `stdout`/`stderr` files, as `nestguard_launcher_launch`) names the
+    /// descriptors that become the command's fds 0, 1 and 2 — pipe ends or
+    /// sockets, or with `NESTGUARD_CONTAINER_IO_TTY` the slave side of a
+    /// pseudo-terminal (each of the three), which becomes the command's
+    /// controlling terminal. Nothing is opened by path. The descriptors are
+    /// borrowed: the launcher duplicates them for the container, and the
+    /// caller closes its own copies when the call returns (the reader sees
+    /// EOF once the container's processes are gone). Since ABI 0.3.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_launch_with_io(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        launch_info: *const u8,
+        launch_info_len: usize,
+        container_info: *const u8,
+        container_info_len: usize,
+        sandbox: *const std::ffi::c_char,
+        sandbox_len: usize,
+        io: *const nestguard_container_io,
+        out_pid: *mut i32,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            launch(launcher, id, id_len, launch_info, launch_info_len, container_info,
+                container_info_len, sandbox, sandbox_len, io, out_pid)
         }
     }
 
@@ -340,6 +345,111 @@ impl nestguard_launcher {
             free_handle(launcher)
         }
     }
+}
+
+/// Flag of `nestguard_container_io`: the three descriptors are the slave
+/// side of a pseudo-terminal.
+pub const NESTGUARD_CONTAINER_IO_TTY: u32 = 1;
+
+/// The command's stdio for `nestguard_launcher_launch_with_io`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct nestguard_container_io {
+    /// Becomes the command's fd 0.
+    pub stdin_fd: i32,
+    /// Becomes the command's fd 1.
+    pub stdout_fd: i32,
+    /// Becomes the command's fd 2.
+    pub stderr_fd: i32,
+    /// 0 or `NESTGUARD_CONTAINER_IO_TTY`.
+    pub flags: u32,
+}
+
+/// Shared body of the two launch calls (inside their panic boundaries).
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    launcher: *const nestguard_launcher,
+    id: *const u8,
+    id_len: usize,
+    launch_info: *const u8,
+    launch_info_len: usize,
+    container_info: *const u8,
+    container_info_len: usize,
+    sandbox: *const std::ffi::c_char,
+    sandbox_len: usize,
+    io: *const nestguard_container_io,
+    out_pid: *mut i32,
+) -> nestguard_result {
+    let l = try_launcher!(launcher);
+    try_not_null!(out_pid, "out_pid");
+    let id = try_id!(id, id_len);
+    let info = try_decode!(
+        ContainerLaunchInfo,
+        launch_info,
+        launch_info_len,
+        "launch_info"
+    );
+    let container = if container_info_len == 0 {
+        None
+    } else {
+        Some(try_decode!(
+            ContainerInfo,
+            container_info,
+            container_info_len,
+            "container_info"
+        ))
+    };
+    let sandbox = try_str!(sandbox, sandbox_len, "sandbox");
+    let sandbox = if !sandbox.is_empty() {
+        PathBuf::from(sandbox)
+    } else {
+        let Some(parent) = id.parent.as_deref() else {
+            return fail(
+                nestguard_result::InvalidArgument,
+                "argument `sandbox` must not be empty for a top-level container",
+            );
+        };
+        match l.sandbox(parent) {
+            Some(parent_sandbox) => paths::nested_sandbox(&parent_sandbox, &id),
+            None => {
+                return fail_with(&LauncherError::ParentNotRunning(
+                    crate::container_id::to_dotted(parent),
+                ));
+            }
+        }
+    };
+    // SAFETY: a non-null `io` points to a caller's nestguard_container_io.
+    let io = match unsafe { io.as_ref() } {
+        None => None,
+        Some(io) => match container_io(io) {
+            Ok(io) => Some(io),
+            Err(text) => return fail(nestguard_result::InvalidArgument, text),
+        },
+    };
+    let pid = try_abi!(l.launch_with_io(&id, &info, container.as_ref(), &sandbox, io.as_ref()));
+    write_out(out_pid, pid);
+    nestguard_result::Ok
+}
+
+/// The descriptors of `io`, borrowed for the call.
+fn container_io(io: &nestguard_container_io) -> Result<ContainerIo<'_>, String> {
+    if io.flags & !NESTGUARD_CONTAINER_IO_TTY != 0 {
+        return Err(format!("unknown container io flags {:#x}", io.flags));
+    }
+    let fd = |fd: i32, name: &str| {
+        if fd < 0 {
+            return Err(format!("`io.{name}` is not a descriptor: {fd}"));
+        }
+        // SAFETY: the caller keeps the descriptor open for the call; the
+        // borrow does not outlive `io`, which the call does not keep.
+        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+    };
+    Ok(ContainerIo {
+        stdin: fd(io.stdin_fd, "stdin_fd")?,
+        stdout: fd(io.stdout_fd, "stdout_fd")?,
+        stderr: fd(io.stderr_fd, "stderr_fd")?,
+        tty: io.flags & NESTGUARD_CONTAINER_IO_TTY != 0,
+    })
 }
 
 /// Shared body of the two constructors (inside their panic boundaries).

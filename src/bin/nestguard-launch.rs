@@ -14,11 +14,25 @@
 
 #![no_main]
 
-/// The C entry point; arguments are unused (everything comes over stdin).
+/// The C entry point. The launch data comes over stdin; the arguments only
+/// name the stdio descriptors the host handed over, if any.
+///
+/// # Safety
+///
+/// Called by the C runtime only, with `argc` valid strings in `argv`.
 #[unsafe(no_mangle)]
-pub extern "C" fn main(
-    _argc: std::ffi::c_int,
-    _argv: *const *const std::ffi::c_char,
+pub unsafe extern "C" fn main(
+    argc: std::ffi::c_int,
+    argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
-    nestguard::isolation::helper::supervisor::helper_main()
+    let count = usize::try_from(argc).unwrap_or(0);
+    let args: Vec<&[u8]> = (1..count)
+        .filter_map(|i| {
+            // SAFETY: the C runtime passes `argc` valid, NUL-terminated
+            // strings in `argv`, alive for the whole process.
+            let arg = unsafe { *argv.add(i) };
+            (!arg.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(arg) }.to_bytes())
+        })
+        .collect();
+    nestguard::isolation::helper::supervisor::helper_main(&args)
 }

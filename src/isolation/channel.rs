@@ -51,6 +51,22 @@ pub struct Control {
     /// component swapped for a link since).
     #[serde(default)]
     pub sandbox_identity: Option<(u64, u64)>,
+    /// The host handed the helper the command's stdin, stdout and stderr
+    /// (see [`super::launcher::ContainerIo`]): the command gets them as
+    /// fds 0/1/2 instead of the sandbox's log files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdio: Option<StdioKind>,
+}
+
+/// What the descriptors the host handed over are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StdioKind {
+    /// Pipes (or sockets): plain descriptors.
+    Pipes,
+    /// The slave side of a pseudo-terminal, three times: it becomes the
+    /// command's controlling terminal.
+    Tty,
 }
 
 /// A malformed message between host and helper.
@@ -215,6 +231,7 @@ mod tests {
             sandboxes: vec!["/sb".into()],
             seccomp: vec!["AAAAAAAAAAA=".into()],
             sandbox_identity: Some((1, 2)),
+            stdio: Some(StdioKind::Tty),
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

@@ -15,6 +15,7 @@ mod credentials_abi;
 mod header;
 mod isolator_abi;
 mod launcher_abi;
+mod launcher_io_abi;
 mod mesos_shim;
 mod metrics_abi;
 mod proto_names;

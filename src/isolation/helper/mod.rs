@@ -8,5 +8,6 @@
 pub mod command;
 pub mod mounts;
 pub mod rootfs;
+pub mod stdio;
 pub mod supervisor;
 mod vfork;

@@ -39,6 +39,7 @@ use nix::unistd::{Pid, fsync, setsid};
 use super::command::{self, Prepared};
 use super::mounts;
 use super::rootfs;
+use super::stdio::{self, Handed};
 use super::vfork;
 use crate::isolation::channel::{self, Control, Report};
 use crate::isolation::namespace_ops;
@@ -91,6 +92,12 @@ pub enum HelperError {
     /// Another syscall failed.
     #[error("{0}: {1}")]
     Syscall(&'static str, #[source] nix::Error),
+    /// The helper's arguments name no usable stdio.
+    #[error(transparent)]
+    StdioArgs(#[from] stdio::StdioArgsError),
+    /// The stdio the host handed over is unusable.
+    #[error("stdio handed by the host: {0}")]
+    Stdio(String),
 }
 
 fn at_path(call: &'static str, path: impl AsRef<Path>) -> impl FnOnce(nix::Error) -> HelperError {
@@ -130,23 +137,23 @@ fn write_fd(fd: i32, text: &str) {
     let _ = file.write_all(text.as_bytes());
 }
 
-/// Entry point of `nestguard-launch`; returns the helper's exit code.
-pub fn helper_main() -> i32 {
-    match run_helper() {
+/// Entry point of `nestguard-launch` (`args`: its arguments after the
+/// program name); returns the helper's exit code.
+pub fn helper_main(args: &[&[u8]]) -> i32 {
+    match run_helper(args) {
         Ok(()) => 0,
         Err(e) => report_failure(&e),
     }
 }
 
-fn run_helper() -> Result<(), HelperError> {
+fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
     // Descriptors the host leaked without CLOEXEC must not reach the
-    // container.
-    // A raw syscall: neither rustix 1.1 nor nix 0.32 wraps close_range(2),
-    // and closing each fd of /proc/self/fd would cost a directory read on
-    // every launch.
-    // SAFETY: close_range(3, ~0, 0) only closes descriptors; we own none yet.
-    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    // container; only the stdio it handed over, if any, stays.
+    let handed = stdio::parse_args(args);
+    stdio::close_all_but(handed.as_ref().ok().copied().flatten());
+    let handed = handed?;
     let (control, info) = channel::read_from(&mut std::io::stdin().lock())?;
+    let stdio = stdio::check(handed, control.stdio).map_err(HelperError::Stdio)?;
     // Decoded now: nothing may allocate after the vforks below.
     let filters = seccomp::decode(&control.seccomp)?;
     if info.seccomp_profile.is_some() && filters.is_empty() {
@@ -216,6 +223,7 @@ fn run_helper() -> Result<(), HelperError> {
         proc_dir: &proc_dir,
         stdout,
         filters: &filters,
+        stdio,
     };
     // A new pid namespace can only be created by a process whose active pid
     // namespace is the one it entered: after `setns` into the parent's pid
@@ -355,6 +363,8 @@ struct Launch<'a> {
     stdout: OwnedFd,
     /// Seccomp filters the command installs last.
     filters: &'a [seccompiler::BpfProgram],
+    /// The command's stdio, when the host handed it over.
+    stdio: Option<Handed>,
 }
 
 /// Forks the supervisor (in the namespaces the caller is now in); returns its
@@ -461,6 +471,9 @@ fn supervise(mut l: Launch<'_>) -> i32 {
         Ok(p) => p,
         Err(text) => return fail(text),
     };
+    if let Some(Err(text)) = l.stdio.as_ref().map(Handed::take_terminal) {
+        return fail(text);
+    }
     // SAFETY: single-threaded supervisor, suspended until the command execs;
     // the command ends in `execve` or `_exit`.
     // The default working directory is the sandbox, entered by path as
@@ -470,12 +483,22 @@ fn supervise(mut l: Launch<'_>) -> i32 {
         .flatten();
     let child = match unsafe {
         vfork::spawn(false, || {
-            exec_command(&prepared, &previous, l.filters, expect_cwd)
+            exec_command(
+                &prepared,
+                &previous,
+                l.filters,
+                expect_cwd,
+                l.stdio.as_ref(),
+            )
         })
     } {
         Err(e) => return fail(format!("clone(CLONE_VM|CLONE_VFORK): {e}")),
         Ok(child) => child,
     };
+    // The command has its copies (it has exec'd or exited).
+    if let Some(handed) = &l.stdio {
+        handed.close();
+    }
     let status = forward_and_reap(child);
     match write_status(&status_file, status) {
         Ok(()) => 0,
@@ -549,15 +572,20 @@ fn setup_inside(
 }
 
 /// In the command process: apply limits and identity, then `execve`.
-/// `expect_cwd`: the device and inode the working directory must have.
+/// `expect_cwd`: the device and inode the working directory must have;
+/// `stdio`: the descriptors that become 0/1/2.
 fn exec_command(
     p: &Prepared,
     mask: &SigSet,
     filters: &[seccompiler::BpfProgram],
     expect_cwd: Option<(u64, u64)>,
+    stdio: Option<&Handed>,
 ) -> ! {
     let result = (|| -> Result<std::convert::Infallible, String> {
         reset_signal_dispositions();
+        if let Some(handed) = stdio {
+            handed.install()?;
+        }
         for (res, soft, hard) in &p.rlimits {
             nix::sys::resource::setrlimit(*res, *soft, *hard)
                 .map_err(|e| format!("setrlimit({res:?}): {e}"))?;

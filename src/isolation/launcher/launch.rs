@@ -22,6 +22,7 @@ use crate::isolation::sandbox::{self, SandboxError};
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{ContainerId, ContainerInfo};
 
+use super::stdio::{ContainerIo, Handoff};
 use super::tree::Counted;
 use super::{Container, HELPER_NAME, Launcher, LauncherError, Mode, PendingGuard, in_subtree, io};
 
@@ -102,8 +103,21 @@ impl Launcher {
         container: Option<&ContainerInfo>,
         sandbox: &Path,
     ) -> Result<i32, LauncherError> {
+        self.launch_with_io(id, info, container, sandbox, None)
+    }
+
+    /// [`Launcher::launch`], the command's stdio being `stdio` when given
+    /// (else the sandbox's `stdout`/`stderr` files and `/dev/null`).
+    pub fn launch_with_io(
+        &self,
+        id: &ContainerId,
+        info: &ContainerLaunchInfo,
+        container: Option<&ContainerInfo>,
+        sandbox: &Path,
+        stdio: Option<&ContainerIo<'_>>,
+    ) -> Result<i32, LauncherError> {
         let started = std::time::Instant::now();
-        let launched = self.launch_timed(id, info, container, sandbox);
+        let launched = self.launch_timed(id, info, container, sandbox, stdio);
         match &launched {
             Ok(_) => crate::metrics::isolation().launched(started.elapsed()),
             Err(e) if counts_as_launch_error(e) => crate::metrics::isolation().launch_failed(),
@@ -118,9 +132,11 @@ impl Launcher {
         info: &ContainerLaunchInfo,
         container: Option<&ContainerInfo>,
         sandbox: &Path,
+        stdio: Option<&ContainerIo<'_>>,
     ) -> Result<i32, LauncherError> {
         container_id::validate(id)?;
         command::validate(info)?;
+        let handoff = stdio.map(Handoff::new).transpose()?;
         // Compiled (or found in the cache) before anything is spawned.
         let seccomp = crate::isolation::seccomp::filters_for(info)?;
         let nested = id.parent.is_some();
@@ -195,8 +211,15 @@ impl Launcher {
         // launch: see `spare`), so its exec and start-up overlap with the
         // sandbox and checkpoint work below. It blocks on its stdin until the
         // launch data arrives, so nothing of the container starts before
-        // that work is done (and durable).
-        let mut helper = self.take_helper()?;
+        // that work is done (and durable). A launch with its own stdio
+        // spawns a helper that inherits it.
+        let mut helper = match &handoff {
+            Some(handoff) => self.spawn_helper_with(Some(handoff))?,
+            None => self.take_helper()?,
+        };
+        let stdio = handoff.as_ref().map(Handoff::kind);
+        // The helper has its copies.
+        drop(handoff);
         let control = Control {
             runtime_dir: runtime.clone(),
             sandbox: sandbox.to_path_buf(),
@@ -209,6 +232,7 @@ impl Launcher {
             sandboxes,
             seccomp: seccomp.to_vec(),
             sandbox_identity: None,
+            stdio,
         };
         // A nested sandbox is made below the outermost one (the top-level
         // container's, in a directory of the agent), since every directory
@@ -316,11 +340,21 @@ impl Launcher {
     /// Spawns `nestguard-launch` with pipes for its stdin (launch data) and
     /// stdout (report). Its stderr is discarded until it has the sandbox's.
     fn spawn_helper(&self) -> Result<Child, LauncherError> {
-        Command::new(&self.options.helper)
+        self.spawn_helper_with(None)
+    }
+
+    /// [`Launcher::spawn_helper`], handing it `stdio` when given.
+    fn spawn_helper_with(&self, stdio: Option<&Handoff>) -> Result<Child, LauncherError> {
+        let mut command = Command::new(&self.options.helper);
+        command
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(handoff) = stdio {
+            handoff.pass_to(&mut command);
+        }
+        command
             .spawn()
             .map_err(|e| self.helper_error(format!("spawn: {e}")))
     }

@@ -40,9 +40,11 @@ mod destroy;
 pub mod killer;
 mod launch;
 mod recover;
+mod stdio;
 mod tree;
 
 pub use launch::{default_helper_path, encoded_len};
+pub use stdio::{ContainerIo, STDIO_ARG, StdioError};
 use tree::{Container, Pending, PendingGuard, in_subtree};
 
 /// Raw status for a container whose status is unknown: killed by SIGKILL, as
@@ -122,6 +124,9 @@ pub enum LauncherError {
     /// The launch's seccomp profile cannot be compiled.
     #[error(transparent)]
     Seccomp(#[from] super::seccomp::SeccompError),
+    /// The stdio handed to the launch is unusable.
+    #[error(transparent)]
+    Stdio(#[from] StdioError),
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LauncherError + 'a {

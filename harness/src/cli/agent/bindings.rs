@@ -4,11 +4,12 @@
 // NESTGUARD_BLESS=1 cargo test --test abi header
 
 pub const NESTGUARD_ABI_VERSION_MAJOR: u32 = 0;
-pub const NESTGUARD_ABI_VERSION_MINOR: u32 = 2;
+pub const NESTGUARD_ABI_VERSION_MINOR: u32 = 3;
 pub const NESTGUARD_ABI_VERSION_PATCH: u32 = 0;
-pub const NESTGUARD_ABI_VERSION: u32 = 512;
+pub const NESTGUARD_ABI_VERSION: u32 = 768;
 pub const NESTGUARD_LAUNCHER_POSIX: u32 = 1;
 pub const NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE: u32 = 2;
+pub const NESTGUARD_CONTAINER_IO_TTY: u32 = 1;
 pub const NESTGUARD_RESULT_OK: nestguard_result = 0;
 pub const NESTGUARD_RESULT_NULL_PARAMETER: nestguard_result = 1;
 pub const NESTGUARD_RESULT_PANIC: nestguard_result = 2;
@@ -152,6 +153,14 @@ pub struct nestguard_object_view {
     pub has_executor_info: bool,
     pub has_framework_info: bool,
     pub has_command: bool,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct nestguard_container_io {
+    pub stdin_fd: i32,
+    pub stdout_fd: i32,
+    pub stderr_fd: i32,
+    pub flags: u32,
 }
 pub struct Nestguard {
     __library: ::libloading::Library,
@@ -485,6 +494,19 @@ pub struct Nestguard {
         sandbox_len: usize,
         out_pid: *mut i32,
     ) -> nestguard_result,
+    pub nestguard_launcher_launch_with_io: unsafe extern "C" fn(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        launch_info: *const u8,
+        launch_info_len: usize,
+        container_info: *const u8,
+        container_info_len: usize,
+        sandbox: *const ::std::os::raw::c_char,
+        sandbox_len: usize,
+        io: *const nestguard_container_io,
+        out_pid: *mut i32,
+    ) -> nestguard_result,
     pub nestguard_launcher_wait_fd: unsafe extern "C" fn(
         launcher: *const nestguard_launcher,
         id: *const u8,
@@ -707,6 +729,9 @@ impl Nestguard {
         let nestguard_launcher_launch = __library
             .get(b"nestguard_launcher_launch\0")
             .map(|sym| *sym)?;
+        let nestguard_launcher_launch_with_io = __library
+            .get(b"nestguard_launcher_launch_with_io\0")
+            .map(|sym| *sym)?;
         let nestguard_launcher_wait_fd = __library
             .get(b"nestguard_launcher_wait_fd\0")
             .map(|sym| *sym)?;
@@ -795,6 +820,7 @@ impl Nestguard {
             nestguard_launcher_new_with_isolator,
             nestguard_launcher_recover,
             nestguard_launcher_launch,
+            nestguard_launcher_launch_with_io,
             nestguard_launcher_wait_fd,
             nestguard_launcher_wait,
             nestguard_launcher_kill,
@@ -1421,6 +1447,34 @@ impl Nestguard {
             container_info_len,
             sandbox,
             sandbox_len,
+            out_pid,
+        )
+    }
+    pub unsafe fn nestguard_launcher_launch_with_io(
+        &self,
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        launch_info: *const u8,
+        launch_info_len: usize,
+        container_info: *const u8,
+        container_info_len: usize,
+        sandbox: *const ::std::os::raw::c_char,
+        sandbox_len: usize,
+        io: *const nestguard_container_io,
+        out_pid: *mut i32,
+    ) -> nestguard_result {
+        (self.nestguard_launcher_launch_with_io)(
+            launcher,
+            id,
+            id_len,
+            launch_info,
+            launch_info_len,
+            container_info,
+            container_info_len,
+            sandbox,
+            sandbox_len,
+            io,
             out_pid,
         )
     }
