@@ -29,27 +29,27 @@ pub(crate) const ACLS: &str = r#"{
 }"#;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Wire {
+pub(crate) enum Wire {
     Json,
     Protobuf,
 }
 
 impl Wire {
-    fn media(self) -> &'static str {
+    pub(crate) fn media(self) -> &'static str {
         match self {
             Wire::Json => "application/json",
             Wire::Protobuf => "application/x-protobuf",
         }
     }
 
-    fn encode(self, call: &Call) -> Vec<u8> {
+    pub(crate) fn encode(self, call: &Call) -> Vec<u8> {
         match self {
             Wire::Json => nestguard::json::to_json(call).into_bytes(),
             Wire::Protobuf => call.encode_to_vec(),
         }
     }
 
-    fn decode(self, record: &[u8]) -> ProcessIo {
+    pub(crate) fn decode(self, record: &[u8]) -> ProcessIo {
         match self {
             Wire::Json => nestguard::json::from_json(std::str::from_utf8(record).unwrap()).unwrap(),
             Wire::Protobuf => ProcessIo::decode(record).unwrap(),
@@ -58,7 +58,7 @@ impl Wire {
 }
 
 /// Opens a connection, sends one request and reads the response head.
-fn open(
+pub(crate) fn open(
     agent: &TestAgent,
     who: (&str, &str),
     headers: &[(&str, &str)],
@@ -114,7 +114,12 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
 }
 
 /// Reads the rest of a streamed response; returns (stdout, stderr).
-fn output(wire: Wire, head: &str, mut stream: TcpStream, mut rest: Vec<u8>) -> (String, String) {
+pub(crate) fn output(
+    wire: Wire,
+    head: &str,
+    mut stream: TcpStream,
+    mut rest: Vec<u8>,
+) -> (String, String) {
     stream.read_to_end(&mut rest).unwrap();
     let body = if head
         .to_ascii_lowercase()
@@ -142,7 +147,7 @@ fn output(wire: Wire, head: &str, mut stream: TcpStream, mut rest: Vec<u8>) -> (
 
 /// Reads the rest of a chunked, streamed response as it comes and returns
 /// how many bytes of stdout it carried (for floods: nothing is kept).
-fn count_stdout(wire: Wire, mut stream: TcpStream, rest: Vec<u8>) -> usize {
+pub(crate) fn count_stdout(wire: Wire, mut stream: TcpStream, rest: Vec<u8>) -> usize {
     let mut decoder = recordio::Decoder::new(1 << 20);
     let (mut raw, mut total, mut buf) = (rest, 0, vec![0u8; 64 * 1024]);
     loop {
@@ -171,7 +176,12 @@ fn count_stdout(wire: Wire, mut stream: TcpStream, rest: Vec<u8>) -> usize {
     }
 }
 
-fn session_call(root: &str, child: &str, command: &str, tty: Option<(u32, u32)>) -> Call {
+pub(crate) fn session_call(
+    root: &str,
+    child: &str,
+    command: &str,
+    tty: Option<(u32, u32)>,
+) -> Call {
     let mut json = serde_json::json!({
         "type": "LAUNCH_NESTED_CONTAINER_SESSION",
         "launch_nested_container_session": {
@@ -188,7 +198,7 @@ fn session_call(root: &str, child: &str, command: &str, tty: Option<(u32, u32)>)
     nestguard::json::from_json(&json.to_string()).unwrap()
 }
 
-fn streaming_headers(wire: Wire) -> [(&'static str, &'static str); 3] {
+pub(crate) fn streaming_headers(wire: Wire) -> [(&'static str, &'static str); 3] {
     [
         ("Content-Type", wire.media()),
         ("Accept", "application/recordio"),
@@ -197,7 +207,7 @@ fn streaming_headers(wire: Wire) -> [(&'static str, &'static str); 3] {
 }
 
 /// ATTACH_CONTAINER_INPUT records: the container ID, then `ios`.
-fn input_body(wire: Wire, root: &str, child: &str, ios: &[ProcessIo]) -> Vec<u8> {
+pub(crate) fn input_body(wire: Wire, root: &str, child: &str, ios: &[ProcessIo]) -> Vec<u8> {
     let first: Call = nestguard::json::from_json(
         &serde_json::json!({
             "type": "ATTACH_CONTAINER_INPUT",
@@ -222,7 +232,7 @@ fn input_body(wire: Wire, root: &str, child: &str, ios: &[ProcessIo]) -> Vec<u8>
     body
 }
 
-fn stdin(data: &[u8]) -> ProcessIo {
+pub(crate) fn stdin(data: &[u8]) -> ProcessIo {
     ProcessIo {
         r#type: Some(process_io::Type::Data as i32),
         data: Some(process_io::Data {
@@ -241,7 +251,7 @@ fn window(rows: u32, columns: u32) -> ProcessIo {
     nestguard::json::from_json(&json.to_string()).unwrap()
 }
 
-fn send_input(agent: &TestAgent, wire: Wire, body: &[u8]) -> (u16, String) {
+pub(crate) fn send_input(agent: &TestAgent, wire: Wire, body: &[u8]) -> (u16, String) {
     let headers = [
         ("Content-Type", "application/recordio"),
         ("Message-Content-Type", wire.media()),
@@ -254,7 +264,7 @@ fn send_input(agent: &TestAgent, wire: Wire, body: &[u8]) -> (u16, String) {
 }
 
 /// WAIT_NESTED_CONTAINER's answer (JSON), within 30 s.
-fn wait_gone(agent: &TestAgent, root: &str, child: &str) -> serde_json::Value {
+pub(crate) fn wait_gone(agent: &TestAgent, root: &str, child: &str) -> serde_json::Value {
     let body = serde_json::json!({
         "type": "WAIT_NESTED_CONTAINER",
         "wait_nested_container": {"container_id": nested(root, child)}
@@ -265,19 +275,30 @@ fn wait_gone(agent: &TestAgent, root: &str, child: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn running_pod(agent: &TestAgent) -> String {
+pub(crate) fn running_pod(agent: &TestAgent) -> String {
     let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
     agent.wait_task(&sandbox, "main", "TASK_RUNNING");
     root
 }
 
-/// An agent that serves debug sessions (`--debug_sessions`, off by default).
-fn session_agent() -> TestAgent {
-    TestAgent::start_with_acls_and(ACLS, &["--debug_sessions"])
+/// An agent with the session ACLs (debug sessions are on by default).
+pub(crate) fn session_agent() -> TestAgent {
+    TestAgent::start_with_acls(ACLS)
+}
+
+/// [`ACLS`] that also allow plain nested launches.
+pub(crate) fn with_nested_launches() -> String {
+    ACLS.replacen(
+        r#""permissive": false,"#,
+        r#""permissive": false,
+  "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_containers_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],"#,
+        1,
+    )
 }
 
 /// A call's status and body, read to the end.
-fn answer(agent: &TestAgent, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+pub(crate) fn answer(agent: &TestAgent, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let (status, head, mut stream, mut rest) = open(agent, OPS, headers, body);
     stream.read_to_end(&mut rest).unwrap();
     (
@@ -286,25 +307,17 @@ fn answer(agent: &TestAgent, headers: &[(&str, &str)], body: &[u8]) -> (u16, Str
     )
 }
 
-/// Off by default (the container still opens its FIFOs and pty by path):
-/// without `--debug_sessions` a session, both attaches and a `tty_info`
+/// `--debug_sessions=false`: a session, both attaches and a `tty_info`
 /// launch answer 400, and no child container is left.
 #[test]
-fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
+fn debug_sessions_are_off_with_debug_sessions_false() {
     if !require_root() {
         return;
     }
-    const OFF: &str =
-        "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
+    const OFF: &str = "Debug sessions and TTYs are off on this agent (it was started with --debug_sessions=false)";
     // Plain nested launches are allowed too (for the `tty_info` one).
-    let acls = ACLS.replacen(
-        r#""permissive": false,"#,
-        r#""permissive": false,
-  "launch_nested_containers_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
-  "launch_nested_containers_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],"#,
-        1,
-    );
-    let agent = TestAgent::start_with_acls(&acls);
+    let agent =
+        TestAgent::start_with_acls_and(&with_nested_launches(), &["--debug_sessions=false"]);
     let root = running_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(&root, "dbg-off", "echo hello", None);
@@ -343,9 +356,8 @@ fn debug_sessions_are_off_unless_the_operator_turns_them_on() {
     assert!(text.contains(OFF), "{text}");
 }
 
-/// A session runs as its parent container's user even with
-/// `--debug_sessions`: another `command.user` is refused before anything
-/// is launched.
+/// A session runs as its parent container's user: another
+/// `command.user` is refused before anything is launched.
 #[test]
 fn a_session_as_another_user_than_its_parent_is_refused() {
     if !require_root() {
@@ -381,59 +393,6 @@ fn a_session_as_another_user_than_its_parent_is_refused() {
         open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
     assert_eq!(status, 200, "{head}");
     assert_eq!(output(wire, &head, stream, rest).0, "0\n");
-}
-
-/// After a restart the agent no longer knows a nested container's user (it
-/// keeps no checkpoint of it): a session under one is refused, never run as
-/// the agent's user in a sandbox the tenant controls.
-#[test]
-fn a_session_under_a_recovered_nested_container_is_refused() {
-    if !require_root() {
-        return;
-    }
-    let mut agent = session_agent();
-    let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
-    let main = agent.wait_task(&sandbox, "main", "TASK_RUNNING")["container_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let child = main.rsplit('.').next().unwrap().to_owned();
-    let under_main = |value: &str| -> Call {
-        nestguard::json::from_json(
-            &serde_json::json!({
-                "type": "LAUNCH_NESTED_CONTAINER_SESSION",
-                "launch_nested_container_session": {
-                    "container_id": {"parent": nested(&root, &child), "value": value},
-                    "command": {"shell": true, "value": "id -un"}
-                }
-            })
-            .to_string(),
-        )
-        .unwrap()
-    };
-    let wire = Wire::Json;
-    // Before the restart the task's user is known: the session runs as it.
-    let (status, head, stream, rest) = open(
-        &agent,
-        OPS,
-        &streaming_headers(wire),
-        &wire.encode(&under_main("before")),
-    );
-    assert_eq!(status, 200, "{head}");
-    assert_eq!(output(wire, &head, stream, rest).0, "root\n");
-
-    agent.sigkill();
-    agent.spawn();
-    let (status, text) = answer(
-        &agent,
-        &streaming_headers(wire),
-        &wire.encode(&under_main("after")),
-    );
-    assert_eq!(status, 400, "{text}");
-    assert!(
-        text.contains("its user is not known to this agent since it was recovered"),
-        "{text}"
-    );
 }
 
 #[test]
@@ -806,8 +765,10 @@ fn input_streams_and_a_second_input_conflicts() {
 }
 
 /// A hostile tenant swaps links into a session's sandbox at the names the
-/// switchboard uses (`.nestguard-io`, `stdout`, `stderr`), racing the
-/// agent: the agent never creates, writes or chowns anything through them.
+/// switchboard once used (`.nestguard-io`) and still tees to (`stdout`,
+/// `stderr`), racing the agent: the agent never creates, writes or chowns
+/// anything through them, and makes nothing in the sandbox (the session's
+/// stdio are descriptors, not paths).
 #[test]
 fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
     if !require_root() {
@@ -870,6 +831,15 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
         let _ = (status, head);
     }
     drop(tenant);
+    for i in 0..4 {
+        let io = sandbox.join(format!("containers/evil-{i}/.nestguard-io"));
+        // Only the tenant's own link may be there, never a directory.
+        assert!(
+            std::fs::symlink_metadata(&io).map_or(true, |m| m.file_type().is_symlink()),
+            "{} was made",
+            io.display()
+        );
+    }
     let mut names: Vec<String> = std::fs::read_dir(&outside)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

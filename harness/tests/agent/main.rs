@@ -25,3 +25,5 @@ mod security_ids;
 mod security_inputs;
 mod security_pods;
 mod security_recovery;
+mod session_isolation;
+mod session_recovery;

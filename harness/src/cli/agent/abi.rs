@@ -9,7 +9,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_char;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -673,6 +673,19 @@ impl Drop for CredentialInjector {
     }
 }
 
+/// A launched command's stdin, stdout and stderr (`nestguard_container_io`).
+#[derive(Clone, Copy)]
+pub struct LaunchIo<'a> {
+    /// Becomes the command's fd 0.
+    pub stdin: BorrowedFd<'a>,
+    /// Becomes the command's fd 1.
+    pub stdout: BorrowedFd<'a>,
+    /// Becomes the command's fd 2.
+    pub stderr: BorrowedFd<'a>,
+    /// The three are a pty's slave: the command's controlling terminal.
+    pub tty: bool,
+}
+
 /// `nestguard_launcher`.
 pub struct Launcher {
     abi: Arc<Abi>,
@@ -747,22 +760,38 @@ impl Launcher {
             .map_err(|e| AbiFailure::undecodable("recover reply", e))
     }
 
-    /// Launches a container; returns its supervisor's pid.
+    /// Launches a container; returns its supervisor's pid. With `io`, the
+    /// command's stdio is those descriptors (borrowed for the call).
     pub fn launch(
         &self,
         id: &mesos::ContainerId,
         info: &slave::ContainerLaunchInfo,
         container: Option<&mesos::ContainerInfo>,
         sandbox: &Path,
+        io: Option<LaunchIo<'_>>,
     ) -> Result<i32, AbiFailure> {
         let (i, l) = (id.encode_to_vec(), info.encode_to_vec());
         let c = container.map(Message::encode_to_vec).unwrap_or_default();
         let s = sandbox.to_string_lossy();
         let (sp, sn) = text(&s);
+        let io = io.map(|io| ffi::nestguard_container_io {
+            stdin_fd: io.stdin.as_raw_fd(),
+            stdout_fd: io.stdout.as_raw_fd(),
+            stderr_fd: io.stderr.as_raw_fd(),
+            flags: if io.tty {
+                ffi::NESTGUARD_CONTAINER_IO_TTY
+            } else {
+                0
+            },
+        });
+        let io_ptr = io.as_ref().map_or(std::ptr::null(), |io| {
+            io as *const ffi::nestguard_container_io
+        });
         let mut pid = 0;
-        // SAFETY: live handle, valid buffers, out pointer.
+        // SAFETY: live handle, valid buffers, out pointer; `io`'s
+        // descriptors are borrowed for the call.
         let code = unsafe {
-            self.abi.f().nestguard_launcher_launch(
+            self.abi.f().nestguard_launcher_launch_with_io(
                 self.handle.0,
                 i.as_ptr(),
                 i.len(),
@@ -772,6 +801,7 @@ impl Launcher {
                 c.len(),
                 sp,
                 sn,
+                io_ptr,
                 &mut pid,
             )
         };

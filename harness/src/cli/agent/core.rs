@@ -4,6 +4,7 @@
 //! a restart. Module work goes through [`super::abi`] only.
 
 mod authorization;
+mod container_io;
 mod containers;
 mod executors;
 mod pods;

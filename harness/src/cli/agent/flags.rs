@@ -130,11 +130,10 @@ pub struct AgentFlags {
     /// Serve debug sessions and attach (LAUNCH_NESTED_CONTAINER_SESSION,
     /// ATTACH_CONTAINER_INPUT/OUTPUT, `ContainerInfo.tty_info`), authorized
     /// by the `launch_nested_container_sessions_*` and `attach_containers_*`
-    /// ACLs. Off by default (Mesos serves them always): until the launch
-    /// protocol hands the switchboard's descriptors to the container, the
-    /// container opens its FIFOs and pty by path, which a tenant can
-    /// redirect (see the README).
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    /// ACLs. On by default, as Mesos always serves them (the container gets
+    /// its stdio as descriptors from the launcher, never by path);
+    /// `--debug_sessions=false` answers them 400.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "true")]
     pub debug_sessions: bool,
 }
 

@@ -242,6 +242,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     let layout = paths::Layout {
         work_dir: flags.work_dir.clone(),
         agent_id: paths::agent_id(&flags.work_dir)?,
+        runtime_dir: flags.runtime_dir(),
     };
     let mut isolator = None;
     for name in AgentFlags::list(&flags.isolation) {

@@ -13,6 +13,7 @@ use nestguard::proto::mesos::slave::{
 };
 use nestguard::proto::mesos::{self, CommandInfo, ContainerId, ContainerInfo, Environment};
 
+use super::container_io::ChildIo;
 use super::recovery::{exited, recovery_failed};
 use super::registry::{Agent, ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
 use crate::cli::agent::abi::{Watch, codes};
@@ -69,16 +70,42 @@ pub(super) fn merge_env(layers: &[&Environment]) -> Environment {
     Environment { variables: merged }
 }
 
-/// Marks a container as launching until the launch is over.
+/// Marks a container as launching until the launch is over; a debug
+/// session's launch also holds its place among the sessions until its
+/// switchboard serves it (which then holds it) or the launch failed.
 struct Launching<'a> {
     agent: &'a Agent,
     key: String,
+    /// The place among the sessions is still this guard's to free.
+    session: bool,
 }
 
 impl Drop for Launching<'_> {
     fn drop(&mut self) {
-        lock(&self.agent.state).launching.remove(&self.key);
+        let mut state = lock(&self.agent.state);
+        state.launching.remove(&self.key);
+        if self.session {
+            state.sessions.remove(&self.key);
+        }
     }
+}
+
+/// 503 when [`MAX_SESSIONS`](super::switchboard::MAX_SESSIONS) sessions
+/// launch or run under `id`'s root container already.
+fn room_for_a_session(
+    sessions: &std::collections::BTreeSet<String>,
+    id: &ContainerId,
+) -> Result<(), ApiError> {
+    use super::switchboard::MAX_SESSIONS;
+    let root = &container_id::root(id).value;
+    let prefix = format!("{root}.");
+    let running = sessions.iter().filter(|k| k.starts_with(&prefix)).count();
+    if running >= MAX_SESSIONS {
+        return Err(ApiError::Unavailable(format!(
+            "Too many debug sessions in container {root} (at most {MAX_SESSIONS})"
+        )));
+    }
+    Ok(())
 }
 
 impl Agent {
@@ -110,14 +137,21 @@ impl Agent {
         // ALREADY_LAUNCHED (202), before anything is made for it: a second
         // switchboard (a new pty) must never replace the running one's, nor
         // a second isolator preparation touch its cgroups.
-        let _launching = {
+        let mut launching = {
             let mut state = lock(&self.state);
-            if state.containers.contains_key(&key) || !state.launching.insert(key.clone()) {
+            if state.containers.contains_key(&key) || state.launching.contains(&key) {
                 return Ok(Launched::Already);
             }
+            let session = class == mesos::slave::ContainerClass::Debug;
+            if session {
+                room_for_a_session(&state.sessions, id)?;
+                state.sessions.insert(key.clone());
+            }
+            state.launching.insert(key.clone());
             Launching {
                 agent: self,
                 key: key.clone(),
+                session,
             }
         };
         if let Some(c) = &container
@@ -141,6 +175,14 @@ impl Agent {
                         "Parent container {parent_key} does not exist"
                     )));
                 };
+                // A parent recovered without its user checkpoint: a launch
+                // that names no user would run as the agent's (root).
+                if p.user_unknown && command.user.is_none() {
+                    return Err(ApiError::BadRequest(format!(
+                        "Container {parent_key}'s user could not be recovered from its checkpoint: \
+                         a nested container under it must name its 'command.user'"
+                    )));
+                }
                 let user = command.user.clone().or_else(|| p.user.clone());
                 let sandbox = nested_sandbox(&p.sandbox, id);
                 let root = container_id::root(id).value.clone();
@@ -166,13 +208,8 @@ impl Agent {
         // by scripts/soak.sh).
         let _marker = LaunchMarker::create(self.layout.launch_marker(&key))?;
         self.create_sandbox(&sandbox)?;
-        let (board, command) = self.prepare_switchboard(
-            &sandbox,
-            user.as_deref(),
-            class,
-            container.as_ref(),
-            command,
-        )?;
+        let board =
+            self.prepare_switchboard(&sandbox, user.as_deref(), class, container.as_ref())?;
         let sandbox_env = Environment {
             variables: vec![env_var("MESOS_SANDBOX", sandbox.to_string_lossy())],
         };
@@ -190,12 +227,25 @@ impl Agent {
         if id.parent.is_none() {
             self.checkpoint_standalone(id, &config)?;
         }
-        let started = self.start(id.clone(), config, merge_env(&[&sandbox_env, &base_env]));
+        // The container's side of the switchboard's stdio, dropped once the
+        // launch returned (the container holds its own copies).
+        let child_io = board.as_ref().and_then(|b| b.take_child_io());
+        let started = self.start(
+            id.clone(),
+            config,
+            merge_env(&[&sandbox_env, &base_env]),
+            child_io.as_ref(),
+        );
+        drop(child_io);
         if started.is_err() && id.parent.is_none() {
             let _ = std::fs::remove_dir_all(self.layout.standalone_meta(id));
         }
         match (&started, board) {
-            (Ok(Launched::Now), Some(board)) => self.start_switchboard(key.clone(), board),
+            (Ok(Launched::Now), Some(board)) => {
+                // The switchboard holds the session's place from now on.
+                launching.session = false;
+                self.start_switchboard(key.clone(), board);
+            }
             // A launch that raced a duplicate (the launcher has the
             // container): the running one keeps its switchboard.
             (Ok(Launched::Already) | Err(_), Some(board)) => Agent::abandon_switchboard(&board),
@@ -251,6 +301,7 @@ impl Agent {
         id: ContainerId,
         config: ContainerConfig,
         agent_env: Environment,
+        io: Option<&ChildIo>,
     ) -> Result<Launched, ApiError> {
         let key = to_dotted(&id);
         let sandbox = PathBuf::from(&config.directory);
@@ -293,25 +344,26 @@ impl Agent {
             cleanup(agent);
             ApiError::BadRequest(format!("Failed to {step} container {key}: {message}"))
         };
-        let pid =
-            match self
-                .modules
-                .launcher
-                .launch(&id, &info, config.container_info.as_ref(), &sandbox)
-            {
-                Ok(pid) => pid,
-                Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => {
-                    return Ok(Launched::Already);
-                }
-                Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
-                    cleanup(self);
-                    let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
-                    return Err(ApiError::BadRequest(format!(
-                        "Parent container {parent} does not exist"
-                    )));
-                }
-                Err(e) => return Err(failed(self, "launch", &e.message)),
-            };
+        let pid = match self.modules.launcher.launch(
+            &id,
+            &info,
+            config.container_info.as_ref(),
+            &sandbox,
+            io.map(ChildIo::fds),
+        ) {
+            Ok(pid) => pid,
+            Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => {
+                return Ok(Launched::Already);
+            }
+            Err(e) if e.code == codes::LAUNCHER_PARENT_NOT_RUNNING => {
+                cleanup(self);
+                let parent = id.parent.as_deref().map(to_dotted).unwrap_or_default();
+                return Err(ApiError::BadRequest(format!(
+                    "Parent container {parent} does not exist"
+                )));
+            }
+            Err(e) => return Err(failed(self, "launch", &e.message)),
+        };
         // A pid that is not positive would be a launcher bug; isolating pid
         // 0 would move the agent itself into the container's cgroups.
         let Some(pid) = u32::try_from(pid).ok().filter(|p| *p > 0) else {

@@ -219,7 +219,12 @@ impl Agent {
             state.executors.insert(id.value.clone(), record);
         }
         self.queue_task_group(&id.value, group);
-        let started = self.start(id.clone(), config, merge_env(&[&agent_env, &hook_env]));
+        let started = self.start(
+            id.clone(),
+            config,
+            merge_env(&[&agent_env, &hook_env]),
+            None,
+        );
         if let Err(e) = started {
             lock(&self.state).executors.remove(&id.value);
             self.shutdown_executor(&id.value);

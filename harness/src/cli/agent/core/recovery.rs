@@ -217,9 +217,13 @@ impl Agent {
             } else if id.parent.is_some() {
                 sandbox = PathBuf::from(&state.directory);
             }
-            let user = if id.parent.is_none() { root_user } else { None };
+            let (user, user_unknown) = if id.parent.is_none() {
+                (root_user, false)
+            } else {
+                self.nested_user(&id)
+            };
             let mut record = ContainerRecord::running(id.clone(), sandbox, user, recovery_error);
-            record.user_unknown = id.parent.is_some();
+            record.user_unknown = user_unknown;
             lock(&self.state).containers.insert(key.clone(), record);
             if cut_keys.contains(key.as_str()) {
                 self.fail_cut_off_launch(&id);
@@ -332,6 +336,24 @@ impl Agent {
             if (k == &key || k.starts_with(&format!("{key}."))) && c.termination.borrow().is_none()
             {
                 c.termination.send_replace(Some(termination.clone()));
+            }
+        }
+    }
+
+    /// The user a recovered nested container runs as, from the launcher's
+    /// `ContainerConfig` checkpoint (as Mesos' containerizer recovers it),
+    /// and whether it is unknown: a missing or torn checkpoint fails
+    /// closed (sessions and user-less nested launches under it are
+    /// refused), never reads as the agent's user. `None` with a readable
+    /// checkpoint is a container that ran as the agent's user.
+    fn nested_user(&self, id: &ContainerId) -> (Option<String>, bool) {
+        let path = self.layout.container_config(id);
+        match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
+            Ok(config) => (config.user.filter(|u| !u.is_empty()), false),
+            Err(e) => {
+                tracing::warn!(container_id = %to_dotted(id), error = %e,
+                    "the user of a recovered nested container is unknown; sessions and launches without a user under it are refused");
+                (None, true)
             }
         }
     }

@@ -64,8 +64,10 @@ pub(super) struct ContainerRecord {
     pub(super) sandbox: PathBuf,
     pub(super) user: Option<String>,
     /// `user` is not known: a nested container recovered after a restart
-    /// (the agent keeps no checkpoint of a nested container's user). Debug
-    /// sessions under it are refused rather than run as the agent's user.
+    /// whose `ContainerConfig` checkpoint (the launcher's, holding the
+    /// user it ran as) is missing or torn. Debug sessions, and nested
+    /// launches without `command.user`, under it are refused rather than
+    /// run as the agent's user.
     pub(super) user_unknown: bool,
     /// Why its checkpoint could not be recovered (it runs on, unmanaged by
     /// anything but an explicit KILL); its termination carries this.
@@ -129,6 +131,10 @@ pub(super) struct Registry {
     /// launch of one is ALREADY_LAUNCHED, as Mesos' containerizer answers
     /// for a container it knows, launched or launching.
     pub(super) launching: std::collections::BTreeSet<String>,
+    /// Debug sessions launching or served (until their switchboard
+    /// closed): counted against [`super::switchboard::MAX_SESSIONS`] under
+    /// this lock, so racing launches cannot pass the cap together.
+    pub(super) sessions: std::collections::BTreeSet<String>,
 }
 
 pub(super) fn lock(m: &Mutex<Registry>) -> MutexGuard<'_, Registry> {

@@ -5,39 +5,23 @@
 //! reader, tees it to the sandbox's `stdout`/`stderr` files, and takes input
 //! from one writer at a time.
 //!
-//! Mesos hands the switchboard's descriptors to the launcher. nestguard's
-//! launch protocol has no `ContainerIO` yet (its helper always wires the
-//! sandbox's log files), so the command is run by a shell that first points
-//! its stdio at FIFOs the agent made or, with a TTY, at the slave side of a
-//! pseudo-terminal the agent opened (by its `/dev/pts` path, so the TTY
-//! needs the host's `/dev/pts` inside the container).
+//! As Mesos hands the switchboard's descriptors to the launcher
+//! (`ContainerIO`), the agent hands the container's side of its pipes, or
+//! the slave of its pseudo-terminal, to the library's launcher as
+//! descriptors ([`super::container_io`]): the command gets them as fds
+//! 0/1/2, nothing is opened by path, and nothing in the tenant's sandbox
+//! names them. The command runs unchanged (no shell wraps it).
 //!
 //! The sandbox belongs to the tenant, and the agent runs as root, so the
-//! agent never works on a sandbox path twice:
+//! only sandbox files the agent touches, the `stdout`/`stderr` logs it tees
+//! the output to, are opened relative to the sandbox's descriptor (opened
+//! once, below the work directory, without following any link:
+//! [`nestguard::beneath::open_dir`]), never through a link, never created,
+//! and only written if they are regular files with one link owned by the
+//! container's user.
 //!
-//! - the sandbox is opened once, below the work directory without
-//!   following any link ([`nestguard::beneath::open_dir`]); everything
-//!   else is relative to that descriptor, opened with
-//!   `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
-//!   ([`nestguard::beneath::open_at`]);
-//! - the FIFOs live in `.nestguard-io/`, a directory the agent creates
-//!   (`mkdirat`, refused if the name exists), checks (root's, through the
-//!   descriptor it opened) and makes root-owned 0711: the tenant cannot
-//!   create, remove or swap a name in it. The FIFOs are made with `mknodat`
-//!   on that directory's descriptor, opened by the agent at once (read
-//!   ends, and stdin read-write), checked to be FIFOs, and given to the
-//!   container's user with `fchown` on those descriptors. The container
-//!   opens them by path (relative to its working directory, so that a
-//!   container with its own root filesystem sees them through its sandbox
-//!   mount) with its own rights only;
-//! - the sandbox's `stdout`/`stderr` are opened relative to the sandbox's
-//!   descriptor, never through a link, never created, and only written if
-//!   they are regular files with one link;
-//! - the pty slave is `fchown`ed and `fchmod`ed 0600 on its descriptor.
-//!
-//! Input is written on the runtime's blocking pool, never on an async
-//! worker, to a non-blocking descriptor waited for with `poll`, so a
-//! container that stops reading its stdin holds no worker and a write
+//! Input is written on the runtime's reactor to a non-blocking descriptor,
+//! so a container that stops reading its stdin holds no worker and a write
 //! gives up when the container ends. Output goes to each reader through a queue of at most
 //! [`SUBSCRIBER_QUEUE`] chunks of at most [`READ_CHUNK`] bytes: a reader
 //! whose queue is full holds the output back (the container blocks on its
@@ -49,7 +33,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -57,20 +41,21 @@ use std::time::{Duration, Instant};
 
 use nestguard::proto::mesos::slave::ContainerClass;
 use nestguard::proto::mesos::{CommandInfo, ContainerInfo};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{FileType, OFlags};
 use tokio::sync::mpsc;
 
+use super::container_io::{self, ChildIo, Wiring};
 use super::registry::{Agent, ApiError};
 
 /// Whether the agent serves debug sessions, attach and TTYs (its
-/// `--debug_sessions` flag, off by default, unlike Mesos: the container
-/// still opens its FIFOs and pty by path; one agent per process).
-pub static DEBUG_SESSIONS: AtomicBool = AtomicBool::new(false);
+/// `--debug_sessions` flag, on by default as in Mesos; one agent per
+/// process).
+pub static DEBUG_SESSIONS: AtomicBool = AtomicBool::new(true);
 
 /// The 400 of a session, an attach or a `tty_info` launch on an agent
-/// started without `--debug_sessions`.
+/// started with `--debug_sessions=false`.
 pub const SESSIONS_OFF: &str =
-    "Debug sessions and TTYs are off on this agent (start it with --debug_sessions)";
+    "Debug sessions and TTYs are off on this agent (it was started with --debug_sessions=false)";
 
 /// 400 [`SESSIONS_OFF`] unless the agent serves debug sessions.
 pub fn require_debug_sessions() -> Result<(), ApiError> {
@@ -80,15 +65,6 @@ pub fn require_debug_sessions() -> Result<(), ApiError> {
         Err(ApiError::BadRequest(SESSIONS_OFF.into()))
     }
 }
-
-/// The FIFOs' directory, relative to the sandbox.
-const IO_DIR: &str = ".nestguard-io";
-/// Root's; others may only traverse it to open their FIFOs.
-const IO_DIR_MODE: u32 = 0o711;
-/// The FIFOs, given to the container's user.
-const FIFO_MODE: u32 = 0o600;
-/// The FIFOs' names in [`IO_DIR`].
-const FIFOS: [&str; 3] = ["stdin", "stdout", "stderr"];
 
 /// How often the watcher looks whether the container terminated (and the
 /// readers whether they should stop waiting for a writer).
@@ -112,7 +88,7 @@ const BACKOFF: Duration = Duration::from_millis(10);
 pub const MAX_SUBSCRIBERS: usize = 8;
 
 /// Debug sessions at most at once under one root container (503 beyond):
-/// each holds FIFOs or a pty, reader threads and a container.
+/// each holds pipes or a pty, reader threads and a container.
 pub const MAX_SESSIONS: usize = 16;
 
 /// One piece of the container's output.
@@ -132,7 +108,7 @@ enum Stream {
 }
 
 impl Stream {
-    /// The sandbox's log file (and the FIFO) of this stream.
+    /// The sandbox's log file of this stream.
     fn name(self) -> &'static str {
         match self {
             Stream::Stdout => "stdout",
@@ -170,13 +146,6 @@ struct Fanout {
     connected: bool,
 }
 
-/// The FIFO directory the agent made in the sandbox.
-struct IoDir {
-    fd: OwnedFd,
-    dev: u64,
-    ino: u64,
-}
-
 /// One container's switchboard.
 pub struct Switchboard {
     tty: bool,
@@ -186,18 +155,15 @@ pub struct Switchboard {
     sandbox_path: PathBuf,
     /// The sandbox, opened once.
     sandbox: OwnedFd,
-    /// The FIFOs' directory (None with a TTY).
-    io_dir: Option<IoDir>,
     /// The container's stdin (non-blocking); None once closed.
     stdin: Mutex<Option<OwnedFd>>,
     /// Set when the container ended: a write waiting for room gives up.
     closed: AtomicBool,
     /// The pty master (reads, window size); None with pipes.
     master: Option<OwnedFd>,
-    /// Held until the container ends, so that the master does not hang up
-    /// before the container opened the slave.
-    slave: Mutex<Option<OwnedFd>>,
-    /// The FIFOs' read ends, until their readers start.
+    /// The container's side of its stdio, until the launch took it.
+    child: Mutex<Option<ChildIo>>,
+    /// The output pipes' read ends, until their readers start.
     outputs: Mutex<Vec<(Stream, OwnedFd)>>,
     fanout: Mutex<Fanout>,
     changed: Condvar,
@@ -240,11 +206,6 @@ fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::Internal(format!("Failed to create the I/O switchboard: {what}: {e}"))
 }
 
-/// Single-quotes a word for `/bin/sh`.
-fn quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
 fn user_ids(user: Option<&str>) -> Result<Option<(rustix::fs::Uid, rustix::fs::Gid)>, ApiError> {
     let Some(name) = user else { return Ok(None) };
     match nix::unistd::User::from_name(name) {
@@ -259,134 +220,6 @@ fn user_ids(user: Option<&str>) -> Result<Option<(rustix::fs::Uid, rustix::fs::G
     }
 }
 
-impl IoDir {
-    /// Makes `.nestguard-io` in the sandbox and opens it; refuses a name
-    /// that exists or a directory that is not the one just made (root's).
-    fn create(sandbox: &OwnedFd, sandbox_path: &Path) -> Result<IoDir, ApiError> {
-        let path = sandbox_path.join(IO_DIR);
-        rustix::fs::mkdirat(sandbox, IO_DIR, Mode::from_raw_mode(0o700))
-            .map_err(|e| internal(&format!("create '{}'", path.display()), e))?;
-        let fd = nestguard::beneath::open_at(
-            sandbox.as_fd(),
-            IO_DIR,
-            OFlags::RDONLY | OFlags::DIRECTORY,
-            0,
-            &path,
-        )
-        .map_err(|e| internal("open the FIFO directory", e))?;
-        let stat = rustix::fs::fstat(&fd).map_err(|e| internal("stat the FIFO directory", e))?;
-        if stat.st_uid != nix::unistd::geteuid().as_raw()
-            || FileType::from_raw_mode(stat.st_mode) != FileType::Directory
-        {
-            return Err(internal(
-                "open the FIFO directory",
-                format!("'{}' was replaced", path.display()),
-            ));
-        }
-        let dir = IoDir {
-            fd,
-            dev: stat.st_dev,
-            ino: stat.st_ino,
-        };
-        rustix::fs::fchmod(&dir.fd, Mode::from_raw_mode(IO_DIR_MODE))
-            .map_err(|e| internal("chmod the FIFO directory", e))?;
-        Ok(dir)
-    }
-
-    /// Makes the FIFO `name` and opens it (`flags`), owned by `ids`.
-    fn fifo(
-        &self,
-        name: &str,
-        flags: OFlags,
-        ids: Option<(rustix::fs::Uid, rustix::fs::Gid)>,
-        at: &Path,
-    ) -> Result<OwnedFd, ApiError> {
-        rustix::fs::mknodat(
-            &self.fd,
-            name,
-            FileType::Fifo,
-            Mode::from_raw_mode(FIFO_MODE),
-            0,
-        )
-        .map_err(|e| internal(&format!("mkfifo '{}'", at.display()), e))?;
-        let fd =
-            nestguard::beneath::open_at(self.fd.as_fd(), name, flags | OFlags::NONBLOCK, 0, at)
-                .map_err(|e| internal("open a FIFO", e))?;
-        let stat = rustix::fs::fstat(&fd).map_err(|e| internal("stat a FIFO", e))?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::Fifo {
-            return Err(internal(
-                "open a FIFO",
-                format!("'{}' is not a FIFO", at.display()),
-            ));
-        }
-        if let Some((uid, gid)) = ids {
-            rustix::fs::fchown(&fd, Some(uid), Some(gid)).map_err(|e| internal("chown", e))?;
-        }
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(FIFO_MODE))
-            .map_err(|e| internal("chmod", e))?;
-        Ok(fd)
-    }
-
-    /// Removes the FIFOs, then the directory if the sandbox's
-    /// `.nestguard-io` is still this one.
-    fn remove(&self, sandbox: &OwnedFd) {
-        for name in FIFOS {
-            let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::empty());
-        }
-        let same = rustix::fs::statat(sandbox, IO_DIR, AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|s| s.st_dev == self.dev && s.st_ino == self.ino);
-        if same {
-            let _ = rustix::fs::unlinkat(sandbox, IO_DIR, AtFlags::REMOVEDIR);
-        }
-    }
-}
-
-/// What [`Switchboard::create`] set up for the chosen kind of stdio.
-struct Wiring {
-    stdin: OwnedFd,
-    master: Option<OwnedFd>,
-    slave: Option<OwnedFd>,
-    outputs: Vec<(Stream, OwnedFd)>,
-    io_dir: Option<IoDir>,
-    redirect: String,
-}
-
-fn pty_wiring(
-    container: Option<&ContainerInfo>,
-    ids: Option<(rustix::fs::Uid, rustix::fs::Gid)>,
-) -> Result<Wiring, ApiError> {
-    let window = container.and_then(|c| c.tty_info.as_ref()).map(|t| {
-        let size = t.window_size.unwrap_or_default();
-        nix::pty::Winsize {
-            ws_row: u16::try_from(size.rows).unwrap_or(u16::MAX),
-            ws_col: u16::try_from(size.columns).unwrap_or(u16::MAX),
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        }
-    });
-    let pty = nix::pty::openpty(window.as_ref(), None).map_err(|e| internal("openpty", e))?;
-    if let Some((uid, gid)) = ids {
-        rustix::fs::fchown(&pty.slave, Some(uid), Some(gid)).map_err(|e| internal("chown", e))?;
-    }
-    rustix::fs::fchmod(&pty.slave, Mode::from_raw_mode(0o600)).map_err(|e| internal("chmod", e))?;
-    // The agent's own descriptor names the slave.
-    let path = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd()))
-        .map_err(|e| internal("find the pty", e))?;
-    let path = quote(&path.to_string_lossy());
-    // The master's open file (shared with this duplicate) becomes
-    // non-blocking: input is written through the runtime's reactor.
-    let writer = pty.master.try_clone().map_err(|e| internal("dup", e))?;
-    set_nonblocking(&pty.master)?;
-    Ok(Wiring {
-        stdin: writer,
-        master: Some(pty.master),
-        slave: Some(pty.slave),
-        outputs: Vec::new(),
-        io_dir: None,
-        redirect: format!("exec <{path} >{path} 2>&1\n"),
-    })
-}
-
 /// [`WATCH_PERIOD`] for `poll`.
 fn poll_timeout() -> rustix::event::Timespec {
     rustix::event::Timespec {
@@ -395,101 +228,40 @@ fn poll_timeout() -> rustix::event::Timespec {
     }
 }
 
-fn set_nonblocking(fd: &OwnedFd) -> Result<(), ApiError> {
-    let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| internal("fcntl", e))?;
-    rustix::fs::fcntl_setfl(fd, flags | OFlags::NONBLOCK).map_err(|e| internal("fcntl", e))
-}
-
-fn fifo_wiring(
-    sandbox: &OwnedFd,
-    sandbox_path: &Path,
-    ids: Option<(rustix::fs::Uid, rustix::fs::Gid)>,
-) -> Result<Wiring, ApiError> {
-    let dir = IoDir::create(sandbox, sandbox_path)?;
-    let at = |name: &str| sandbox_path.join(IO_DIR).join(name);
-    let opened = (|| {
-        // Read-write: the container's open does not wait for a reader, and
-        // it sees EOF once this end is dropped.
-        let stdin = dir.fifo("stdin", OFlags::RDWR, ids, &at("stdin"))?;
-        // Read ends, open before the container starts: its opens for
-        // writing do not wait either.
-        let stdout = dir.fifo("stdout", OFlags::RDONLY, ids, &at("stdout"))?;
-        let stderr = dir.fifo("stderr", OFlags::RDONLY, ids, &at("stderr"))?;
-        Ok((stdin, stdout, stderr))
-    })();
-    let (stdin, stdout, stderr) = match opened {
-        Ok(fds) => fds,
-        Err(e) => {
-            dir.remove(sandbox);
-            return Err(e);
-        }
-    };
-    Ok(Wiring {
-        stdin,
-        master: None,
-        slave: None,
-        outputs: vec![(Stream::Stdout, stdout), (Stream::Stderr, stderr)],
-        io_dir: Some(dir),
-        // stdin is first opened read-write on a spare descriptor, so that
-        // opening it for reading never waits for a writer (the agent may
-        // have closed its end already: the container then reads EOF).
-        redirect: format!(
-            "exec 3<>{IO_DIR}/stdin <{IO_DIR}/stdin 3>&- >{IO_DIR}/stdout 2>{IO_DIR}/stderr\n"
-        ),
-    })
-}
-
 impl Switchboard {
     /// Whether a container gets a switchboard (Mesos' `requiresServer`).
     pub fn required(class: ContainerClass, container: Option<&ContainerInfo>) -> bool {
         class == ContainerClass::Debug || container.is_some_and(|c| c.tty_info.is_some())
     }
 
-    /// Creates the FIFOs (or the pty) for a container whose sandbox exists
-    /// below `work_dir`, owned by the user the command runs as, and returns
-    /// the command rewritten to use them.
+    /// Creates the pipes (or the pty) for a container whose sandbox exists
+    /// below `work_dir`, run as `user` (the owner its logs must have).
     fn create(
         work_dir: &Path,
         sandbox_path: &Path,
         user: Option<&str>,
         class: ContainerClass,
         container: Option<&ContainerInfo>,
-        command: CommandInfo,
-    ) -> Result<(Arc<Switchboard>, CommandInfo), ApiError> {
+    ) -> Result<Arc<Switchboard>, ApiError> {
         let ids = user_ids(user)?;
         let sandbox = nestguard::beneath::open_dir(work_dir, sandbox_path)
             .map_err(|e| internal("open the sandbox", e))?;
         let tty = container.is_some_and(|c| c.tty_info.is_some());
         let wiring = if tty {
-            pty_wiring(container, ids)?
+            container_io::pty(container)?
         } else {
-            fifo_wiring(&sandbox, sandbox_path, ids)?
-        };
-        let body = if command.shell.unwrap_or(true) {
-            command.value.clone().unwrap_or_default()
-        } else {
-            // argv[0] cannot be set by a POSIX shell's `exec`.
-            let mut words = vec![quote(command.value.as_deref().unwrap_or_default())];
-            words.extend(command.arguments.iter().skip(1).map(|a| quote(a)));
-            format!("exec {}", words.join(" "))
-        };
-        let command = CommandInfo {
-            shell: Some(true),
-            value: Some(format!("{}{body}", wiring.redirect)),
-            arguments: Vec::new(),
-            ..command
+            container_io::pipes()?
         };
         let log_owner =
             ids.map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid.as_raw());
-        let board = Switchboard::new(
+        Ok(Arc::new(Switchboard::new(
             tty,
             class == ContainerClass::Debug,
             sandbox_path,
             sandbox,
             wiring,
             log_owner,
-        );
-        Ok((Arc::new(board), command))
+        )))
     }
 
     fn new(
@@ -500,17 +272,23 @@ impl Switchboard {
         wiring: Wiring,
         log_owner: u32,
     ) -> Switchboard {
+        let outputs = [
+            (Stream::Stdout, wiring.stdout),
+            (Stream::Stderr, wiring.stderr),
+        ]
+        .into_iter()
+        .filter_map(|(stream, fd)| Some((stream, fd?)))
+        .collect();
         Switchboard {
             tty,
             debug,
             sandbox_path: sandbox_path.to_path_buf(),
             sandbox,
-            io_dir: wiring.io_dir,
             stdin: Mutex::new(Some(wiring.stdin)),
             closed: AtomicBool::new(false),
             master: wiring.master,
-            slave: Mutex::new(wiring.slave),
-            outputs: Mutex::new(wiring.outputs),
+            child: Mutex::new(Some(wiring.child)),
+            outputs: Mutex::new(outputs),
             fanout: Mutex::new(Fanout {
                 open_streams: if tty { 1 } else { 2 },
                 ..Default::default()
@@ -522,6 +300,15 @@ impl Switchboard {
             slow_reader_grace: SLOW_READER_GRACE,
             log_owner,
         }
+    }
+
+    /// The container's side of its stdio, for the launch (once); the
+    /// caller drops it when the launch returned.
+    pub(super) fn take_child_io(&self) -> Option<ChildIo> {
+        self.child
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     fn fanout(&self) -> MutexGuard<'_, Fanout> {
@@ -578,19 +365,7 @@ impl Switchboard {
     pub async fn write_stdin(self: &Arc<Self>, data: Vec<u8>) -> std::io::Result<()> {
         let broken = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin is closed");
         if data.is_empty() && !self.tty {
-            // EOF. What was written stays in the FIFO only while a
-            // descriptor holds it open: wait until the container read it
-            // all (it opened its end, then) or ended.
-            while !self.closed.load(Ordering::SeqCst) {
-                let pending = self
-                    .stdin_lock()
-                    .as_ref()
-                    .is_some_and(|fd| rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0));
-                if !pending {
-                    break;
-                }
-                tokio::time::sleep(WATCH_PERIOD).await;
-            }
+            // EOF: what was written stays in the pipe for the container.
             *self.stdin_lock() = None;
             return Ok(());
         }
@@ -748,10 +523,10 @@ impl Switchboard {
         }
     }
 
-    /// Reads `fd` (a FIFO's read end or the pty master, non-blocking) until
-    /// it ends: EOF once a writer came and went (a FIFO; `poll` reports no
-    /// hang-up before the first writer), an error (the pty), or the
-    /// container terminated and nothing more is there.
+    /// Reads `fd` (a pipe's read end or the pty master, non-blocking) until
+    /// it ends: EOF (a pipe whose write ends are all closed), an error (the
+    /// pty, once no slave is open), or the container terminated and nothing
+    /// more is there.
     fn pump(&self, stream: Stream, fd: &OwnedFd) {
         if self.wait_for_connection() {
             let mut log = self.open_log(stream.name());
@@ -776,12 +551,6 @@ impl Switchboard {
         self.stream_done();
     }
 
-    fn remove_files(&self) {
-        if let Some(dir) = &self.io_dir {
-            dir.remove(&self.sandbox);
-        }
-    }
-
     /// The container ended: a pending write gives up, stdin is closed.
     fn close_input(&self) {
         self.closed.store(true, Ordering::SeqCst);
@@ -794,28 +563,19 @@ impl Switchboard {
 
 impl Agent {
     /// Creates the switchboard of a container about to launch, if it needs
-    /// one; returns the command to launch.
+    /// one.
     pub(super) fn prepare_switchboard(
         &self,
         sandbox: &Path,
         user: Option<&str>,
         class: ContainerClass,
         container: Option<&ContainerInfo>,
-        command: CommandInfo,
-    ) -> Result<(Option<Arc<Switchboard>>, CommandInfo), ApiError> {
+    ) -> Result<Option<Arc<Switchboard>>, ApiError> {
         if !Switchboard::required(class, container) {
-            return Ok((None, command));
+            return Ok(None);
         }
         require_debug_sessions()?;
-        let (board, command) = Switchboard::create(
-            &self.layout.work_dir,
-            sandbox,
-            user,
-            class,
-            container,
-            command,
-        )?;
-        Ok((Some(board), command))
+        Switchboard::create(&self.layout.work_dir, sandbox, user, class, container).map(Some)
     }
 
     /// Serves a launched container's switchboard until the container ends.
@@ -869,14 +629,10 @@ impl Agent {
                     }
                 }
             }
-            *board
-                .slave
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             board.close_input();
-            board.remove_files();
             if let Some(agent) = agent.upgrade() {
                 agent.switchboards.map().remove(&key);
+                super::registry::lock(&agent.state).sessions.remove(&key);
             }
             tracing::debug!(container_id = %key, "switchboard closed");
         });
@@ -885,7 +641,6 @@ impl Agent {
     /// Drops the switchboard of a container whose launch failed.
     pub(super) fn abandon_switchboard(board: &Switchboard) {
         board.close_input();
-        board.remove_files();
     }
 
     /// The switchboard of a running container, if it has one.
@@ -902,7 +657,9 @@ impl Agent {
 
 impl Agent {
     /// LAUNCH_NESTED_CONTAINER_SESSION's launch (already authorized): a
-    /// DEBUG container, which has a switchboard.
+    /// DEBUG container, which has a switchboard. At most [`MAX_SESSIONS`]
+    /// run under one root container (checked in [`Agent::launch_as`] under
+    /// the registry's lock, with the launch marked as started).
     pub fn launch_session(
         self: &Arc<Self>,
         id: &nestguard::proto::mesos::ContainerId,
@@ -910,7 +667,6 @@ impl Agent {
         container: Option<ContainerInfo>,
     ) -> Result<super::Launched, ApiError> {
         self.session_user_is_the_parents(id, command.as_ref())?;
-        self.room_for_a_session(id)?;
         self.launch_as(
             id,
             command,
@@ -921,38 +677,11 @@ impl Agent {
         )
     }
 
-    /// 503 when [`MAX_SESSIONS`] sessions run under the root container
-    /// already (a duplicate launch of a running one is let through: it is
-    /// answered 202). Checked before the launch and not under one lock
-    /// with it, so launches racing each other may pass it together.
-    fn room_for_a_session(
-        &self,
-        id: &nestguard::proto::mesos::ContainerId,
-    ) -> Result<(), ApiError> {
-        let key = nestguard::container_id::to_dotted(id);
-        let root = &nestguard::container_id::root(id).value;
-        let prefix = format!("{root}.");
-        let boards = self.switchboards.map();
-        if boards.contains_key(&key) {
-            return Ok(());
-        }
-        let running = boards
-            .iter()
-            .filter(|(k, b)| b.debug && k.starts_with(&prefix))
-            .count();
-        if running >= MAX_SESSIONS {
-            return Err(ApiError::Unavailable(format!(
-                "Too many debug sessions in container {root} (at most {MAX_SESSIONS})"
-            )));
-        }
-        Ok(())
-    }
-
     /// Refuses a session whose `command.user` is not its parent
-    /// container's user: the container opens its FIFOs and pty by path
-    /// (no descriptors in the launch protocol yet), and a session running
-    /// as another user (root) is what a tenant who redirects those paths
-    /// would want to read or drive.
+    /// container's user: a debug session is a shell in the parent
+    /// container, with the parent's rights (as `mesos task exec` gives
+    /// it), never a way to run as another user (root) in a sandbox the
+    /// tenant controls.
     fn session_user_is_the_parents(
         &self,
         id: &nestguard::proto::mesos::ContainerId,
@@ -966,12 +695,13 @@ impl Agent {
             .containers
             .get(&parent_key)
             .map(|p| (p.user.clone(), p.user_unknown));
-        // A nested parent recovered after a restart: its user is not known,
-        // and a session without one would run as the agent's user in a
-        // sandbox the tenant controls. Refused, whatever the call asks.
+        // A nested parent recovered after a restart whose user checkpoint
+        // is missing or torn: a session without a user would run as the
+        // agent's user in a sandbox the tenant controls. Refused, whatever
+        // the call asks.
         if let Some((_, true)) = parent_user {
             return Err(ApiError::BadRequest(format!(
-                "Debug sessions under '{parent_key}' are refused: its user is not known to this agent since it was recovered"
+                "Debug sessions under '{parent_key}' are refused: its user could not be recovered from its checkpoint"
             )));
         }
         let Some(wanted) = command.and_then(|c| c.user.as_deref()) else {
@@ -993,13 +723,6 @@ impl Agent {
 mod tests {
     use super::*;
 
-    fn session() -> CommandInfo {
-        CommandInfo {
-            value: Some("cat".into()),
-            ..Default::default()
-        }
-    }
-
     /// A work directory with a sandbox, and a directory outside it with a
     /// file a hostile tenant would like the agent to write.
     fn layout() -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -1019,65 +742,20 @@ mod tests {
             None,
             ContainerClass::Debug,
             None,
-            session(),
         )
-        .map(|(board, _)| board)
     }
 
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
+    /// Nothing is made in the sandbox: the stdio is pipes the agent holds.
     #[test]
-    fn a_link_at_the_fifo_directory_is_refused_and_never_followed() {
-        let (dir, sandbox, outside) = layout();
-        std::os::unix::fs::symlink(&outside, sandbox.join(IO_DIR)).unwrap();
-        let Err(e) = create(&dir, &sandbox) else {
-            panic!("a link at {IO_DIR} was accepted");
-        };
-        assert!(format!("{e:?}").contains("File exists"), "{e:?}");
-        assert_eq!(entries(&outside), ["victim"]);
-    }
-
-    #[test]
-    fn fifos_are_made_in_a_root_owned_directory_and_removed() {
+    fn a_switchboard_makes_nothing_in_the_sandbox() {
         let (dir, sandbox, _outside) = layout();
         let board = create(&dir, &sandbox).unwrap();
-        let io = sandbox.join(IO_DIR);
-        let meta = std::fs::symlink_metadata(&io).unwrap();
-        assert!(meta.is_dir());
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        assert_eq!(
-            (meta.uid(), meta.mode() & 0o7777),
-            (nix::unistd::geteuid().as_raw(), IO_DIR_MODE)
-        );
-        for name in FIFOS {
-            let fifo = std::fs::symlink_metadata(io.join(name)).unwrap();
-            assert!(fifo.file_type().is_fifo(), "{name}");
-            assert_eq!(fifo.mode() & 0o7777, FIFO_MODE, "{name}");
-        }
-        board.remove_files();
-        assert!(!io.exists());
-    }
-
-    #[test]
-    fn a_renamed_fifo_directory_is_not_removed_by_name() {
-        let (dir, sandbox, _outside) = layout();
-        let board = create(&dir, &sandbox).unwrap();
-        // The tenant moves the agent's directory away and puts its own there.
-        std::fs::rename(sandbox.join(IO_DIR), sandbox.join("moved")).unwrap();
-        std::fs::create_dir(sandbox.join(IO_DIR)).unwrap();
-        board.remove_files();
+        assert!(board.take_child_io().is_some());
         assert!(
-            sandbox.join(IO_DIR).is_dir(),
-            "the tenant's directory was removed"
+            board.take_child_io().is_none(),
+            "the container's side is taken once"
         );
-        assert_eq!(entries(&sandbox.join("moved")), Vec::<String>::new());
+        assert_eq!(std::fs::read_dir(&sandbox).unwrap().count(), 0);
     }
 
     #[test]
@@ -1095,7 +773,6 @@ mod tests {
         let mut log = board.open_log("stdout");
         board.emit(Chunk::Stdout(b"out".to_vec()), log.as_mut());
         assert_eq!(std::fs::read(sandbox.join("stdout")).unwrap(), b"out");
-        board.remove_files();
     }
 
     /// A regular single-link file owned by someone else than the
@@ -1114,7 +791,6 @@ mod tests {
         assert_eq!(std::fs::read(sandbox.join("stdout")).unwrap(), b"keep");
         Arc::get_mut(&mut board).unwrap().log_owner = ours;
         assert!(board.open_log("stdout").is_some());
-        board.remove_files();
     }
 
     #[test]
@@ -1146,7 +822,6 @@ mod tests {
             slow.try_recv(),
             Err(mpsc::error::TryRecvError::Disconnected)
         ));
-        board.remove_files();
     }
 
     #[test]
@@ -1159,7 +834,6 @@ mod tests {
         assert!(matches!(board.subscribe(), Err(ApiError::Unavailable(_))));
         drop(readers);
         assert!(board.subscribe().is_ok());
-        board.remove_files();
     }
 
     /// On a single-threaded runtime: a write to a stdin nobody reads does
@@ -1180,6 +854,5 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
-        board.remove_files();
     }
 }

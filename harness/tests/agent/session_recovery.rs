@@ -1,0 +1,134 @@
+//! A nested container's user after an agent restart: read from the
+//! launcher's `ContainerConfig` checkpoint, so that a debug session, and a
+//! nested launch that names no user, under a recovered nested container
+//! run as that container's user; a missing or torn checkpoint refuses
+//! both, never running them as the agent's user (root).
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::agent_support::{OPS, TestAgent, nested, pod, require_root, task};
+use crate::debug_sessions::{Wire, answer, open, output, streaming_headers, with_nested_launches};
+
+/// A plain nested launch under `parent` (a nested container of `root`).
+fn launch_under(
+    agent: &TestAgent,
+    root: &str,
+    parent: &str,
+    child: &str,
+    command: &str,
+) -> (u16, String) {
+    let body = serde_json::json!({
+        "type": "LAUNCH_NESTED_CONTAINER",
+        "launch_nested_container": {
+            "container_id": {"parent": nested(root, parent), "value": child},
+            "command": {"shell": true, "value": command}
+        }
+    })
+    .to_string();
+    agent.curl(Some(OPS), "/api/v1", &body)
+}
+
+/// A session call under `parent` (a nested container of `root`).
+fn session_under(root: &str, parent: &str, child: &str, command: &str) -> Vec<u8> {
+    let call: nestguard::proto::mesos::v1::agent::Call = nestguard::json::from_json(
+        &serde_json::json!({
+            "type": "LAUNCH_NESTED_CONTAINER_SESSION",
+            "launch_nested_container_session": {
+                "container_id": {"parent": nested(root, parent), "value": child},
+                "command": {"shell": true, "value": command}
+            }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    Wire::Json.encode(&call)
+}
+
+#[test]
+fn a_recovered_nested_containers_user_is_its_checkpointed_one() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start_with_acls(&with_nested_launches());
+    std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    // A pod of `nobody`'s whose executor just sleeps; two nested
+    // containers under it run as `nobody` (their parent's user).
+    let mut spec = pod(serde_json::json!([task("main", "sleep 1000")]));
+    spec["executor"]["type"] = serde_json::json!("CUSTOM");
+    spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
+    spec["framework"]["user"] = serde_json::json!("nobody");
+    let (root, sandbox) = agent.launch_pod(&spec);
+    for child in ["svc", "torn"] {
+        let body = serde_json::json!({
+            "type": "LAUNCH_NESTED_CONTAINER",
+            "launch_nested_container": {
+                "container_id": nested(&root, child),
+                "command": {"shell": true, "value": "sleep 1000"}
+            }
+        })
+        .to_string();
+        let (status, text) = agent.curl(Some(OPS), "/api/v1", &body);
+        assert_eq!(status, 200, "{text}");
+    }
+
+    agent.sigkill();
+    // `torn`'s checkpoint is cut short while the agent is down.
+    let config = agent
+        .dir
+        .path()
+        .join(format!("work/run/containers/{root}/containers/torn/config"));
+    let bytes = std::fs::read(&config).unwrap();
+    std::fs::write(&config, &bytes[..bytes.len() / 2]).unwrap();
+    agent.spawn();
+
+    // (a) A session under the recovered `svc` runs as `nobody`.
+    let wire = Wire::Json;
+    let (status, head, stream, rest) = open(
+        &agent,
+        OPS,
+        &streaming_headers(wire),
+        &session_under(&root, "svc", "dbg", "id -un"),
+    );
+    assert_eq!(status, 200, "{head}\n{}", agent.log());
+    assert_eq!(output(wire, &head, stream, rest).0, "nobody\n");
+
+    // (b) A nested launch without a user under `svc` runs as `nobody`.
+    let (status, text) = launch_under(&agent, &root, "svc", "plain", "id -un");
+    assert_eq!(status, 200, "{text}");
+    let wait = wait_for(&agent, &root, "svc", "plain");
+    assert_eq!(wait["wait_nested_container"]["exit_status"], 0, "{wait}");
+    let out =
+        std::fs::read_to_string(sandbox.join("containers/svc/containers/plain/stdout")).unwrap();
+    assert_eq!(out, "nobody\n");
+
+    // A torn checkpoint fails closed: both are refused.
+    let (status, text) = answer(
+        &agent,
+        &streaming_headers(wire),
+        &session_under(&root, "torn", "dbg", "id -un"),
+    );
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("its user could not be recovered from its checkpoint"),
+        "{text}"
+    );
+    let (status, text) = launch_under(&agent, &root, "torn", "plain", "id -un");
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("must name its 'command.user'"), "{text}");
+    assert!(
+        !sandbox.join("containers/torn/containers/plain").exists(),
+        "the refused launch made a sandbox"
+    );
+}
+
+/// WAIT_NESTED_CONTAINER of `root.parent.child`.
+fn wait_for(agent: &TestAgent, root: &str, parent: &str, child: &str) -> serde_json::Value {
+    let body = serde_json::json!({
+        "type": "WAIT_NESTED_CONTAINER",
+        "wait_nested_container": {"container_id": {"parent": nested(root, parent), "value": child}}
+    })
+    .to_string();
+    let (status, text) = agent.curl(Some(OPS), "/api/v1", &body);
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
