@@ -10,7 +10,7 @@ use nestguard::container_id::parse_dotted;
 use nestguard::proto::mesos::slave::ContainerRecoverInfo;
 use prost::Message;
 
-fn new(dir: &str, flags: u32) -> *mut nestguard_launcher {
+pub(crate) fn new(dir: &str, flags: u32) -> *mut nestguard_launcher {
     let mut l = std::ptr::null_mut();
     let r = nestguard_launcher::nestguard_launcher_new(
         dir.as_ptr().cast(),

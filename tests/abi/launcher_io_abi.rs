@@ -1,13 +1,14 @@
 //! `nestguard_launcher_launch_with_io` driven as C would (root, real
 //! processes): the command gets the caller's pipes, or a pty's slave as its
-//! controlling terminal, as fds 0/1/2 and nothing else; the reader sees
-//! EOF (the master a hang-up) once the command is gone.
+//! controlling terminal, as fds 0/1/2 and nothing else; the supervisor
+//! keeps no copy; the reader sees EOF (the master a hang-up) once the
+//! command is gone.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::launcher_support::{HELPER, root_or_skip, shell};
+use crate::launcher_support::{root_or_skip, shell};
 use nestguard::abi::launcher::{
     NESTGUARD_CONTAINER_IO_TTY, nestguard_container_io, nestguard_launcher,
 };
@@ -15,40 +16,43 @@ use nestguard::abi::result::nestguard_result as R;
 use nestguard::container_id::parse_dotted;
 use prost::Message;
 
-struct Launcher(*mut nestguard_launcher);
+/// A launcher on a runtime directory of its own, freed on drop.
+struct Launcher {
+    handle: *mut nestguard_launcher,
+    /// The runtime directory and the sandboxes.
+    dir: tempfile::TempDir,
+}
 
 impl Launcher {
-    fn new(dir: &str) -> Launcher {
-        let mut l = std::ptr::null_mut();
-        let r = nestguard_launcher::nestguard_launcher_new(
-            dir.as_ptr().cast(),
-            dir.len(),
-            HELPER.as_ptr().cast(),
-            HELPER.len(),
-            0,
-            &mut l,
-        );
-        assert_eq!(r, R::Ok);
-        Launcher(l)
+    fn new() -> Launcher {
+        let dir = tempfile::Builder::new()
+            .prefix("nestguard-io-")
+            .tempdir()
+            .unwrap();
+        let handle = crate::launcher_abi::new(dir.path().join("runtime").to_str().unwrap(), 0);
+        Launcher { handle, dir }
     }
 
-    fn launch(&self, id: &str, script: &str, sandbox: &str, io: &nestguard_container_io) -> R {
-        self.launch_pid(id, script, sandbox, io).0
+    /// The sandbox of top-level container `id`.
+    fn sandbox(&self, id: &str) -> String {
+        self.dir
+            .path()
+            .join("runs")
+            .join(id)
+            .to_str()
+            .unwrap()
+            .to_owned()
     }
 
-    /// The result and the supervisor's pid.
-    fn launch_pid(
-        &self,
-        id: &str,
-        script: &str,
-        sandbox: &str,
-        io: &nestguard_container_io,
-    ) -> (R, i32) {
+    /// Launches `script` as top-level container `id` with `io`; the
+    /// result and the supervisor's pid.
+    fn launch(&self, id: &str, script: &str, io: &nestguard_container_io) -> (R, i32) {
+        let sandbox = self.sandbox(id);
         let id = parse_dotted(id).unwrap().encode_to_vec();
         let info = shell(script).encode_to_vec();
         let mut pid = 0;
         let r = nestguard_launcher::nestguard_launcher_launch_with_io(
-            self.0,
+            self.handle,
             id.as_ptr().cast(),
             id.len(),
             info.as_ptr().cast(),
@@ -66,7 +70,7 @@ impl Launcher {
     fn destroy(&self, id: &str) {
         let id = parse_dotted(id).unwrap().encode_to_vec();
         let r = nestguard_launcher::nestguard_launcher_destroy(
-            self.0,
+            self.handle,
             id.as_ptr().cast(),
             id.len(),
             std::ptr::null_mut(),
@@ -77,12 +81,47 @@ impl Launcher {
 
 impl Drop for Launcher {
     fn drop(&mut self) {
-        nestguard_launcher::nestguard_launcher_free(self.0);
+        nestguard_launcher::nestguard_launcher_free(self.handle);
+    }
+}
+
+/// Three close-on-exec pipes for a container's stdio.
+struct Pipes {
+    /// The caller's ends: stdin's write end, stdout's and stderr's read ends.
+    ours: [OwnedFd; 3],
+    /// The container's ends, in the order of fds 0/1/2.
+    theirs: [OwnedFd; 3],
+}
+
+impl Pipes {
+    fn new() -> Pipes {
+        let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        let (stdin_r, stdin_w) = pipe();
+        let (stdout_r, stdout_w) = pipe();
+        let (stderr_r, stderr_w) = pipe();
+        Pipes {
+            ours: [stdin_w, stdout_r, stderr_r],
+            theirs: [stdin_r, stdout_w, stderr_w],
+        }
+    }
+
+    fn io(&self, flags: u32) -> nestguard_container_io {
+        nestguard_container_io {
+            stdin_fd: self.theirs[0].as_raw_fd(),
+            stdout_fd: self.theirs[1].as_raw_fd(),
+            stderr_fd: self.theirs[2].as_raw_fd(),
+            flags,
+        }
+    }
+
+    /// After the launch: the caller's copies of the container's ends go.
+    fn into_ours(self) -> [OwnedFd; 3] {
+        self.ours
     }
 }
 
 /// Reads `from` to its end on a thread, failing after 60 s instead of
-/// hanging the run (a copy of the write end left open somewhere).
+/// hanging the run (a copy of the container's end left open somewhere).
 fn read_to_end(from: OwnedFd) -> Vec<u8> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -94,49 +133,6 @@ fn read_to_end(from: OwnedFd) -> Vec<u8> {
     });
     rx.recv_timeout(Duration::from_secs(60))
         .expect("no EOF: a copy of the container's stdio stayed open")
-}
-
-fn pipe() -> (OwnedFd, OwnedFd) {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
-}
-
-#[test]
-fn pipes_become_the_commands_stdio_and_reach_eof() {
-    if !root_or_skip() {
-        return;
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("nestguard-io-")
-        .tempdir()
-        .unwrap();
-    let l = Launcher::new(tmp.path().join("runtime").to_str().unwrap());
-    let sandbox = tmp.path().join("runs/io");
-    let (stdin_r, stdin_w) = pipe();
-    let (stdout_r, stdout_w) = pipe();
-    let (stderr_r, stderr_w) = pipe();
-    let io = nestguard_container_io {
-        stdin_fd: stdin_r.as_raw_fd(),
-        stdout_fd: stdout_w.as_raw_fd(),
-        stderr_fd: stderr_w.as_raw_fd(),
-        flags: 0,
-    };
-    let script = "cat; echo err >&2; ls /proc/self/fd | tr '\\n' ' '";
-    assert_eq!(
-        l.launch("io-pipes", script, sandbox.to_str().unwrap(), &io),
-        R::Ok
-    );
-    // The caller's copies go; the container holds its own.
-    drop((stdin_r, stdout_w, stderr_w));
-    let mut input = std::fs::File::from(stdin_w);
-    input.write_all(b"hello\n").unwrap();
-    drop(input);
-    let out = read_to_end(stdout_r);
-    let err = read_to_end(stderr_r);
-    assert_eq!(String::from_utf8_lossy(&out), "hello\n0 1 2 3 ");
-    assert_eq!(String::from_utf8_lossy(&err), "err\n");
-    // Nothing went to the sandbox's logs.
-    assert_eq!(std::fs::read(sandbox.join("stdout")).unwrap(), b"");
-    l.destroy("io-pipes");
 }
 
 /// What `/proc/<pid>/fd` holds: descriptor number and link.
@@ -161,6 +157,29 @@ fn pipe_link(fd: &OwnedFd) -> String {
     format!("pipe:[{}]", rustix::fs::fstat(fd).unwrap().st_ino)
 }
 
+#[test]
+fn pipes_become_the_commands_stdio_and_reach_eof() {
+    if !root_or_skip() {
+        return;
+    }
+    let l = Launcher::new();
+    let pipes = Pipes::new();
+    let script = "cat; echo err >&2; ls /proc/self/fd | tr '\\n' ' '";
+    assert_eq!(l.launch("io-pipes", script, &pipes.io(0)).0, R::Ok);
+    let [stdin_w, stdout_r, stderr_r] = pipes.into_ours();
+    let mut input = std::fs::File::from(stdin_w);
+    input.write_all(b"hello\n").unwrap();
+    drop(input);
+    let out = read_to_end(stdout_r);
+    let err = read_to_end(stderr_r);
+    assert_eq!(String::from_utf8_lossy(&out), "hello\n0 1 2 3 ");
+    assert_eq!(String::from_utf8_lossy(&err), "err\n");
+    // Nothing went to the sandbox's logs.
+    let log = format!("{}/stdout", l.sandbox("io-pipes"));
+    assert_eq!(std::fs::read(log).unwrap(), b"");
+    l.destroy("io-pipes");
+}
+
 /// While the command runs, it holds the three pipes as 0/1/2 and nothing
 /// else, and its supervisor (the pid the launch returns) holds none of
 /// them: only the command's processes keep the reader from its EOF.
@@ -169,71 +188,36 @@ fn the_supervisor_keeps_no_copy_and_the_command_only_its_stdio() {
     if !root_or_skip() {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("nestguard-io-")
-        .tempdir()
-        .unwrap();
-    let l = Launcher::new(tmp.path().join("runtime").to_str().unwrap());
-    let sandbox = tmp.path().join("runs/held");
-    let (stdin_r, stdin_w) = pipe();
-    let (stdout_r, stdout_w) = pipe();
-    let (stderr_r, stderr_w) = pipe();
-    let io = nestguard_container_io {
-        stdin_fd: stdin_r.as_raw_fd(),
-        stdout_fd: stdout_w.as_raw_fd(),
-        stderr_fd: stderr_w.as_raw_fd(),
-        flags: 0,
-    };
-    let (r, supervisor) = l.launch_pid("io-held", "exec sleep 100", sandbox.to_str().unwrap(), &io);
+    let l = Launcher::new();
+    let pipes = Pipes::new();
+    let (r, supervisor) = l.launch("io-held", "exec sleep 100", &pipes.io(0));
     assert_eq!(r, R::Ok);
-    let links = [
-        pipe_link(&stdin_r),
-        pipe_link(&stdout_r),
-        pipe_link(&stderr_r),
-    ];
-    drop((stdin_r, stdout_w, stderr_w));
-    // The command, once the supervisor has started it.
+    let [stdin_w, stdout_r, stderr_r] = pipes.into_ours();
+    let links = [stdin_w, stdout_r, stderr_r].map(|fd| (pipe_link(&fd), fd));
+    // The command, once the supervisor has started it and it exec'd sleep.
     let children = format!("/proc/{supervisor}/task/{supervisor}/children");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(30);
     let command: i32 = loop {
         let text = std::fs::read_to_string(&children).unwrap_or_default();
-        if let Some(pid) = text.split_whitespace().next() {
-            break pid.parse().unwrap();
+        let pid = text.split_whitespace().next().and_then(|p| p.parse().ok());
+        let comm = pid.and_then(|p: i32| std::fs::read_to_string(format!("/proc/{p}/comm")).ok());
+        if let (Some(pid), Some("sleep\n")) = (pid, comm.as_deref()) {
+            break pid;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no command under the supervisor"
-        );
+        assert!(Instant::now() < deadline, "no sleep under the supervisor");
         std::thread::sleep(Duration::from_millis(20));
     };
-    // `exec sleep`: the shell became sleep (its comm changes at exec).
-    while std::fs::read_to_string(format!("/proc/{command}/comm")).unwrap_or_default() != "sleep\n"
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command did not exec sleep"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let held = fds_of(command);
-    assert_eq!(
-        held,
-        vec![
-            (0, links[0].clone()),
-            (1, links[1].clone()),
-            (2, links[2].clone())
-        ],
-        "the command's descriptors"
-    );
+    let expected: Vec<(i32, String)> = (0..).zip(links.iter().map(|(l, _)| l.clone())).collect();
+    assert_eq!(fds_of(command), expected, "the command's descriptors");
     let kept: Vec<_> = fds_of(supervisor)
         .into_iter()
-        .filter(|(_, link)| links.contains(link))
+        .filter(|(_, link)| links.iter().any(|(l, _)| l == link))
         .collect();
     assert!(kept.is_empty(), "the supervisor keeps {kept:?}");
     l.destroy("io-held");
     // Destroyed: every copy is gone, the reader sees EOF.
+    let [_, (_, stdout_r), _] = links;
     assert!(read_to_end(stdout_r).is_empty());
-    drop((stdin_w, stderr_r));
 }
 
 #[test]
@@ -241,12 +225,7 @@ fn a_pty_slave_becomes_the_controlling_terminal() {
     if !root_or_skip() {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("nestguard-io-")
-        .tempdir()
-        .unwrap();
-    let l = Launcher::new(tmp.path().join("runtime").to_str().unwrap());
-    let sandbox = tmp.path().join("runs/tty");
+    let l = Launcher::new();
     // SAFETY: plain libc calls; each descriptor is owned once.
     let (master, slave) = unsafe {
         let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
@@ -271,10 +250,7 @@ fn a_pty_slave_becomes_the_controlling_terminal() {
     let script = "[ -t 0 ] && echo tty; exec 3</dev/tty && echo ctty; \
                   read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; \
                   [ \"$pgrp\" = \"$tpgid\" ] && echo fg";
-    assert_eq!(
-        l.launch("io-tty", script, sandbox.to_str().unwrap(), &io),
-        R::Ok
-    );
+    assert_eq!(l.launch("io-tty", script, &io).0, R::Ok);
     drop(slave);
     let out = String::from_utf8_lossy(&read_to_end(master)).replace('\r', "");
     assert_eq!(out, "tty\nctty\nfg\n");
@@ -286,33 +262,18 @@ fn bad_container_io_is_refused() {
     if !root_or_skip() {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("nestguard-io-")
-        .tempdir()
-        .unwrap();
-    let l = Launcher::new(tmp.path().join("runtime").to_str().unwrap());
-    let sandbox = tmp.path().join("runs/bad");
-    let (r, w) = pipe();
-    let pipes = |flags| nestguard_container_io {
-        stdin_fd: r.as_raw_fd(),
-        stdout_fd: w.as_raw_fd(),
-        stderr_fd: w.as_raw_fd(),
-        flags,
-    };
-    let sb = sandbox.to_str().unwrap();
+    let l = Launcher::new();
+    let pipes = Pipes::new();
     // A TTY asked for on pipes; an unknown flag; a negative descriptor.
+    let tty = pipes.io(NESTGUARD_CONTAINER_IO_TTY);
+    assert_eq!(l.launch("bad-io", "true", &tty).0, R::InvalidArgument);
     assert_eq!(
-        l.launch("bad-io", "true", sb, &pipes(NESTGUARD_CONTAINER_IO_TTY)),
+        l.launch("bad-io", "true", &pipes.io(4)).0,
         R::InvalidArgument
     );
-    assert_eq!(
-        l.launch("bad-io", "true", sb, &pipes(4)),
-        R::InvalidArgument
-    );
-    let mut negative = pipes(0);
-    negative.stdout_fd = -1;
-    assert_eq!(
-        l.launch("bad-io", "true", sb, &negative),
-        R::InvalidArgument
-    );
+    let negative = nestguard_container_io {
+        stdout_fd: -1,
+        ..pipes.io(0)
+    };
+    assert_eq!(l.launch("bad-io", "true", &negative).0, R::InvalidArgument);
 }

@@ -297,6 +297,18 @@ pub(crate) fn with_nested_launches() -> String {
     )
 }
 
+/// A pod of `nobody`'s whose executor just sleeps (so that nested
+/// containers under it, sessions included, run as `nobody`); the agent's
+/// directory is made traversable for it. Returns its ID and sandbox.
+pub(crate) fn nobodys_pod(agent: &TestAgent) -> (String, std::path::PathBuf) {
+    std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let mut spec = pod(serde_json::json!([task("main", "sleep 1000")]));
+    spec["executor"]["type"] = serde_json::json!("CUSTOM");
+    spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
+    spec["framework"]["user"] = serde_json::json!("nobody");
+    agent.launch_pod(&spec)
+}
+
 /// A call's status and body, read to the end.
 pub(crate) fn answer(agent: &TestAgent, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let (status, head, mut stream, mut rest) = open(agent, OPS, headers, body);
@@ -776,17 +788,11 @@ fn links_swapped_into_the_sandbox_never_lead_the_agent_outside() {
     }
     let agent = session_agent();
     // The sessions run as their parent's user (another one is refused):
-    // a pod of `nobody`'s, whose executor just sleeps, so that every
-    // `fchown` the agent does is visible.
-    std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    // `nobody`'s, so that every `fchown` the agent does is visible.
+    let (root, sandbox) = nobodys_pod(&agent);
     let outside = agent.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("victim"), b"keep").unwrap();
-    let mut spec = pod(serde_json::json!([task("main", "sleep 1000")]));
-    spec["executor"]["type"] = serde_json::json!("CUSTOM");
-    spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
-    spec["framework"]["user"] = serde_json::json!("nobody");
-    let (root, sandbox) = agent.launch_pod(&spec);
     // The tenant, racing: a loop over the sessions' sandboxes (its own),
     // with a pause so that it does not take a whole core.
     let tenant = format!(

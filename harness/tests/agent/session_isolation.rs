@@ -5,12 +5,11 @@
 //! launches cannot pass the session cap.
 
 use std::net::TcpStream;
-use std::os::unix::fs::PermissionsExt;
 
 use crate::agent_support::{OPS, TestAgent, nested, pod, require_root, task};
 use crate::debug_sessions::{
-    Wire, input_body, open, output, running_pod, send_input, session_agent, session_call, stdin,
-    streaming_headers, wait_gone, with_nested_launches,
+    Wire, input_body, nobodys_pod, open, output, running_pod, send_input, session_agent,
+    session_call, stdin, streaming_headers, wait_gone, with_nested_launches,
 };
 
 /// The command holds its fds 0/1/2 and nothing else of the agent's (the
@@ -53,14 +52,8 @@ fn a_sibling_cannot_open_a_sessions_terminal() {
         return;
     }
     let agent = TestAgent::start_with_acls(&with_nested_launches());
-    std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
-    // A pod of `nobody`'s whose executor just sleeps: the session and the
-    // sibling both run as `nobody`.
-    let mut spec = pod(serde_json::json!([task("main", "sleep 1000")]));
-    spec["executor"]["type"] = serde_json::json!("CUSTOM");
-    spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
-    spec["framework"]["user"] = serde_json::json!("nobody");
-    let (root, sandbox) = agent.launch_pod(&spec);
+    // The session and the sibling both run as `nobody`.
+    let (root, sandbox) = nobodys_pod(&agent);
     let wire = Wire::Json;
     let call = session_call(
         &root,

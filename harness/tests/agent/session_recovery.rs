@@ -4,10 +4,10 @@
 //! run as that container's user; a missing or torn checkpoint refuses
 //! both, never running them as the agent's user (root).
 
-use std::os::unix::fs::PermissionsExt;
-
-use crate::agent_support::{OPS, TestAgent, nested, pod, require_root, task};
-use crate::debug_sessions::{Wire, answer, open, output, streaming_headers, with_nested_launches};
+use crate::agent_support::{OPS, TestAgent, nested, require_root};
+use crate::debug_sessions::{
+    Wire, answer, nobodys_pod, open, output, streaming_headers, with_nested_launches,
+};
 
 /// A plain nested launch under `parent` (a nested container of `root`).
 fn launch_under(
@@ -50,14 +50,8 @@ fn a_recovered_nested_containers_user_is_its_checkpointed_one() {
         return;
     }
     let mut agent = TestAgent::start_with_acls(&with_nested_launches());
-    std::fs::set_permissions(agent.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
-    // A pod of `nobody`'s whose executor just sleeps; two nested
-    // containers under it run as `nobody` (their parent's user).
-    let mut spec = pod(serde_json::json!([task("main", "sleep 1000")]));
-    spec["executor"]["type"] = serde_json::json!("CUSTOM");
-    spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
-    spec["framework"]["user"] = serde_json::json!("nobody");
-    let (root, sandbox) = agent.launch_pod(&spec);
+    // Two nested containers under it run as `nobody` (their parent's user).
+    let (root, sandbox) = nobodys_pod(&agent);
     for child in ["svc", "torn"] {
         let body = serde_json::json!({
             "type": "LAUNCH_NESTED_CONTAINER",
