@@ -30,5 +30,5 @@ fn version_names_the_abi() {
         .output()
         .expect("run nestguard version");
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("C ABI 0.2.0"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("C ABI 0.3.0"));
 }
