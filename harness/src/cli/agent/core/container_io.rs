@@ -93,10 +93,12 @@ pub(super) fn pipes() -> Result<Wiring, ApiError> {
 }
 
 /// A pseudo-terminal from `/dev/ptmx`; its slave is opened through the
-/// master (`TIOCGPTPEER`), never by its `/dev/pts` path, and is made
-/// root's 0600 so that no other process of the container's user can open
-/// that path where the host's `/dev/pts` is visible. The window size is
-/// `tty_info`'s.
+/// master (`TIOCGPTPEER`), never by its `/dev/pts` path, and is made the
+/// agent's own 0600 (root's when the agent runs as root) so that no other
+/// process of the container's user can open that path where the host's
+/// `/dev/pts` is visible. The owner is the agent's effective user, not
+/// root: a non-root agent may not give a file away (EPERM). The window size
+/// is `tty_info`'s.
 pub(super) fn pty(container: Option<&ContainerInfo>) -> Result<Wiring, ApiError> {
     let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
     let master = rustix::pty::openpt(flags).map_err(|e| internal("open /dev/ptmx", e))?;
@@ -105,8 +107,8 @@ pub(super) fn pty(container: Option<&ContainerInfo>) -> Result<Wiring, ApiError>
         rustix::pty::ioctl_tiocgptpeer(&master, flags).map_err(|e| internal("TIOCGPTPEER", e))?;
     rustix::fs::fchown(
         &slave,
-        Some(rustix::fs::Uid::ROOT),
-        Some(rustix::fs::Gid::ROOT),
+        Some(rustix::process::geteuid()),
+        Some(rustix::process::getegid()),
     )
     .map_err(|e| internal("chown the pty", e))?;
     rustix::fs::fchmod(&slave, Mode::from_raw_mode(0o600))
@@ -164,7 +166,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pty_slave_is_roots_0600_and_has_the_window_size() {
+    fn the_pty_slave_is_the_agents_0600_and_has_the_window_size() {
         use nestguard::proto::mesos::{TtyInfo, tty_info::WindowSize};
         let info = ContainerInfo {
             tty_info: Some(TtyInfo {
@@ -180,8 +182,41 @@ mod tests {
             panic!("pty() made pipes");
         };
         let stat = rustix::fs::fstat(slave).unwrap();
-        assert_eq!((stat.st_uid, stat.st_mode & 0o7777), (0, 0o600));
+        let me = (
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+        );
+        assert_eq!(
+            (stat.st_uid, stat.st_gid, stat.st_mode & 0o7777),
+            (me.0, me.1, 0o600)
+        );
         let size = rustix::termios::tcgetwinsize(slave).unwrap();
         assert_eq!((size.ws_row, size.ws_col), (30, 99));
+    }
+
+    /// As root, runs the test above again as `nobody` (a non-root agent may
+    /// not chown the slave to root: EPERM broke every TTY launch).
+    #[test]
+    fn a_non_root_agent_gets_its_own_pty() {
+        use std::os::unix::process::CommandExt;
+        if !rustix::process::geteuid().is_root() {
+            return; // the test above already ran as a non-root user
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "cli::agent::core::container_io::tests::the_pty_slave_is_the_agents_0600_and_has_the_window_size",
+                "--test-threads=1",
+            ])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "as nobody: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
