@@ -24,6 +24,8 @@
 
 use std::os::fd::RawFd;
 
+use rustix::io::Errno;
+
 use crate::isolation::channel::StdioKind;
 use crate::isolation::launcher::STDIO_ARG;
 
@@ -66,27 +68,91 @@ pub fn parse_args(args: &[&[u8]]) -> Result<Option<[RawFd; 3]>, StdioArgsError> 
 }
 
 /// Closes every descriptor from 3 up but `keep`: nothing the host leaked
-/// without close-on-exec may reach the container.
-pub fn close_all_but(keep: Option<[RawFd; 3]>) {
+/// without close-on-exec may reach the container. Fails (and the launch
+/// with it) rather than leave one open.
+pub fn close_all_but(keep: Option<[RawFd; 3]>) -> Result<(), StdioArgsError> {
+    close_all_but_with(keep, (3, u32::MAX), sys_close_range)
+}
+
+/// [`close_all_but`] within `span` (inclusive), with the `close_range` to
+/// try first (tests pass one that fails as a kernel before 5.9 does, and a
+/// span clear of the test runner's own descriptors).
+fn close_all_but_with(
+    keep: Option<[RawFd; 3]>,
+    span: (u32, u32),
+    close_range: impl Fn(u32, u32) -> Result<(), Errno>,
+) -> Result<(), StdioArgsError> {
     let mut keep = keep.unwrap_or([-1; 3]);
     keep.sort_unstable();
-    let mut from: u32 = 3;
+    let mut ranges = Vec::with_capacity(4);
+    let mut from = span.0;
     for fd in keep.into_iter().filter_map(|fd| u32::try_from(fd).ok()) {
+        if fd > span.1 {
+            break;
+        }
         if fd > from {
-            close_range(from, fd - 1);
+            ranges.push((from, fd - 1));
         }
         from = from.max(fd + 1);
     }
-    close_range(from, u32::MAX);
+    if from <= span.1 {
+        ranges.push((from, span.1));
+    }
+    for (first, last) in ranges {
+        match close_range(first, last) {
+            Ok(()) => {}
+            // Linux before 5.9 (ENOSYS), or a seccomp filter of the host's
+            // that refuses the call (EPERM): close them one by one.
+            Err(Errno::NOSYS | Errno::PERM) => close_listed(first, last)?,
+            Err(e) => {
+                return Err(StdioArgsError(format!("close_range({first}, {last}): {e}")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A raw syscall: neither rustix 1.1 nor nix 0.32 wraps close_range(2), and
 /// closing each fd of /proc/self/fd would cost a directory read on every
 /// launch.
-fn close_range(first: u32, last: u32) {
+fn sys_close_range(first: u32, last: u32) -> Result<(), Errno> {
     // SAFETY: close_range only closes descriptors; the helper owns none in
     // the range (it runs before anything is opened, or `keep` is spared).
-    unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    if rc == -1 {
+        return Err(Errno::from_raw_os_error(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ));
+    }
+    Ok(())
+}
+
+/// The fallback without `close_range`: the open descriptors in
+/// `first..=last` as `/proc/self/fd` lists them, collected before any is
+/// closed (closing while reading would change the listing under the
+/// reader), then closed. The directory's own descriptor is listed too; it
+/// is closed already when its number comes up (EBADF, ignored).
+fn close_listed(first: u32, last: u32) -> Result<(), StdioArgsError> {
+    let fail = |e: std::io::Error| {
+        StdioArgsError(format!(
+            "close the inherited descriptors (no close_range): /proc/self/fd: {e}"
+        ))
+    };
+    let mut open = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").map_err(fail)? {
+        let name = entry.map_err(fail)?.file_name();
+        if let Some(fd) = name.to_str().and_then(|n| n.parse::<u32>().ok())
+            && (first..=last).contains(&fd)
+        {
+            open.push(fd);
+        }
+    }
+    for fd in open {
+        // SAFETY: as in sys_close_range; a number that is no longer open
+        // (the listing's own) fails with EBADF.
+        unsafe { libc::close(fd as RawFd) };
+    }
+    Ok(())
 }
 
 /// Pairs the descriptors of the command line with the launch data's
@@ -169,6 +235,42 @@ impl Handed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn is_open(fd: RawFd) -> bool {
+        // SAFETY: F_GETFD only reads a descriptor's flags.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    }
+
+    /// Without close_range (ENOSYS), the listed descriptors in the span are
+    /// closed all the same, and the kept one stays.
+    #[test]
+    fn without_close_range_the_descriptors_are_closed_one_by_one() {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        // High numbers, clear of what other tests open meanwhile.
+        let (lo, keep, hi) = (900, 901, 902);
+        for (fd, from) in [(lo, &r), (keep, &w), (hi, &r)] {
+            // SAFETY: dup2 onto a number nothing of this process uses.
+            assert_ne!(unsafe { libc::dup2(from.as_raw_fd(), fd) }, -1);
+        }
+        let tried = std::cell::Cell::new(0);
+        close_all_but_with(Some([keep, -1, -1]), (lo as u32, hi as u32), |_, _| {
+            tried.set(tried.get() + 1);
+            Err(Errno::NOSYS)
+        })
+        .unwrap();
+        assert_eq!(
+            tried.get(),
+            2,
+            "one close_range per range around the kept fd"
+        );
+        assert_eq!(
+            (is_open(lo), is_open(keep), is_open(hi)),
+            (false, true, false)
+        );
+        // SAFETY: the kept duplicate is this test's.
+        unsafe { libc::close(keep) };
+    }
 
     #[test]
     fn arguments_name_three_distinct_descriptors_above_the_standard_streams() {

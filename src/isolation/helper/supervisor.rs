@@ -150,7 +150,7 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
     // Descriptors the host leaked without CLOEXEC must not reach the
     // container; only the stdio it handed over, if any, stays.
     let handed = stdio::parse_args(args);
-    stdio::close_all_but(handed.as_ref().ok().copied().flatten());
+    stdio::close_all_but(handed.as_ref().ok().copied().flatten())?;
     let handed = handed?;
     let (control, info) = channel::read_from(&mut std::io::stdin().lock())?;
     let stdio = stdio::check(handed, control.stdio).map_err(HelperError::Stdio)?;
