@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int passed = 0;
 static int failed = 0;
@@ -195,11 +196,18 @@ static void test_metrics(void) {
 /* The launch with descriptors (ABI 0.3): its struct and flag are in the
  * header, and a NULL launcher is refused with a code. */
 static void test_launch_with_io(void) {
-  nestguard_container_io io = {0, 1, 2, NESTGUARD_CONTAINER_IO_TTY};
+  /* Descriptors made for the container, never the caller's own 0/1/2. */
+  int in[2], out[2];
+  CHECK(pipe(in) == 0 && pipe(out) == 0, "pipes for the container's stdio");
+  nestguard_container_io io = {in[0], out[1], out[1], 0};
   int32_t pid = 0;
   nestguard_result rc =
       nestguard_launcher_launch_with_io(NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, &io, &pid);
   CHECK(rc == NESTGUARD_RESULT_NULL_PARAMETER, "a launch with io on a NULL launcher is refused");
+  close(in[0]);
+  close(in[1]);
+  close(out[0]);
+  close(out[1]);
 }
 
 int main(void) {

@@ -218,6 +218,14 @@ impl nestguard_launcher {
     /// borrowed: the launcher duplicates them for the container, and the
     /// caller closes its own copies when the call returns (the reader sees
     /// EOF once the container's processes are gone). Since ABI 0.3.
+    ///
+    /// Each descriptor must be open, not `O_PATH`, and a pipe, a socket, a
+    /// character device or a regular file (never a directory); with
+    /// `NESTGUARD_CONTAINER_IO_TTY` the three must be one pty's slave (the
+    /// same device; a master is refused). Otherwise:
+    /// `NESTGUARD_RESULT_INVALID_ARGUMENT`, and nothing runs. Fds 0–2 are
+    /// accepted like any other, but they hand the container the caller's own
+    /// stdio (the agent's terminal or log): pass descriptors made for it.
     #[unsafe(no_mangle)]
     pub extern "C" fn nestguard_launcher_launch_with_io(
         launcher: *const nestguard_launcher,

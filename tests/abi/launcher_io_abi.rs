@@ -220,14 +220,10 @@ fn the_supervisor_keeps_no_copy_and_the_command_only_its_stdio() {
     assert!(read_to_end(stdout_r).is_empty());
 }
 
-#[test]
-fn a_pty_slave_becomes_the_controlling_terminal() {
-    if !root_or_skip() {
-        return;
-    }
-    let l = Launcher::new();
+/// A pseudo-terminal's master and slave (opened through the master).
+fn open_pty() -> (OwnedFd, OwnedFd) {
     // SAFETY: plain libc calls; each descriptor is owned once.
-    let (master, slave) = unsafe {
+    unsafe {
         let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
         assert!(m >= 0);
         assert_eq!(libc::unlockpt(m), 0);
@@ -238,7 +234,16 @@ fn a_pty_slave_becomes_the_controlling_terminal() {
         );
         assert!(s >= 0);
         (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s))
-    };
+    }
+}
+
+#[test]
+fn a_pty_slave_becomes_the_controlling_terminal() {
+    if !root_or_skip() {
+        return;
+    }
+    let l = Launcher::new();
+    let (master, slave) = open_pty();
     let io = nestguard_container_io {
         stdin_fd: slave.as_raw_fd(),
         stdout_fd: slave.as_raw_fd(),
@@ -276,4 +281,59 @@ fn bad_container_io_is_refused() {
         ..pipes.io(0)
     };
     assert_eq!(l.launch("bad-io", "true", &negative).0, R::InvalidArgument);
+}
+
+/// Only descriptors a command can use as its stdio pass: a closed number,
+/// an `O_PATH` descriptor and a directory are refused, and so is a TTY
+/// launch on a pty's master or on two different slaves. Nothing runs.
+#[test]
+fn unusable_descriptors_are_refused() {
+    if !root_or_skip() {
+        return;
+    }
+    let l = Launcher::new();
+    let pipes = Pipes::new();
+    let with_stdin = |fd: i32| nestguard_container_io {
+        stdin_fd: fd,
+        ..pipes.io(0)
+    };
+    // A number nothing of this process has open.
+    let closed = 999;
+    // SAFETY: F_GETFD only reads a descriptor's flags.
+    assert_eq!(unsafe { libc::fcntl(closed, libc::F_GETFD) }, -1);
+    assert_eq!(
+        l.launch("io-closed", "true", &with_stdin(closed)).0,
+        R::InvalidArgument
+    );
+    let path = rustix::fs::open(
+        l.dir.path(),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    let o_path = with_stdin(path.as_raw_fd());
+    assert_eq!(l.launch("io-o-path", "true", &o_path).0, R::InvalidArgument);
+    let dir = std::fs::File::open(l.dir.path()).unwrap();
+    let directory = with_stdin(dir.as_raw_fd());
+    assert_eq!(l.launch("io-dir", "true", &directory).0, R::InvalidArgument);
+
+    let (master, slave) = open_pty();
+    let (_other_master, other_slave) = open_pty();
+    let tty = |fds: [&OwnedFd; 3]| nestguard_container_io {
+        stdin_fd: fds[0].as_raw_fd(),
+        stdout_fd: fds[1].as_raw_fd(),
+        stderr_fd: fds[2].as_raw_fd(),
+        flags: NESTGUARD_CONTAINER_IO_TTY,
+    };
+    let on_master = tty([&master, &master, &master]);
+    assert_eq!(
+        l.launch("io-master", "true", &on_master).0,
+        R::InvalidArgument
+    );
+    let two = tty([&slave, &other_slave, &slave]);
+    assert_eq!(l.launch("io-two-ptys", "true", &two).0, R::InvalidArgument);
+    // The check is not a blanket refusal: the same slave thrice passes.
+    let one = tty([&slave, &slave, &slave]);
+    assert_eq!(l.launch("io-one-pty", "true", &one).0, R::Ok);
+    l.destroy("io-one-pty");
 }

@@ -47,6 +47,63 @@ pub enum StdioError {
     /// `tty` was set, but the descriptor is not a terminal.
     #[error("the container's {0} is not a terminal, but a TTY was asked for")]
     NotATerminal(&'static str),
+    /// The descriptor is not open (or its flags cannot be read).
+    #[error("the container's {0} is not an open descriptor: {1}")]
+    NotOpen(&'static str, #[source] rustix::io::Errno),
+    /// The descriptor is of a kind a command cannot use as its stdio.
+    #[error(
+        "the container's {0} is {1}; expected a pipe, a socket, a character device or a regular file"
+    )]
+    Kind(&'static str, &'static str),
+    /// With a TTY, the three are not one pseudo-terminal's slave.
+    #[error(
+        "a TTY was asked for, but stdin, stdout and stderr are not one pseudo-terminal's slave ({0})"
+    )]
+    NotOnePtySlave(&'static str),
+}
+
+/// Linux's majors of pty slaves (`UNIX98_PTY_SLAVE_MAJOR` and the 7 after
+/// it); a master (`/dev/ptmx`, 5:2) is outside, and handing the container
+/// a master would let it read and type on another terminal.
+const PTY_SLAVE_MAJORS: std::ops::RangeInclusive<u32> = 136..=143;
+
+/// Checks that `fd` can be a command's stdio: open, not an `O_PATH`
+/// descriptor (which grants no reads or writes, only a name to reopen), and
+/// a pipe, socket, character device or regular file (not a directory);
+/// returns its `stat`.
+fn usable(name: &'static str, fd: BorrowedFd<'_>) -> Result<rustix::fs::Stat, StdioError> {
+    use rustix::fs::{FileType, OFlags};
+    let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| StdioError::NotOpen(name, e))?;
+    if flags.contains(OFlags::PATH) {
+        return Err(StdioError::Kind(name, "an O_PATH descriptor"));
+    }
+    let stat = rustix::fs::fstat(fd).map_err(|e| StdioError::NotOpen(name, e))?;
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Fifo | FileType::Socket | FileType::CharacterDevice | FileType::RegularFile => {
+            Ok(stat)
+        }
+        FileType::Directory => Err(StdioError::Kind(name, "a directory")),
+        _ => Err(StdioError::Kind(
+            name,
+            "a block device or other special file",
+        )),
+    }
+}
+
+/// With a TTY: the three name one device, and it is a pty's slave.
+fn one_pty_slave(stats: &[rustix::fs::Stat]) -> Result<(), StdioError> {
+    let rdev = stats[0].st_rdev;
+    if stats.iter().any(|s| s.st_rdev != rdev) {
+        return Err(StdioError::NotOnePtySlave("they are different devices"));
+    }
+    let is_char = rustix::fs::FileType::from_raw_mode(stats[0].st_mode)
+        == rustix::fs::FileType::CharacterDevice;
+    if !is_char || !PTY_SLAVE_MAJORS.contains(&rustix::fs::major(rdev)) {
+        return Err(StdioError::NotOnePtySlave(
+            "the device is not a pty slave (a master, or another terminal)",
+        ));
+    }
+    Ok(())
 }
 
 /// The host's duplicates, alive until the helper was spawned.
@@ -63,11 +120,18 @@ impl Handoff {
             ("stdout", io.stdout),
             ("stderr", io.stderr),
         ];
-        let mut fds = Vec::with_capacity(3);
+        let mut stats = Vec::with_capacity(3);
         for (name, fd) in named {
+            stats.push(usable(name, fd)?);
             if io.tty && !rustix::termios::isatty(fd) {
                 return Err(StdioError::NotATerminal(name));
             }
+        }
+        if io.tty {
+            one_pty_slave(&stats)?;
+        }
+        let mut fds = Vec::with_capacity(3);
+        for (name, fd) in named {
             fds.push(
                 rustix::io::fcntl_dupfd_cloexec(fd, FIRST_HANDOFF_FD)
                     .map_err(|e| StdioError::Dup(name, e))?,
