@@ -627,7 +627,7 @@ fn sessions_per_container_are_capped() {
     assert_eq!(status, 503, "{text}");
     assert!(
         text.contains(&format!(
-            "Too many debug sessions in container {root} (at most 16)"
+            "Too many debug sessions and TTY containers in container {root} (at most 16)"
         )),
         "{text}"
     );

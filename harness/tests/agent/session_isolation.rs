@@ -4,6 +4,7 @@
 //! the container's user cannot open a session's terminal, and racing
 //! launches cannot pass the session cap.
 
+use std::io::Read;
 use std::net::TcpStream;
 
 use crate::agent_support::{OPS, TestAgent, nested, pod, require_root, task};
@@ -71,7 +72,8 @@ fn a_sibling_cannot_open_a_sessions_terminal() {
         "launch_nested_container": {
             "container_id": nested(&root, "sibling"),
             "command": {"shell": true, "value":
-                "id -un; for p in /dev/pts/[0-9]*; do (echo INJECT > \"$p\") 2>/dev/null && echo \"$p\"; done; true"}
+                "id -un; for p in /dev/pts/[0-9]*; do if (echo INJECT > \"$p\") 2>/dev/null; \
+                 then echo \"wrote $p\"; else echo \"saw $p\"; fi; done; true"}
         }
     })
     .to_string();
@@ -98,14 +100,21 @@ fn a_sibling_cannot_open_a_sessions_terminal() {
         Some("nobody"),
         "the sibling ran as another user"
     );
+    let reached: Vec<&str> = reached.collect();
+    // The terminal is there to see (the host's /dev/pts), but not to open.
     assert!(
-        reached.all(|p| p != pty),
+        reached.contains(&format!("saw {pty}").as_str()),
+        "the sibling did not see {pty} at all, so the test proves nothing: {reached:?}"
+    );
+    assert!(
+        !reached.contains(&format!("wrote {pty}").as_str()),
         "the sibling opened the session's terminal {pty}"
     );
 }
 
 /// More than [`MAX_SESSIONS`] launches racing each other under one root
-/// container: at most 16 are launched, the others answer 503.
+/// container: exactly 16 are launched (each holds its place with a
+/// `sleep`), the others answer 503 with the cap's text.
 #[test]
 fn racing_session_launches_never_pass_the_cap() {
     if !require_root() {
@@ -126,7 +135,7 @@ fn racing_session_launches_never_pass_the_cap() {
         })
         .collect();
     let gate = std::sync::Barrier::new(RACERS);
-    let answers: Vec<(usize, u16, String, TcpStream)> = std::thread::scope(|s| {
+    let answers: Vec<(usize, u16, String, TcpStream, Vec<u8>)> = std::thread::scope(|s| {
         let racers: Vec<_> = calls
             .iter()
             .enumerate()
@@ -135,26 +144,86 @@ fn racing_session_launches_never_pass_the_cap() {
                 let agent = &agent;
                 s.spawn(move || {
                     gate.wait();
-                    let (status, head, stream, _) =
+                    let (status, head, stream, rest) =
                         open(agent, OPS, &streaming_headers(wire), call);
-                    (i, status, head, stream)
+                    (i, status, head, stream, rest)
                 })
             })
             .collect();
         racers.into_iter().map(|r| r.join().unwrap()).collect()
     });
     let launched: Vec<usize> = answers.iter().filter(|a| a.1 == 200).map(|a| a.0).collect();
-    for (_, status, head, _) in &answers {
-        assert!(*status == 200 || *status == 503, "{head}\n{}", agent.log());
+    let cap =
+        format!("Too many debug sessions and TTY containers in container {root} (at most 16)");
+    let mut refused = 0;
+    for (_, status, head, stream, rest) in answers {
+        if status == 200 {
+            continue;
+        }
+        assert_eq!(status, 503, "{head}\n{}", agent.log());
+        let mut body = rest;
+        let mut stream = stream;
+        stream.read_to_end(&mut body).unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains(&cap), "{head}\n{body}");
+        refused += 1;
     }
-    assert!(
-        launched.len() <= 16,
-        "{} sessions were launched at once",
-        launched.len()
+    assert_eq!(
+        (launched.len(), refused),
+        (16, RACERS - 16),
+        "{}",
+        agent.log()
     );
-    assert!(!launched.is_empty(), "{}", agent.log());
-    drop(answers);
     for i in launched {
         wait_gone(&agent, &root, &format!("race-{i}"));
+    }
+}
+
+/// `tty_info` launches hold a switchboard (a host pty and agent threads) as
+/// a session does, and share the sessions' cap: past 16 under one root
+/// container, a `tty_info` launch and a session are refused with the cap's
+/// text, and nothing of theirs runs.
+#[test]
+fn tty_info_launches_share_the_session_cap() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start_with_acls(&with_nested_launches());
+    let root = running_pod(&agent);
+    let tty_launch = |child: &str| {
+        let body = serde_json::json!({
+            "type": "LAUNCH_NESTED_CONTAINER",
+            "launch_nested_container": {
+                "container_id": nested(&root, child),
+                "command": {"shell": true, "value": "sleep 1000"},
+                "container": {"type": "MESOS", "tty_info": {}}
+            }
+        })
+        .to_string();
+        agent.curl(Some(OPS), "/api/v1", &body)
+    };
+    for i in 0..16 {
+        let (status, text) = tty_launch(&format!("tty-{i}"));
+        assert_eq!(status, 200, "tty launch {i}: {text}\n{}", agent.log());
+    }
+    let cap =
+        format!("Too many debug sessions and TTY containers in container {root} (at most 16)");
+    let (status, text) = tty_launch("tty-16");
+    assert_eq!((status, text.contains(&cap)), (503, true), "{text}");
+    let wire = Wire::Protobuf;
+    let call = session_call(&root, "session", "echo no", None);
+    let (status, head, mut stream, mut rest) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    stream.read_to_end(&mut rest).unwrap();
+    let body = String::from_utf8_lossy(&rest);
+    assert_eq!((status, body.contains(&cap)), (503, true), "{head}\n{body}");
+    for child in ["tty-16", "session"] {
+        let wait = serde_json::json!({
+            "type": "WAIT_NESTED_CONTAINER",
+            "wait_nested_container": {"container_id": nested(&root, child)}
+        })
+        .to_string();
+        let (status, text) = agent.curl(Some(OPS), "/api/v1", &wait);
+        assert_eq!(status, 404, "{child} was launched: {text}");
     }
 }

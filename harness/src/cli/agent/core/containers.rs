@@ -16,6 +16,7 @@ use nestguard::proto::mesos::{self, CommandInfo, ContainerId, ContainerInfo, Env
 use super::container_io::ChildIo;
 use super::recovery::{exited, recovery_failed};
 use super::registry::{Agent, ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
+use super::switchboard::Switchboard;
 use crate::cli::agent::abi::{Watch, codes};
 use crate::cli::agent::paths::nested_sandbox;
 use crate::cli::wire::twin;
@@ -70,39 +71,74 @@ pub(super) fn merge_env(layers: &[&Environment]) -> Environment {
     Environment { variables: merged }
 }
 
-/// Marks a container as launching until the launch is over; a debug
-/// session's launch also holds its place among the sessions until its
-/// switchboard serves it (which then holds it) or the launch failed.
+/// Marks a container as launching until the launch is over; a launch with
+/// a switchboard (a debug session, a `tty_info` container) also holds its
+/// place among the switchboards until the switchboard serves it (which then
+/// holds it) or the launch failed.
 struct Launching<'a> {
     agent: &'a Agent,
     key: String,
-    /// The place among the sessions is still this guard's to free.
-    session: bool,
+    /// The generation of the place among the switchboards that is still
+    /// this guard's to free.
+    place: Option<u64>,
 }
 
 impl Drop for Launching<'_> {
     fn drop(&mut self) {
         let mut state = lock(&self.agent.state);
         state.launching.remove(&self.key);
-        if self.session {
-            state.sessions.remove(&self.key);
+        if let Some(place) = self.place {
+            free_place(&mut state.boards, &self.key, place);
         }
     }
 }
 
-/// 503 when [`MAX_SESSIONS`](super::switchboard::MAX_SESSIONS) sessions
-/// launch or run under `id`'s root container already.
-fn room_for_a_session(
-    sessions: &std::collections::BTreeSet<String>,
+/// Frees `key`'s place among the switchboards if it is still the one of
+/// generation `place` (never a later launch's of the same ID).
+pub(super) fn free_place(boards: &mut BTreeMap<String, u64>, key: &str, place: u64) {
+    if boards.get(key) == Some(&place) {
+        boards.remove(key);
+    }
+}
+
+/// 409 while an earlier container of `key` still has its switchboard (it
+/// drains the output after the container ended and was removed): a new one
+/// would share its ID with it (attaches would reach the old one). Checked
+/// for every launch, with or without a switchboard.
+fn no_earlier_switchboard(boards: &BTreeMap<String, u64>, key: &str) -> Result<(), ApiError> {
+    if boards.contains_key(key) {
+        return Err(ApiError::Conflict(format!(
+            "Container {key}'s earlier I/O switchboard is still draining its output; \
+             launch it again once that ended"
+        )));
+    }
+    Ok(())
+}
+
+/// 503 when [`MAX_SESSIONS`](super::switchboard::MAX_SESSIONS) containers
+/// with a switchboard (debug sessions and `tty_info` launches) launch or
+/// run under `id`'s root container already, or
+/// [`MAX_SWITCHBOARDS`](super::switchboard::MAX_SWITCHBOARDS) on the whole
+/// agent: each holds pipes or a host pty and agent threads.
+fn room_for_a_switchboard(
+    boards: &BTreeMap<String, u64>,
     id: &ContainerId,
 ) -> Result<(), ApiError> {
-    use super::switchboard::MAX_SESSIONS;
+    use super::switchboard::{MAX_SESSIONS, MAX_SWITCHBOARDS};
+    if boards.len() >= MAX_SWITCHBOARDS {
+        return Err(ApiError::Unavailable(format!(
+            "Too many debug sessions and TTY containers on this agent (at most {MAX_SWITCHBOARDS})"
+        )));
+    }
     let root = &container_id::root(id).value;
     let prefix = format!("{root}.");
-    let running = sessions.iter().filter(|k| k.starts_with(&prefix)).count();
+    let running = boards
+        .keys()
+        .filter(|k| *k == root || k.starts_with(&prefix))
+        .count();
     if running >= MAX_SESSIONS {
         return Err(ApiError::Unavailable(format!(
-            "Too many debug sessions in container {root} (at most {MAX_SESSIONS})"
+            "Too many debug sessions and TTY containers in container {root} (at most {MAX_SESSIONS})"
         )));
     }
     Ok(())
@@ -142,16 +178,21 @@ impl Agent {
             if state.containers.contains_key(&key) || state.launching.contains(&key) {
                 return Ok(Launched::Already);
             }
-            let session = class == mesos::slave::ContainerClass::Debug;
-            if session {
-                room_for_a_session(&state.sessions, id)?;
-                state.sessions.insert(key.clone());
-            }
+            no_earlier_switchboard(&state.boards, &key)?;
+            let place = if Switchboard::required(class, container.as_ref()) {
+                room_for_a_switchboard(&state.boards, id)?;
+                let place = state.next_board;
+                state.next_board += 1;
+                state.boards.insert(key.clone(), place);
+                Some(place)
+            } else {
+                None
+            };
             state.launching.insert(key.clone());
             Launching {
                 agent: self,
                 key: key.clone(),
-                session,
+                place,
             }
         };
         if let Some(c) = &container
@@ -242,9 +283,9 @@ impl Agent {
         }
         match (&started, board) {
             (Ok(Launched::Now), Some(board)) => {
-                // The switchboard holds the session's place from now on.
-                launching.session = false;
-                self.start_switchboard(key.clone(), board);
+                // The switchboard holds the place from now on.
+                let place = launching.place.take();
+                self.start_switchboard(key.clone(), board, place);
             }
             // A launch that raced a duplicate (the launcher has the
             // container): the running one keeps its switchboard.
@@ -663,5 +704,59 @@ impl Agent {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(dotted: &str) -> ContainerId {
+        container_id::parse_dotted(dotted).unwrap()
+    }
+
+    /// A switchboard that outlived its removed container frees only its own
+    /// place: a relaunch of the ID (with a place of a later generation)
+    /// keeps its own, and is refused while the old one is still there.
+    #[test]
+    fn an_old_switchboard_frees_only_its_own_place() {
+        let mut boards = BTreeMap::new();
+        boards.insert("root.s".to_owned(), 1);
+        let refused = no_earlier_switchboard(&boards, "root.s");
+        assert!(
+            matches!(&refused, Err(ApiError::Conflict(t)) if t.contains("still draining")),
+            "{refused:?}"
+        );
+        free_place(&mut boards, "root.s", 1);
+        assert!(no_earlier_switchboard(&boards, "root.s").is_ok());
+        boards.insert("root.s".to_owned(), 2);
+        // The old board (generation 1) ends after the relaunch took a place.
+        free_place(&mut boards, "root.s", 1);
+        assert_eq!(boards.get("root.s"), Some(&2));
+    }
+
+    /// The per-root cap counts the root's own `tty_info` switchboard and
+    /// its nested ones, not another root's; the agent-wide cap counts all.
+    #[test]
+    fn the_caps_count_every_switchboard() {
+        let mut boards = BTreeMap::new();
+        boards.insert("a".to_owned(), 0);
+        for i in 0..15 {
+            boards.insert(format!("a.{i}"), i + 1);
+        }
+        boards.insert("ab.0".to_owned(), 99);
+        assert!(matches!(
+            room_for_a_switchboard(&boards, &id("a.x")),
+            Err(ApiError::Unavailable(_))
+        ));
+        assert!(room_for_a_switchboard(&boards, &id("ab.1")).is_ok());
+        for i in 0..super::super::switchboard::MAX_SWITCHBOARDS as u64 {
+            boards.insert(format!("r{i}"), 1000 + i);
+        }
+        let full = room_for_a_switchboard(&boards, &id("fresh.x"));
+        assert!(
+            matches!(&full, Err(ApiError::Unavailable(t)) if t.contains("on this agent (at most 256)")),
+            "{full:?}"
+        );
     }
 }

@@ -131,10 +131,16 @@ pub(super) struct Registry {
     /// launch of one is ALREADY_LAUNCHED, as Mesos' containerizer answers
     /// for a container it knows, launched or launching.
     pub(super) launching: std::collections::BTreeSet<String>,
-    /// Debug sessions launching or served (until their switchboard
-    /// closed): counted against [`super::switchboard::MAX_SESSIONS`] under
-    /// this lock, so racing launches cannot pass the cap together.
-    pub(super) sessions: std::collections::BTreeSet<String>,
+    /// Containers with an IO switchboard (debug sessions and `tty_info`
+    /// launches), launching or served until their switchboard closed, by
+    /// key, with the generation of the place: counted against
+    /// [`super::switchboard::MAX_SESSIONS`] per root and
+    /// [`super::switchboard::MAX_SWITCHBOARDS`] in all under this lock, so
+    /// racing launches cannot pass a cap together. A place is freed only
+    /// by the launch or switchboard of its generation.
+    pub(super) boards: BTreeMap<String, u64>,
+    /// The generation of the next place in `boards`.
+    pub(super) next_board: u64,
 }
 
 pub(super) fn lock(m: &Mutex<Registry>) -> MutexGuard<'_, Registry> {

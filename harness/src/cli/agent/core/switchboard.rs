@@ -87,9 +87,16 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// Output readers attached to one container at once.
 pub const MAX_SUBSCRIBERS: usize = 8;
 
-/// Debug sessions at most at once under one root container (503 beyond):
-/// each holds pipes or a pty, reader threads and a container.
+/// Containers with a switchboard (debug sessions and `tty_info` launches)
+/// at most at once under one root container (503 beyond): each holds pipes
+/// or a host pty, reader threads and a container.
 pub const MAX_SESSIONS: usize = 16;
+
+/// Containers with a switchboard at most at once on the whole agent (503
+/// beyond), well below a host's `kernel.pty.max` (4096 by default, with
+/// 1024 of them reserved for the host's own logins), so that tenants cannot
+/// take the ptys the host's ssh needs nor the agent's threads.
+pub const MAX_SWITCHBOARDS: usize = 256;
 
 /// One piece of the container's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -579,13 +586,21 @@ impl Agent {
     }
 
     /// Serves a launched container's switchboard until the container ends.
-    pub(super) fn start_switchboard(self: &Arc<Self>, key: String, board: Arc<Switchboard>) {
+    /// `place` is the generation of its place among the switchboards,
+    /// which it frees when it closed.
+    pub(super) fn start_switchboard(
+        self: &Arc<Self>,
+        key: String,
+        board: Arc<Switchboard>,
+        place: Option<u64>,
+    ) {
         // Never over a running container's switchboard (its readers and
         // writer stay attached to the one they opened).
         match self.switchboards.map().entry(key.clone()) {
             std::collections::hash_map::Entry::Occupied(_) => {
                 tracing::warn!(container_id = %key, "a second switchboard for a container was dropped");
                 board.close_input();
+                self.free_board_place(&key, place);
                 return;
             }
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -631,11 +646,26 @@ impl Agent {
             }
             board.close_input();
             if let Some(agent) = agent.upgrade() {
-                agent.switchboards.map().remove(&key);
-                super::registry::lock(&agent.state).sessions.remove(&key);
+                // Only this board and its place: a later container of the
+                // same ID has its own.
+                let mut boards = agent.switchboards.map();
+                if boards.get(&key).is_some_and(|b| Arc::ptr_eq(b, &board)) {
+                    boards.remove(&key);
+                }
+                drop(boards);
+                agent.free_board_place(&key, place);
             }
             tracing::debug!(container_id = %key, "switchboard closed");
         });
+    }
+
+    /// Frees `key`'s place among the switchboards, if it is still the one
+    /// of generation `place`.
+    fn free_board_place(&self, key: &str, place: Option<u64>) {
+        if let Some(place) = place {
+            let mut state = super::registry::lock(&self.state);
+            super::containers::free_place(&mut state.boards, key, place);
+        }
     }
 
     /// Drops the switchboard of a container whose launch failed.
