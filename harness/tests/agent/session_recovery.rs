@@ -52,7 +52,7 @@ fn a_recovered_nested_containers_user_is_its_checkpointed_one() {
     let mut agent = TestAgent::start_with_acls(&with_nested_launches());
     // Two nested containers under it run as `nobody` (their parent's user).
     let (root, sandbox) = nobodys_pod(&agent);
-    for child in ["svc", "torn"] {
+    for child in ["svc", "torn", "missing"] {
         let body = serde_json::json!({
             "type": "LAUNCH_NESTED_CONTAINER",
             "launch_nested_container": {
@@ -73,6 +73,13 @@ fn a_recovered_nested_containers_user_is_its_checkpointed_one() {
         .join(format!("work/run/containers/{root}/containers/torn/config"));
     let bytes = std::fs::read(&config).unwrap();
     std::fs::write(&config, &bytes[..bytes.len() / 2]).unwrap();
+    // `missing`'s is gone altogether.
+    let missing = config
+        .parent()
+        .unwrap()
+        .with_file_name("missing")
+        .join("config");
+    std::fs::remove_file(&missing).unwrap();
     agent.spawn();
 
     // (a) A session under the recovered `svc` runs as `nobody`.
@@ -95,24 +102,33 @@ fn a_recovered_nested_containers_user_is_its_checkpointed_one() {
         std::fs::read_to_string(sandbox.join("containers/svc/containers/plain/stdout")).unwrap();
     assert_eq!(out, "nobody\n");
 
-    // A torn checkpoint fails closed: both are refused.
-    let (status, text) = answer(
-        &agent,
-        &streaming_headers(wire),
-        &session_under(&root, "torn", "dbg", "id -un"),
-    );
-    assert_eq!(status, 400, "{text}");
-    assert!(
-        text.contains("its user could not be recovered from its checkpoint"),
-        "{text}"
-    );
-    let (status, text) = launch_under(&agent, &root, "torn", "plain", "id -un");
-    assert_eq!(status, 400, "{text}");
-    assert!(text.contains("must name its 'command.user'"), "{text}");
-    assert!(
-        !sandbox.join("containers/torn/containers/plain").exists(),
-        "the refused launch made a sandbox"
-    );
+    // A torn or missing checkpoint fails closed: both are refused.
+    for parent in ["torn", "missing"] {
+        let (status, text) = answer(
+            &agent,
+            &streaming_headers(wire),
+            &session_under(&root, parent, "dbg", "id -un"),
+        );
+        assert_eq!(status, 400, "{parent}: {text}");
+        assert!(
+            text.contains("its user could not be recovered from its checkpoint"),
+            "{parent}: {text}"
+        );
+        let (status, text) = launch_under(&agent, &root, parent, "plain", "id -un");
+        assert_eq!(status, 400, "{parent}: {text}");
+        assert!(
+            text.contains("must name its 'command.user'"),
+            "{parent}: {text}"
+        );
+        assert!(
+            !sandbox
+                .join("containers")
+                .join(parent)
+                .join("containers/plain")
+                .exists(),
+            "{parent}: the refused launch made a sandbox"
+        );
+    }
 }
 
 /// WAIT_NESTED_CONTAINER of `root.parent.child`.
