@@ -69,6 +69,15 @@
 #define NESTGUARD_CONTAINER_IO_TTY 1
 
 /**
+ * Flag of `nestguard_container_io`: the container is a debug session's
+ * (Mesos' `ContainerClass` DEBUG). Its `ContainerConfig` checkpoint then
+ * says so (`container_class`), so that a restarted agent, whose ends of
+ * the descriptors died with it, can destroy it as Mesos does. Since ABI
+ * 0.3.
+ */
+#define NESTGUARD_CONTAINER_IO_DEBUG 2
+
+/**
  * The result of a fallible nestguard function.
  *
  * Numbers are stable: a code is never renumbered or reused. Each module owns a
@@ -587,7 +596,7 @@ typedef struct {
    */
   int32_t stderr_fd;
   /**
-   * 0 or `NESTGUARD_CONTAINER_IO_TTY`.
+   * `NESTGUARD_CONTAINER_IO_TTY` and `NESTGUARD_CONTAINER_IO_DEBUG`, or 0.
    */
   uint32_t flags;
 } nestguard_container_io;

@@ -359,6 +359,13 @@ impl nestguard_launcher {
 /// side of a pseudo-terminal.
 pub const NESTGUARD_CONTAINER_IO_TTY: u32 = 1;
 
+/// Flag of `nestguard_container_io`: the container is a debug session's
+/// (Mesos' `ContainerClass` DEBUG). Its `ContainerConfig` checkpoint then
+/// says so (`container_class`), so that a restarted agent, whose ends of
+/// the descriptors died with it, can destroy it as Mesos does. Since ABI
+/// 0.3.
+pub const NESTGUARD_CONTAINER_IO_DEBUG: u32 = 2;
+
 /// The command's stdio for `nestguard_launcher_launch_with_io`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -369,7 +376,7 @@ pub struct nestguard_container_io {
     pub stdout_fd: i32,
     /// Becomes the command's fd 2.
     pub stderr_fd: i32,
-    /// 0 or `NESTGUARD_CONTAINER_IO_TTY`.
+    /// `NESTGUARD_CONTAINER_IO_TTY` and `NESTGUARD_CONTAINER_IO_DEBUG`, or 0.
     pub flags: u32,
 }
 
@@ -441,7 +448,7 @@ fn launch(
 
 /// The descriptors of `io`, borrowed for the call.
 fn container_io(io: &nestguard_container_io) -> Result<ContainerIo<'_>, String> {
-    if io.flags & !NESTGUARD_CONTAINER_IO_TTY != 0 {
+    if io.flags & !(NESTGUARD_CONTAINER_IO_TTY | NESTGUARD_CONTAINER_IO_DEBUG) != 0 {
         return Err(format!("unknown container io flags {:#x}", io.flags));
     }
     let fd = |fd: i32, name: &str| {
@@ -457,6 +464,7 @@ fn container_io(io: &nestguard_container_io) -> Result<ContainerIo<'_>, String> 
         stdout: fd(io.stdout_fd, "stdout_fd")?,
         stderr: fd(io.stderr_fd, "stderr_fd")?,
         tty: io.flags & NESTGUARD_CONTAINER_IO_TTY != 0,
+        debug: io.flags & NESTGUARD_CONTAINER_IO_DEBUG != 0,
     })
 }
 

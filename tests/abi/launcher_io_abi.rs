@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::launcher_support::{root_or_skip, shell};
 use nestguard::abi::launcher::{
-    NESTGUARD_CONTAINER_IO_TTY, nestguard_container_io, nestguard_launcher,
+    NESTGUARD_CONTAINER_IO_DEBUG, NESTGUARD_CONTAINER_IO_TTY, nestguard_container_io,
+    nestguard_launcher,
 };
 use nestguard::abi::result::nestguard_result as R;
 use nestguard::container_id::parse_dotted;
@@ -336,4 +337,36 @@ fn unusable_descriptors_are_refused() {
     let one = tty([&slave, &slave, &slave]);
     assert_eq!(l.launch("io-one-pty", "true", &one).0, R::Ok);
     l.destroy("io-one-pty");
+}
+
+/// A debug session's launch (`NESTGUARD_CONTAINER_IO_DEBUG`) is
+/// checkpointed as class DEBUG in its `ContainerConfig` (what a restarted
+/// agent reads to destroy it); another launch with descriptors has no class.
+#[test]
+fn a_debug_sessions_class_is_checkpointed() {
+    use nestguard::proto::mesos::slave::{ContainerClass, ContainerConfig};
+    if !root_or_skip() {
+        return;
+    }
+    let l = Launcher::new();
+    for (id, flags, class) in [
+        (
+            "io-debug",
+            NESTGUARD_CONTAINER_IO_DEBUG,
+            Some(ContainerClass::Debug as i32),
+        ),
+        ("io-plain", 0, None),
+    ] {
+        let pipes = Pipes::new();
+        assert_eq!(l.launch(id, "true", &pipes.io(flags)).0, R::Ok);
+        let path = l
+            .dir
+            .path()
+            .join("runtime/containers")
+            .join(id)
+            .join("config");
+        let config: ContainerConfig = nestguard::checkpoint::read_message(&path).unwrap();
+        assert_eq!(config.container_class, class, "{id}");
+        l.destroy(id);
+    }
 }

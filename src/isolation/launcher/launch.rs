@@ -19,7 +19,7 @@ use crate::isolation::namespace_ops::{self, NamespaceError};
 use crate::isolation::paths::{self, CONFIG_FILE, LAUNCH_INFO_FILE};
 use crate::isolation::process;
 use crate::isolation::sandbox::{self, SandboxError};
-use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
+use crate::proto::mesos::slave::{ContainerClass, ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{ContainerId, ContainerInfo};
 
 use super::stdio::{ContainerIo, Handoff};
@@ -137,6 +137,7 @@ impl Launcher {
         container_id::validate(id)?;
         command::validate(info)?;
         let handoff = stdio.map(Handoff::new).transpose()?;
+        let debug = stdio.is_some_and(|s| s.debug);
         // Compiled (or found in the cache) before anything is spawned.
         let seccomp = crate::isolation::seccomp::filters_for(info)?;
         let nested = id.parent.is_some();
@@ -266,7 +267,7 @@ impl Launcher {
                 }
                 std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
                 created = true;
-                self.checkpoint_config(&runtime, info, container, sandbox)
+                self.checkpoint_config(&runtime, info, container, sandbox, debug)
             });
         let started = prepared
             .and_then(|()| {
@@ -317,12 +318,16 @@ impl Launcher {
         info: &ContainerLaunchInfo,
         container: Option<&ContainerInfo>,
         sandbox: &Path,
+        debug: bool,
     ) -> Result<(), LauncherError> {
+        // The class only for a debug session (as Mesos writes it): a
+        // restarted agent destroys those; others keep the checkpoint as it was.
         let config = ContainerConfig {
             directory: sandbox.to_string_lossy().into_owned(),
             user: info.user.clone(),
             command_info: info.command.clone().unwrap_or_default(),
             container_info: container.cloned(),
+            container_class: debug.then_some(ContainerClass::Debug as i32),
             ..Default::default()
         };
         checkpoint::write_message(&runtime.join(CONFIG_FILE), &config)?;

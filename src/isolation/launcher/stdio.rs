@@ -36,6 +36,12 @@ pub struct ContainerIo<'a> {
     /// The three are a pseudo-terminal's slave, which becomes the
     /// command's controlling terminal.
     pub tty: bool,
+    /// The container is a debug session's (Mesos' `ContainerClass`
+    /// DEBUG): checkpointed as its class in its `ContainerConfig`, so that
+    /// a restarted agent, whose ends of these descriptors died with it,
+    /// knows to destroy it as Mesos destroys a session whose connection
+    /// ended.
+    pub debug: bool,
 }
 
 /// An invalid [`ContainerIo`].
@@ -191,6 +197,7 @@ mod tests {
             stdout: w.as_fd(),
             stderr: w.as_fd(),
             tty: true,
+            debug: false,
         };
         assert!(matches!(
             Handoff::new(&io),
@@ -206,6 +213,7 @@ mod tests {
             stdout: w.as_fd(),
             stderr: w.as_fd(),
             tty: false,
+            debug: false,
         };
         let handoff = Handoff::new(&io).unwrap();
         assert_eq!(handoff.kind(), StdioKind::Pipes);

@@ -684,6 +684,8 @@ pub struct LaunchIo<'a> {
     pub stderr: BorrowedFd<'a>,
     /// The three are a pty's slave: the command's controlling terminal.
     pub tty: bool,
+    /// The container is a debug session's (checkpointed as class DEBUG).
+    pub debug: bool,
 }
 
 /// `nestguard_launcher`.
@@ -780,6 +782,10 @@ impl Launcher {
             stderr_fd: io.stderr.as_raw_fd(),
             flags: if io.tty {
                 ffi::NESTGUARD_CONTAINER_IO_TTY
+            } else {
+                0
+            } | if io.debug {
+                ffi::NESTGUARD_CONTAINER_IO_DEBUG
             } else {
                 0
             },

@@ -10,6 +10,7 @@ pub const NESTGUARD_ABI_VERSION: u32 = 768;
 pub const NESTGUARD_LAUNCHER_POSIX: u32 = 1;
 pub const NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE: u32 = 2;
 pub const NESTGUARD_CONTAINER_IO_TTY: u32 = 1;
+pub const NESTGUARD_CONTAINER_IO_DEBUG: u32 = 2;
 pub const NESTGUARD_RESULT_OK: nestguard_result = 0;
 pub const NESTGUARD_RESULT_NULL_PARAMETER: nestguard_result = 1;
 pub const NESTGUARD_RESULT_PANIC: nestguard_result = 2;

@@ -37,12 +37,14 @@ impl ChildIo {
                 stdout: stdout.as_fd(),
                 stderr: stderr.as_fd(),
                 tty: false,
+                debug: false,
             },
             ChildIo::Tty(slave) => LaunchIo {
                 stdin: slave.as_fd(),
                 stdout: slave.as_fd(),
                 stderr: slave.as_fd(),
                 tty: true,
+                debug: false,
             },
         }
     }

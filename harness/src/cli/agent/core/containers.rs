@@ -17,7 +17,7 @@ use super::container_io::ChildIo;
 use super::recovery::{exited, recovery_failed};
 use super::registry::{Agent, ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
 use super::switchboard::Switchboard;
-use crate::cli::agent::abi::{Watch, codes};
+use crate::cli::agent::abi::{LaunchIo, Watch, codes};
 use crate::cli::agent::paths::nested_sandbox;
 use crate::cli::wire::twin;
 
@@ -390,7 +390,11 @@ impl Agent {
             &info,
             config.container_info.as_ref(),
             &sandbox,
-            io.map(ChildIo::fds),
+            io.map(|io| LaunchIo {
+                // Checkpointed as its class: a restarted agent destroys it.
+                debug: config.container_class == Some(mesos::slave::ContainerClass::Debug as i32),
+                ..io.fds()
+            }),
         ) {
             Ok(pid) => pid,
             Err(e) if e.code == codes::LAUNCHER_CONTAINER_EXISTS => {
