@@ -2,11 +2,17 @@
 //! launcher's `ContainerConfig` checkpoint, so that a debug session, and a
 //! nested launch that names no user, under a recovered nested container
 //! run as that container's user; a missing or torn checkpoint refuses
-//! both, never running them as the agent's user (root).
+//! both, never running them as the agent's user (root). A session that
+//! ran when the agent stopped is destroyed when it recovers (its stdio
+//! died with the agent), as Mesos destroys a session whose connection
+//! ended.
 
-use crate::agent_support::{OPS, TestAgent, nested, require_root};
+use std::time::{Duration, Instant};
+
+use crate::agent_support::{OPS, TestAgent, nested, pod, require_root, task};
 use crate::debug_sessions::{
-    Wire, answer, nobodys_pod, open, output, streaming_headers, with_nested_launches,
+    Wire, answer, nobodys_pod, open, output, session_agent, session_call, streaming_headers,
+    wait_gone, with_nested_launches,
 };
 
 /// A plain nested launch under `parent` (a nested container of `root`).
@@ -141,4 +147,60 @@ fn wait_for(agent: &TestAgent, root: &str, parent: &str, child: &str) -> serde_j
     let (status, text) = agent.curl(Some(OPS), "/api/v1", &body);
     assert_eq!(status, 200, "{text}");
     serde_json::from_str(&text).unwrap()
+}
+
+/// A session running when the agent is SIGKILLed is destroyed when it
+/// recovers: WAIT answers it as killed, and its command is gone.
+#[test]
+fn a_session_running_at_a_restart_is_destroyed() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = session_agent();
+    let (root, sandbox) = agent.launch_pod(&pod(serde_json::json!([task("main", "sleep 1000")])));
+    agent.wait_task(&sandbox, "main", "TASK_RUNNING");
+    let wire = Wire::Json;
+    // A sleep no other process of the machine runs (the session may have
+    // a pid namespace of its own, so it is found by its command line).
+    let call = session_call(&root, "orphan", "exec sleep 1037", None);
+    let (status, head, stream, _) =
+        open(&agent, OPS, &streaming_headers(wire), &wire.encode(&call));
+    assert_eq!(status, 200, "{head}\n{}", agent.log());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sleeping() {
+        assert!(Instant::now() < deadline, "the session never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    agent.sigkill();
+    drop(stream);
+    agent.spawn();
+
+    // Bounded (WAIT would block for ever on a session left running).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sleeping() {
+        assert!(
+            Instant::now() < deadline,
+            "the session's command outlived the restart\n{}",
+            agent.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let wait = wait_gone(&agent, &root, "orphan");
+    let wait = &wait["wait_nested_container"];
+    assert_eq!(wait["state"], "TASK_KILLED", "{wait}");
+    assert!(
+        wait["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("was a debug session")),
+        "{wait}"
+    );
+}
+
+/// Whether a `sleep 1037` runs on the machine.
+fn sleeping() -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\01037\0"))
 }

@@ -217,16 +217,25 @@ impl Agent {
             } else if id.parent.is_some() {
                 sandbox = PathBuf::from(&state.directory);
             }
-            let (user, user_unknown) = if id.parent.is_none() {
-                (root_user, false)
+            let nested = if id.parent.is_none() {
+                Recovered {
+                    user: root_user,
+                    user_unknown: false,
+                    session: false,
+                }
             } else {
-                self.nested_user(&id)
+                self.recovered_config(&id)
             };
-            let mut record = ContainerRecord::running(id.clone(), sandbox, user, recovery_error);
-            record.user_unknown = user_unknown;
+            let mut record =
+                ContainerRecord::running(id.clone(), sandbox, nested.user, recovery_error);
+            record.user_unknown = nested.user_unknown;
             lock(&self.state).containers.insert(key.clone(), record);
             if cut_keys.contains(key.as_str()) {
                 self.fail_cut_off_launch(&id);
+                continue;
+            }
+            if nested.session && self.terminated(&key) == Some(false) {
+                self.end_recovered_session(&id);
                 continue;
             }
             if self.terminated(&key) == Some(true) {
@@ -301,16 +310,7 @@ impl Agent {
     /// `REASON_CONTAINER_LAUNCH_FAILED` and a message saying what happened.
     fn fail_cut_off_launch(&self, id: &ContainerId) {
         let key = to_dotted(id);
-        let status = match self.modules.launcher.destroy(id) {
-            Ok(status) => status,
-            Err(e) => {
-                tracing::warn!(container_id = %key, error = %e, "destroying a container whose launch was cut off");
-                None
-            }
-        };
-        if let Some(isolator) = &self.modules.isolator {
-            let _ = isolator.cleanup(id);
-        }
+        let status = self.destroy_recovered(id, "a container whose launch was cut off");
         if id.parent.is_none() {
             lock(&self.state).executors.remove(&id.value);
             // Its task group, queued again above, has no executor to go to.
@@ -324,36 +324,95 @@ impl Agent {
              the container was destroyed when the agent recovered"
         );
         tracing::warn!(container_id = %key, status = ?status, "{message}");
-        let termination = ContainerTermination {
-            status,
-            state: Some(mesos::TaskState::TaskFailed as i32),
-            reason: Some(mesos::task_status::Reason::ContainerLaunchFailed as i32),
-            message: Some(message),
-            ..Default::default()
-        };
+        self.terminate_subtree(
+            &key,
+            ContainerTermination {
+                status,
+                state: Some(mesos::TaskState::TaskFailed as i32),
+                reason: Some(mesos::task_status::Reason::ContainerLaunchFailed as i32),
+                message: Some(message),
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Ends a debug session that ran when the agent stopped: its stdio's
+    /// other ends (the switchboard's pipes or pty master) died with the
+    /// agent, so no client can reach it again. Mesos destroys a session's
+    /// container when its connection ends; so does recovery, and WAIT then
+    /// answers it as killed.
+    fn end_recovered_session(&self, id: &ContainerId) {
+        let key = to_dotted(id);
+        let status = self.destroy_recovered(id, "a debug session after a restart");
+        let message = format!(
+            "Container {key} was a debug session whose connection ended with the agent; \
+             it was destroyed when the agent recovered"
+        );
+        tracing::info!(container_id = %key, status = ?status, "{message}");
+        self.terminate_subtree(
+            &key,
+            ContainerTermination {
+                status,
+                state: Some(mesos::TaskState::TaskKilled as i32),
+                message: Some(message),
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Destroys a recovered container (and what is nested in it) and
+    /// cleans its isolation up; its exit status, if known.
+    fn destroy_recovered(&self, id: &ContainerId, what: &str) -> Option<i32> {
+        let status = self
+            .modules
+            .launcher
+            .destroy(id)
+            .inspect_err(|e| {
+                tracing::warn!(container_id = %to_dotted(id), error = %e, "destroying {what}");
+            })
+            .ok()
+            .flatten();
+        if let Some(isolator) = &self.modules.isolator {
+            let _ = isolator.cleanup(id);
+        }
+        status
+    }
+
+    /// Sets `termination` on `key` and everything nested in it that has not
+    /// ended yet.
+    fn terminate_subtree(&self, key: &str, termination: ContainerTermination) {
+        let prefix = format!("{key}.");
         let state = lock(&self.state);
         for (k, c) in state.containers.iter() {
-            if (k == &key || k.starts_with(&format!("{key}."))) && c.termination.borrow().is_none()
-            {
+            if (k == key || k.starts_with(&prefix)) && c.termination.borrow().is_none() {
                 c.termination.send_replace(Some(termination.clone()));
             }
         }
     }
 
-    /// The user a recovered nested container runs as, from the launcher's
-    /// `ContainerConfig` checkpoint (as Mesos' containerizer recovers it),
-    /// and whether it is unknown: a missing or torn checkpoint fails
-    /// closed (sessions and user-less nested launches under it are
-    /// refused), never reads as the agent's user. `None` with a readable
-    /// checkpoint is a container that ran as the agent's user.
-    fn nested_user(&self, id: &ContainerId) -> (Option<String>, bool) {
+    /// What a recovered nested container's `ContainerConfig` checkpoint
+    /// (the launcher's) says: the user it runs as (as Mesos' containerizer
+    /// recovers it) and whether it was a debug session (class DEBUG). A
+    /// missing or torn checkpoint fails closed: the user is unknown
+    /// (sessions and user-less nested launches under it are refused),
+    /// never read as the agent's user. `None` with a readable checkpoint
+    /// is a container that ran as the agent's user.
+    fn recovered_config(&self, id: &ContainerId) -> Recovered {
         let path = self.layout.container_config(id);
         match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
-            Ok(config) => (config.user.filter(|u| !u.is_empty()), false),
+            Ok(config) => Recovered {
+                session: config.container_class == Some(mesos::slave::ContainerClass::Debug as i32),
+                user: config.user.filter(|u| !u.is_empty()),
+                user_unknown: false,
+            },
             Err(e) => {
                 tracing::warn!(container_id = %to_dotted(id), error = %e,
                     "the user of a recovered nested container is unknown; sessions and launches without a user under it are refused");
-                (None, true)
+                Recovered {
+                    user: None,
+                    user_unknown: true,
+                    session: false,
+                }
             }
         }
     }
@@ -379,4 +438,13 @@ fn checkpoint_dirs(dir: &Path) -> Vec<(String, PathBuf)> {
         }
     }
     out
+}
+
+/// What recovery knows of a container from its checkpoints.
+struct Recovered {
+    user: Option<String>,
+    /// The user could not be read (see [`Agent::recovered_config`]).
+    user_unknown: bool,
+    /// A debug session's container, destroyed on recovery.
+    session: bool,
 }
