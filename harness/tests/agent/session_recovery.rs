@@ -202,5 +202,5 @@ fn sleeping() -> bool {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\01037\0"))
+        .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x001037\x00"))
 }
