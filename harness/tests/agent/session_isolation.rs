@@ -43,10 +43,10 @@ fn a_sessions_command_holds_only_its_stdio() {
 }
 
 /// The terminal of a session running as the container's user cannot be
-/// opened by another process of that user (the slave is root's 0600 and
-/// was never opened by path): a sibling container writing to every
-/// `/dev/pts` entry it sees reaches none, and the session's output has
-/// what its client sent and nothing injected.
+/// opened by another process of that user (the slave is the agent's 0600
+/// and was never opened by path): a sibling container sees the session's
+/// `/dev/pts` entry but cannot write to it (nor to any other it sees), and
+/// the session's output has what its client sent and nothing injected.
 #[test]
 fn a_sibling_cannot_open_a_sessions_terminal() {
     if !require_root() {
