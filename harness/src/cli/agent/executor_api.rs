@@ -428,6 +428,18 @@ fn framework_route(server: &Server, subject: Option<&Subject>, id: &str) -> Resu
         .and_then(|()| framework_only(subject))
 }
 
+/// A framework-only pod route's request: refused unless the caller may
+/// act as the pod's framework; else its body as JSON, if it is JSON.
+fn framework_request(
+    server: &Server,
+    subject: Option<&Subject>,
+    id: &str,
+    body: &[u8],
+) -> Result<Option<serde_json::Value>, ApiError> {
+    framework_route(server, subject, id)?;
+    Ok(serde_json::from_slice(body).ok())
+}
+
 /// The framework acknowledges an update: `{"task_id": ..., "uuid": base64}`.
 async fn pod_acknowledge(
     State(server): State<Arc<Server>>,
@@ -435,16 +447,15 @@ async fn pod_acknowledge(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
-        return e.into_response();
-    }
-    let parsed: Option<(String, Vec<u8>)> = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| {
-            let task = v["task_id"].as_str()?.to_owned();
-            let uuid = b64().decode(v["uuid"].as_str()?).ok()?;
-            Some((task, uuid))
-        });
+    let request = match framework_request(&server, subject.as_ref(), &id, &body) {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    let parsed: Option<(String, Vec<u8>)> = request.and_then(|v| {
+        let task = v["task_id"].as_str()?.to_owned();
+        let uuid = b64().decode(v["uuid"].as_str()?).ok()?;
+        Some((task, uuid))
+    });
     let Some((task_id, uuid)) = parsed else {
         return text(
             StatusCode::BAD_REQUEST,
@@ -465,12 +476,11 @@ async fn pod_kill_task(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
-        return e.into_response();
-    }
-    let task_id = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v["task_id"].as_str().map(str::to_owned));
+    let request = match framework_request(&server, subject.as_ref(), &id, &body) {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    let task_id = request.and_then(|v| v["task_id"].as_str().map(str::to_owned));
     let Some(task_id) = task_id else {
         return text(
             StatusCode::BAD_REQUEST,
@@ -495,8 +505,9 @@ async fn pod_kill_task(
 
 /// The framework launches one more task on the pod's executor: a
 /// `TaskInfo` in Mesos' JSON. The executor gets it as a LAUNCH event
-/// (Mesos' `RunTaskMessage`); nestguard's default executor, like Mesos',
-/// runs task groups only and shuts down on LAUNCH.
+/// (Mesos' `RunTaskMessage`), at once or, queued, when it subscribes;
+/// nestguard's default executor, like Mesos', runs task groups only and
+/// shuts down on LAUNCH.
 async fn pod_launch_task(
     State(server): State<Arc<Server>>,
     Extension(Principal(subject)): Extension<Principal>,
