@@ -325,7 +325,7 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     assert_next_kill(&stream, &agent, "app");
 }
 
-/// SUBSCRIBE (or any status answer) while the agent recovers: Mesos' 503
+/// SUBSCRIBE while the agent recovers: Mesos' 503
 /// "Agent has not finished recovery" (src/slave/http.cpp:735) with the
 /// executor's own token, which names a container the agent has not
 /// recovered yet; the same SUBSCRIBE succeeds once recovery is done.
