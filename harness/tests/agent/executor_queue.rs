@@ -264,14 +264,18 @@ fn the_queue_of_an_executor_is_bounded() {
     let (status, body) = launch("over");
     assert_eq!(status, 409, "{body}");
     assert!(body.contains("Too many tasks queued"), "{body}");
-    // Subscribed, it gets them all, in order; then a launch goes at once.
-    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
+    // Subscribed (protobuf), it gets them all, in order, each task
+    // assigned to this agent; then a launch goes at once.
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, true, &[]);
     assert_eq!(status, 200);
     let stream = stream.unwrap();
-    assert_eq!(stream.next(&agent).unwrap()["type"], "SUBSCRIBED");
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    let group = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(group["type"], "LAUNCH_GROUP", "{group}");
     assert_eq!(
-        stream.next_non_heartbeat(&agent).unwrap()["type"],
-        "LAUNCH_GROUP"
+        group["launch_group"]["task_group"]["tasks"][0]["agent_id"]["value"],
+        agent_id(&agent).as_str(),
+        "{group}"
     );
     for i in 0..255 {
         assert_launch(&stream, &agent, &eid, &format!("t{i}"));

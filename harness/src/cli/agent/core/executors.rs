@@ -269,6 +269,21 @@ impl Agent {
     fn deliver_or_queue(&self, root: &str, launch: Event) -> Result<bool, ApiError> {
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.to_owned()).or_default();
+        // Checked under the lock that queues: two launches of one ID at
+        // once must not both be queued.
+        let taken = tasks_of(&launch).into_iter().find(|t| {
+            runtime
+                .queued
+                .iter()
+                .flat_map(tasks_of)
+                .any(|q| q.task_id == t.task_id)
+        });
+        if let Some(task) = taken {
+            return Err(ApiError::Conflict(format!(
+                "Task {} already exists on this executor",
+                task.task_id.value
+            )));
+        }
         let mut launch = launch;
         if let Some((_, sender)) = &runtime.connection {
             self.mark_staging(root, &group_of(&launch))?;
@@ -341,14 +356,8 @@ impl Agent {
         let id = task.task_id.value.clone();
         nestguard::validation::validate_path_id(&id)
             .map_err(|e| ApiError::BadRequest(format!("'task_id' is invalid: {e}")))?;
-        let queued = self.executors_api.lock().get(root).is_some_and(|r| {
-            r.queued
-                .iter()
-                .flat_map(tasks_of)
-                .any(|t| t.task_id.value == id)
-        });
-        if queued
-            || self.task_states(root).contains_key(&id)
+        // A queued one is found by `deliver_or_queue`.
+        if self.task_states(root).contains_key(&id)
             || self
                 .launched_task_group(root)
                 .is_some_and(|g| g.tasks.iter().any(|t| t.task_id.value == id))
