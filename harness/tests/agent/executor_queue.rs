@@ -329,6 +329,15 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     assert_next_kill(&stream, &agent, "app");
 }
 
+/// Removes a file when dropped (a panic included).
+struct RemoveOnDrop<'a>(&'a std::path::Path);
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
 /// SUBSCRIBE while the agent recovers: Mesos' 503
 /// "Agent has not finished recovery" (src/slave/http.cpp:735) with the
 /// executor's own token, which names a container the agent has not
@@ -378,6 +387,9 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
     let log = agent.dir.path().join("agent.log");
     std::thread::scope(|scope| {
         let restarted = scope.spawn(|| agent.spawn());
+        // A failed assertion below still ends the hold, so that the
+        // restart finishes and the agent is cleaned up.
+        let _release = RemoveOnDrop(&hold);
         // Served from before recovery: poll until it answers at all.
         let (status, body) = poll(Duration::from_secs(30), subscribe_raw, || {
             format!(
