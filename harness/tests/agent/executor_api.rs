@@ -18,9 +18,9 @@ use prost::Message;
 use crate::agent_support::{OPS, TestAgent, pod, poll, require_root, task};
 use crate::recordio;
 
-const FRAMEWORK: &str = "e2e-framework";
+pub(crate) const FRAMEWORK: &str = "e2e-framework";
 
-fn token(agent: &TestAgent, fid: &str, eid: &str, cid: &str) -> String {
+pub(crate) fn token(agent: &TestAgent, fid: &str, eid: &str, cid: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_nestguard"))
         .args(["token", "issue", "--key"])
         .arg(agent.dir.path().join("jwt.key"))
@@ -36,14 +36,14 @@ fn token(agent: &TestAgent, fid: &str, eid: &str, cid: &str) -> String {
 }
 
 /// A pod whose executor is `sleep`: the test plays the executor.
-fn custom_pod(tasks: serde_json::Value) -> serde_json::Value {
+pub(crate) fn custom_pod(tasks: serde_json::Value) -> serde_json::Value {
     let mut spec = pod(tasks);
     spec["executor"]["type"] = serde_json::json!("CUSTOM");
     spec["executor"]["command"] = serde_json::json!({"value": "sleep 600"});
     spec
 }
 
-fn executor_id(spec: &serde_json::Value) -> String {
+pub(crate) fn executor_id(spec: &serde_json::Value) -> String {
     spec["executor"]["executor_id"]["value"]
         .as_str()
         .unwrap()
@@ -51,7 +51,7 @@ fn executor_id(spec: &serde_json::Value) -> String {
 }
 
 /// The records of one SUBSCRIBE stream, read by a thread.
-struct EventStream {
+pub(crate) struct EventStream {
     records: mpsc::Receiver<Result<Vec<u8>, String>>,
     protobuf: bool,
 }
@@ -59,7 +59,7 @@ struct EventStream {
 impl EventStream {
     /// The next event as JSON (protobuf streams are decoded and converted);
     /// None when the stream ended.
-    fn next(&self, agent: &TestAgent) -> Option<serde_json::Value> {
+    pub(crate) fn next(&self, agent: &TestAgent) -> Option<serde_json::Value> {
         match self.records.recv_timeout(Duration::from_secs(20)) {
             Ok(Ok(record)) if self.protobuf => {
                 let event = Event::decode(record.as_slice()).expect("a protobuf Event");
@@ -74,7 +74,7 @@ impl EventStream {
     }
 
     /// The next event that is not a HEARTBEAT.
-    fn next_non_heartbeat(&self, agent: &TestAgent) -> Option<serde_json::Value> {
+    pub(crate) fn next_non_heartbeat(&self, agent: &TestAgent) -> Option<serde_json::Value> {
         loop {
             let e = self.next(agent)?;
             if e["type"] != "HEARTBEAT" {
@@ -86,7 +86,7 @@ impl EventStream {
 
 /// SUBSCRIBE as the executor `eid`, with a bearer token; the status and,
 /// on 200, the event stream (or the body).
-fn subscribe(
+pub(crate) fn subscribe(
     agent: &TestAgent,
     token: Option<&str>,
     eid: &str,
@@ -97,7 +97,7 @@ fn subscribe(
 }
 
 /// [`subscribe`] listing `tasks` (TaskInfo JSON) as `unacknowledged_tasks`.
-fn subscribe_with_tasks(
+pub(crate) fn subscribe_with_tasks(
     agent: &TestAgent,
     token: Option<&str>,
     eid: &str,
@@ -183,7 +183,7 @@ fn subscribe_with_tasks(
     )
 }
 
-fn update_call(eid: &str, task: &str, state: &str, uuid: &[u8]) -> String {
+pub(crate) fn update_call(eid: &str, task: &str, state: &str, uuid: &[u8]) -> String {
     serde_json::json!({"type": "UPDATE", "framework_id": {"value": FRAMEWORK},
         "executor_id": {"value": eid}, "update": {"status": {"task_id": {"value": task},
         "state": state, "source": "SOURCE_EXECUTOR",
@@ -191,14 +191,14 @@ fn update_call(eid: &str, task: &str, state: &str, uuid: &[u8]) -> String {
     .to_string()
 }
 
-fn pending_updates(agent: &TestAgent, pod: &str) -> Vec<serde_json::Value> {
+pub(crate) fn pending_updates(agent: &TestAgent, pod: &str) -> Vec<serde_json::Value> {
     let (status, body) = agent.get(&format!("/nestguard/v1/pods/{pod}/updates"));
     assert_eq!(status, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     v["updates"].as_array().unwrap().clone()
 }
 
-fn acknowledge(agent: &TestAgent, pod: &str, update: &serde_json::Value) -> u16 {
+pub(crate) fn acknowledge(agent: &TestAgent, pod: &str, update: &serde_json::Value) -> u16 {
     let body = serde_json::json!({"task_id": update["task_id"]["value"], "uuid": update["uuid"]});
     agent
         .curl(
@@ -217,15 +217,24 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
     let agent = TestAgent::start();
     let spec = custom_pod(serde_json::json!([
         task("app", "sleep 60"),
-        task("side", "sleep 60"),
-        task("early", "sleep 60")
+        task("side", "sleep 60")
     ]));
     let eid = executor_id(&spec);
     let (pod_id, _) = agent.launch_pod(&spec);
     let token = token(&agent, FRAMEWORK, &eid, &pod_id);
+    let agent_id = std::fs::read_to_string(agent.dir.path().join("work/meta/agent_id")).unwrap();
+    let agent_id = agent_id.trim();
 
     // A task killed while still queued never reaches the executor; the
     // agent itself reports it killed.
+    let early = serde_json::json!({"name": "early", "task_id": {"value": "early"},
+        "agent_id": {"value": "e2e"}, "command": {"value": "sleep 60"}});
+    let (status, body) = agent.curl(
+        Some(OPS),
+        &format!("/nestguard/v1/pods/{pod_id}/tasks"),
+        &early.to_string(),
+    );
+    assert_eq!(status, 202, "{body}");
     let (status, _) = agent.curl(
         Some(OPS),
         &format!("/nestguard/v1/pods/{pod_id}/kill"),
@@ -237,6 +246,8 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
     assert_eq!(pending[0]["task_id"]["value"], "early");
     assert_eq!(pending[0]["state"], "TASK_KILLED");
     assert_eq!(pending[0]["source"], "SOURCE_AGENT");
+    assert_eq!(pending[0]["reason"], "REASON_TASK_KILLED_DURING_LAUNCH");
+    assert_eq!(pending[0]["executor_id"]["value"], eid.as_str());
     assert_eq!(acknowledge(&agent, &pod_id, &pending[0]), 200);
 
     // Claims that do not match the call: Mesos' 403 and text.
@@ -325,22 +336,22 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
         FRAMEWORK
     );
     // v1's AgentInfo (agent_info.id is the agent's AgentID), as Mesos sends it.
-    let agent_id = std::fs::read_to_string(agent.dir.path().join("work/meta/agent_id")).unwrap();
     assert_eq!(
-        subscribed["subscribed"]["agent_info"]["id"]["value"],
-        agent_id.trim(),
+        subscribed["subscribed"]["agent_info"]["id"]["value"], agent_id,
         "{subscribed}"
     );
     let launch = stream.next(&agent).unwrap();
     assert_eq!(launch["type"], "LAUNCH_GROUP", "{launch}");
     // v1 names in the tasks too: `agent_id`, never `slave_id`.
     assert!(!launch.to_string().contains("slave_id"), "{launch}");
-    assert!(
-        launch["launch_group"]["task_group"]["tasks"][0]
-            .get("agent_id")
-            .is_some(),
-        "{launch}"
-    );
+    // The agent's own ID, as the master assigns it (a Mesos agent ignores
+    // a task for another agent ID), whatever the framework wrote.
+    for task in launch["launch_group"]["task_group"]["tasks"]
+        .as_array()
+        .unwrap()
+    {
+        assert_eq!(task["agent_id"]["value"], agent_id, "{launch}");
+    }
     let names: Vec<&str> = launch["launch_group"]["task_group"]["tasks"]
         .as_array()
         .unwrap()
@@ -465,7 +476,7 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
     assert_eq!(agent.delete(&format!("/nestguard/v1/pods/{pod_id}")).0, 200);
 }
 
-fn uuid_bytes() -> Box<[u8; 16]> {
+pub(crate) fn uuid_bytes() -> Box<[u8; 16]> {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).unwrap();
     b[6] = (b[6] & 0x0f) | 0x40;
@@ -833,15 +844,15 @@ fn executor_authentication_follows_its_own_flag() {
 }
 
 /// A launched custom pod with one task (`app`) whose executor the test plays.
-struct CustomPod {
-    spec: serde_json::Value,
-    eid: String,
-    id: String,
-    token: String,
+pub(crate) struct CustomPod {
+    pub(crate) spec: serde_json::Value,
+    pub(crate) eid: String,
+    pub(crate) id: String,
+    pub(crate) token: String,
 }
 
 impl CustomPod {
-    fn launch(agent: &TestAgent) -> CustomPod {
+    pub(crate) fn launch(agent: &TestAgent) -> CustomPod {
         let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
         let eid = executor_id(&spec);
         let (id, _) = agent.launch_pod(&spec);
@@ -904,9 +915,10 @@ fn resubscription_drops_staging_tasks_the_executor_does_not_list() {
     assert_eq!(lost["message"], "Task launched during agent restart");
 }
 
-/// A single task for a subscribed executor reaches it as LAUNCH (Mesos'
-/// `RunTaskMessage`), authorized as RUN_TASK by the framework's principal;
-/// a task ID is used once.
+/// A single task for an executor reaches it as LAUNCH (Mesos'
+/// `RunTaskMessage`), at once or, before it subscribed, when it does;
+/// authorized as RUN_TASK by the framework's principal; a task ID is used
+/// once.
 #[test]
 fn a_single_task_reaches_the_executor_as_launch() {
     if !require_root() {
@@ -919,10 +931,16 @@ fn a_single_task_reaches_the_executor_as_launch() {
     let single = serde_json::json!({"name": "one", "task_id": {"value": "one"},
         "agent_id": {"value": "e2e"}, "executor": pod.spec["executor"]})
     .to_string();
-    // Not subscribed yet: the framework is told to try again.
-    let (status, body) = agent.curl(Some(OPS), &route, &single);
-    assert_eq!(status, 409, "{body}");
+    // Not subscribed yet: queued, and delivered after the pod's group.
+    let early = serde_json::json!({"name": "early", "task_id": {"value": "early"},
+        "agent_id": {"value": "e2e"}})
+    .to_string();
+    let (status, body) = agent.curl(Some(OPS), &route, &early);
+    assert_eq!(status, 202, "{body}");
     let stream = pod.subscribe(&agent).0;
+    let launch = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(launch["type"], "LAUNCH", "{launch}");
+    assert_eq!(launch["launch"]["task"]["task_id"]["value"], "early");
     // Neither another principal nor the executor itself may launch.
     let (status, _) = agent.curl(Some(crate::agent_support::INTRUDER), &route, &single);
     assert_eq!(status, 403);

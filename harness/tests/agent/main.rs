@@ -18,6 +18,7 @@ mod audit_log;
 mod closed_stdout;
 mod debug_sessions;
 mod executor_api;
+mod executor_queue;
 #[path = "../../src/cli/recordio.rs"]
 mod recordio;
 mod security_http;

@@ -51,6 +51,8 @@ pub struct TestAgent {
     cgroups_root: String,
     /// More agent flags, on every (re)start.
     extra_args: Vec<String>,
+    /// More environment variables for the agent, from the next (re)start.
+    pub extra_env: Vec<(String, String)>,
     /// A copy of the binaries other users can run (see
     /// [`TestAgent::start_with_public_binaries`]).
     public_bin: Option<tempfile::TempDir>,
@@ -131,6 +133,7 @@ impl TestAgent {
             child: None,
             cgroups_root,
             extra_args: extra_args.iter().map(|a| (*a).to_owned()).collect(),
+            extra_env: Vec::new(),
             public_bin,
         };
         agent.spawn();
@@ -169,7 +172,8 @@ impl TestAgent {
             // test gives it).
             .arg("--authenticate_http_readwrite")
             .arg(format!("--port={port}"))
-            .args(&self.extra_args),
+            .args(&self.extra_args)
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v))),
             d,
         );
         // Kept before the address is checked: an agent that printed

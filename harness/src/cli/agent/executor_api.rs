@@ -428,23 +428,55 @@ fn framework_route(server: &Server, subject: Option<&Subject>, id: &str) -> Resu
         .and_then(|()| framework_only(subject))
 }
 
-/// The framework acknowledges an update: `{"task_id": ..., "uuid": base64}`.
-async fn pod_acknowledge(
-    State(server): State<Arc<Server>>,
-    Extension(Principal(subject)): Extension<Principal>,
-    Path(id): Path<String>,
+/// A framework-only pod route's request, checked before its handler runs:
+/// the caller may act as the pod's framework (else the rejection is the
+/// refusal); its pod id, caller and body.
+struct FrameworkCall {
+    id: String,
+    subject: Option<Subject>,
     body: Bytes,
-) -> Response {
-    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
-        return e.into_response();
+}
+
+impl FrameworkCall {
+    /// The body as JSON, if it is JSON.
+    fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.body).ok()
     }
-    let parsed: Option<(String, Vec<u8>)> = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| {
-            let task = v["task_id"].as_str()?.to_owned();
-            let uuid = b64().decode(v["uuid"].as_str()?).ok()?;
-            Some((task, uuid))
-        });
+}
+
+impl axum::extract::FromRequest<Arc<Server>> for FrameworkCall {
+    type Rejection = Response;
+
+    async fn from_request(
+        request: axum::extract::Request,
+        server: &Arc<Server>,
+    ) -> Result<Self, Response> {
+        use axum::extract::FromRequestParts;
+        let (mut parts, body) = request.into_parts();
+        let Path(id) = Path::<String>::from_request_parts(&mut parts, server)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Extension(Principal(subject)) =
+            Extension::<Principal>::from_request_parts(&mut parts, server)
+                .await
+                .map_err(IntoResponse::into_response)?;
+        framework_route(server, subject.as_ref(), &id).map_err(IntoResponse::into_response)?;
+        let request = axum::extract::Request::from_parts(parts, body);
+        let body = Bytes::from_request(request, server)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(FrameworkCall { id, subject, body })
+    }
+}
+
+/// The framework acknowledges an update: `{"task_id": ..., "uuid": base64}`.
+async fn pod_acknowledge(State(server): State<Arc<Server>>, call: FrameworkCall) -> Response {
+    let id = call.id.clone();
+    let parsed: Option<(String, Vec<u8>)> = call.json().and_then(|v| {
+        let task = v["task_id"].as_str()?.to_owned();
+        let uuid = b64().decode(v["uuid"].as_str()?).ok()?;
+        Some((task, uuid))
+    });
     let Some((task_id, uuid)) = parsed else {
         return text(
             StatusCode::BAD_REQUEST,
@@ -459,17 +491,10 @@ async fn pod_acknowledge(
 }
 
 /// The framework kills a task: `{"task_id": ...}`; the executor gets KILL.
-async fn pod_kill_task(
-    State(server): State<Arc<Server>>,
-    Extension(Principal(subject)): Extension<Principal>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Response {
-    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
-        return e.into_response();
-    }
-    let task_id = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
+async fn pod_kill_task(State(server): State<Arc<Server>>, call: FrameworkCall) -> Response {
+    let id = call.id.clone();
+    let task_id = call
+        .json()
         .and_then(|v| v["task_id"].as_str().map(str::to_owned));
     let Some(task_id) = task_id else {
         return text(
@@ -495,17 +520,11 @@ async fn pod_kill_task(
 
 /// The framework launches one more task on the pod's executor: a
 /// `TaskInfo` in Mesos' JSON. The executor gets it as a LAUNCH event
-/// (Mesos' `RunTaskMessage`); nestguard's default executor, like Mesos',
-/// runs task groups only and shuts down on LAUNCH.
-async fn pod_launch_task(
-    State(server): State<Arc<Server>>,
-    Extension(Principal(subject)): Extension<Principal>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Response {
-    if let Err(e) = framework_route(&server, subject.as_ref(), &id) {
-        return e.into_response();
-    }
+/// (Mesos' `RunTaskMessage`), at once or, queued, when it subscribes;
+/// nestguard's default executor, like Mesos', runs task groups only and
+/// shuts down on LAUNCH.
+async fn pod_launch_task(State(server): State<Arc<Server>>, call: FrameworkCall) -> Response {
+    let FrameworkCall { id, subject, body } = call;
     let task: nestguard::proto::mesos::TaskInfo = match std::str::from_utf8(&body)
         .map_err(|e| e.to_string())
         .and_then(|t| nestguard::json::from_json(t).map_err(|e| e.to_string()))

@@ -204,11 +204,16 @@ pub fn waits_for_recovery(path: &str) -> bool {
 
 /// Authenticates the request from its headers alone, in the realm of its
 /// route; `Err` is the response to send (401, or 500 when the
-/// authenticator failed).
+/// authenticator failed). `recovering`: the request is answered 503
+/// because the agent recovers; it does not know its containers yet, so a
+/// token is not refused because its container is not recovered yet (an
+/// executor re-subscribing early must hear "not finished recovery" and
+/// retry, as from Mesos).
 fn authenticate(
     server: &Server,
     path: &str,
     headers: &HeaderMap,
+    recovering: bool,
 ) -> Result<Option<Subject>, Box<Response>> {
     let authenticator = if is_executor_api(path) {
         &server.executor_authenticator
@@ -222,7 +227,9 @@ fn authenticate(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     match authenticator.authenticate(header) {
-        Ok(Authentication::Principal(subject)) if !server.agent.token_is_live(&subject) => {
+        Ok(Authentication::Principal(subject))
+            if !recovering && !server.agent.token_is_live(&subject) =>
+        {
             // Stricter than Mesos: an executor token dies with its container.
             tracing::info!("executor token of a container that is not running; 401");
             let mut response = text(StatusCode::UNAUTHORIZED, UNAUTHORIZED_BODY);
@@ -264,7 +271,11 @@ fn authenticate(
 async fn front_door(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
     let limits = server.bodies;
     let announced = announced_length(request.headers());
-    let subject = match authenticate(&server, request.uri().path(), request.headers()) {
+    // Read once: a request let past the token's liveness check because
+    // the agent recovers is the one answered 503.
+    let recovering = server.recovering.load(std::sync::atomic::Ordering::SeqCst)
+        && waits_for_recovery(request.uri().path());
+    let subject = match authenticate(&server, request.uri().path(), request.headers(), recovering) {
         Ok(subject) => subject,
         Err(response) => {
             if announced.is_some_and(|n| n > limits.unauthenticated as u64) {
@@ -292,9 +303,7 @@ async fn front_door(State(server): State<Arc<Server>>, request: Request, next: N
     if announced.is_some_and(|n| n > limits.max as u64) {
         return closing(too_large(limits.max));
     }
-    if server.recovering.load(std::sync::atomic::Ordering::SeqCst)
-        && waits_for_recovery(request.uri().path())
-    {
+    if recovering {
         return drain_then(
             text(StatusCode::SERVICE_UNAVAILABLE, RECOVERING_BODY),
             request.into_body(),

@@ -374,13 +374,39 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             shutdown(),
         ));
         let recovering_agent = Arc::clone(&agent);
-        tokio::task::spawn_blocking(move || recovering_agent.recover()).await??;
+        tokio::task::spawn_blocking(move || {
+            hold_recovery_for_tests();
+            recovering_agent.recover()
+        })
+        .await??;
         recovering.store(false, std::sync::atomic::Ordering::SeqCst);
         outln!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
         serving.await?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The environment variable naming a file whose existence holds the
+/// agent's recovery back (see [`hold_recovery_for_tests`]).
+const HOLD_RECOVERY_ENV: &str = "NESTGUARD_TEST_HOLD_RECOVERY";
+
+/// Tests only: while the file named by `NESTGUARD_TEST_HOLD_RECOVERY`
+/// exists, recovery waits, so that a test can observe what the agent
+/// answers while it recovers (503 "Agent has not finished recovery") and
+/// end the window by removing the file, with no timing. It only delays the
+/// agent's own start, and only for whoever sets the agent's environment;
+/// it is an environment variable, not a flag, so it appears in neither
+/// `--help` nor GET_FLAGS.
+fn hold_recovery_for_tests() {
+    let Some(path) = std::env::var_os(HOLD_RECOVERY_ENV) else {
+        return;
+    };
+    let path = std::path::PathBuf::from(path);
+    tracing::warn!(file = %path.display(), "{HOLD_RECOVERY_ENV}: recovery waits until this file is removed");
+    while path.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// The registry with the agent-level metrics it has (Mesos' names) and the

@@ -255,6 +255,13 @@ impl Executor {
                 }
             }
             event::Type::Shutdown => self.shutdown(),
+            // Mesos 1.11's agent never sends ERROR to an HTTP executor (an
+            // invalid call gets a 4xx answer); Mesos' executor library makes
+            // one up when a call is answered unexpectedly
+            // (src/executor/executor.cpp:726) or an event does not decode
+            // (:774), and Mesos' default and command executors log it and
+            // go on (src/launcher/default_executor.cpp:300,
+            // src/launcher/executor.cpp:262): so does this one.
             event::Type::Error => {
                 let message = event.error.map(|e| e.message).unwrap_or_default();
                 errln!("executor: the agent reported an error: {message}");
@@ -598,6 +605,46 @@ fn wait_surviving_restarts(client: &AgentClient, child: &str) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An executor that never reaches an agent (nothing here calls one).
+    fn offline_executor() -> Arc<Executor> {
+        let env = ExecutorEnv::from_vars(|name| match name {
+            "MESOS_AGENT_ENDPOINT" => Some("127.0.0.1:9".into()),
+            "MESOS_FRAMEWORK_ID" => Some("f".into()),
+            "MESOS_EXECUTOR_ID" => Some("e".into()),
+            _ => None,
+        })
+        .unwrap();
+        Arc::new(Executor {
+            client: AgentClient::new(&env.base, env.credential.clone()),
+            api: ExecutorApi::new(env),
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    #[test]
+    fn an_error_event_is_logged_and_the_executor_goes_on_as_mesos_executors_do() {
+        let executor = offline_executor();
+        executor.handle(Event {
+            r#type: Some(event::Type::Error as i32),
+            error: Some(event::Error {
+                message: "Received unexpected '400 Bad Request'".into(),
+            }),
+            ..Default::default()
+        });
+        let s = executor.lock();
+        assert!(
+            !s.shutdown && !s.stopping,
+            "ERROR must not stop the executor"
+        );
+        drop(s);
+        // It still takes events: SHUTDOWN stops it.
+        executor.handle(Event {
+            r#type: Some(event::Type::Shutdown as i32),
+            ..Default::default()
+        });
+        assert!(executor.lock().shutdown);
+    }
 
     #[test]
     fn pod_extension_labels_become_a_pod_task() {

@@ -1,12 +1,28 @@
 //! The agent's side of the v1 executor API (Mesos' `Slave::subscribe`,
 //! `src/slave/slave.cpp`): per executor, whether it subscribed in this
-//! agent's life, the task groups queued for it, and the one live SUBSCRIBE
+//! agent's life, the tasks queued for it, and the one live SUBSCRIBE
 //! stream events are pushed into.
 //!
-//! Kept in memory only, as Mesos keeps it: after an agent restart every
-//! recovered executor is REGISTERING again until it re-subscribes (its
-//! tasks are already with it; what the framework has not acknowledged is
-//! in the checkpointed status updates, [`super::status_updates`]).
+//! A task (LAUNCH) or task group (LAUNCH_GROUP) for an executor without a
+//! live stream — not subscribed yet, its connection gone, or the agent
+//! restarted since — is queued, as Mesos queues it in
+//! `Executor::queuedTasks` (slave.cpp:3400-3417), and delivered, in order,
+//! when the executor (re-)subscribes. The queue is checkpointed in the
+//! executor's meta directory before the launch is answered, so an agent
+//! restart before the executor subscribes does not lose it. Here the agent
+//! differs from Mesos 1.11, whose agent recovers a queued task as launched
+//! and, when the re-subscribing executor does not list it, reports it
+//! TASK_DROPPED (slave.cpp:5348-5390, with a TODO to relaunch it instead):
+//! this agent still has the `TaskInfo` and sends it, unless the executor
+//! lists it in `unacknowledged_tasks` (it has it). The queue is bounded
+//! ([`QUEUED_TASKS_MAX`], [`QUEUED_BYTES_MAX`]; Mesos has no bound): a
+//! framework cannot grow the agent's memory or disk without limit by
+//! launching onto an executor that never subscribes.
+//!
+//! What else it keeps is in memory only, as Mesos keeps it: after an agent
+//! restart every recovered executor is REGISTERING again until it
+//! re-subscribes (what the framework has not acknowledged is in the
+//! checkpointed status updates, [`super::status_updates`]).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -26,6 +42,19 @@ pub type EventSender = mpsc::Sender<Event>;
 /// re-subscribes), so the agent's memory stays bounded.
 const EVENTS_QUEUED_MAX: usize = 1024;
 
+/// The most tasks queued for one executor that has no live stream; one
+/// more launch is refused (409) until it subscribes.
+pub const QUEUED_TASKS_MAX: usize = 256;
+/// The most bytes of `TaskInfo`s (protobuf-encoded) queued for one executor.
+pub const QUEUED_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// The largest queue checkpoint read back: [`QUEUED_BYTES_MAX`] as JSON
+/// (bytes as base64) stays well below it.
+const QUEUE_CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
+/// The queue's checkpoint in an executor's meta directory.
+const QUEUE_FILE: &str = "queued";
+/// Where an unreadable queue checkpoint is moved, for the operator.
+const QUEUE_DAMAGED_FILE: &str = "queued.damaged";
+
 /// The executors' API state, by root container id.
 #[derive(Default)]
 pub struct Executors {
@@ -37,12 +66,12 @@ struct ExecutorRuntime {
     /// Subscribed at least once since the agent started (Mesos' RUNNING;
     /// otherwise REGISTERING).
     subscribed: bool,
-    /// A task group was queued in this agent's life (so an executor that
-    /// subscribes with none queued had all its tasks killed before delivery).
+    /// A task was queued for it (so an executor that subscribes with none
+    /// queued had all its tasks killed before delivery).
     ever_queued: bool,
-    /// Task groups not yet delivered (the stand-in for the master's
-    /// RunTaskGroup queues them before the executor subscribes).
-    queued: Vec<v1::TaskGroupInfo>,
+    /// LAUNCH and LAUNCH_GROUP events not yet delivered, oldest first
+    /// (checkpointed in [`QUEUE_FILE`]).
+    queued: Vec<Event>,
     /// The live stream: a counter (to tell connections apart) and its sender.
     connection: Option<(u64, EventSender)>,
 }
@@ -69,6 +98,41 @@ fn event(kind: event::Type) -> Event {
         r#type: Some(kind as i32),
         ..Default::default()
     }
+}
+
+/// The tasks a LAUNCH or LAUNCH_GROUP event carries.
+fn tasks_of(event: &Event) -> Vec<&v1::TaskInfo> {
+    match (&event.launch, &event.launch_group) {
+        (Some(launch), _) => vec![&launch.task],
+        (None, Some(group)) => group.task_group.tasks.iter().collect(),
+        (None, None) => Vec::new(),
+    }
+}
+
+/// The tasks of an event as a group (what [`Agent::mark_staging`] takes).
+fn group_of(event: &Event) -> v1::TaskGroupInfo {
+    v1::TaskGroupInfo {
+        tasks: tasks_of(event).into_iter().cloned().collect(),
+    }
+}
+
+/// Removes the tasks in `known` from the queued events; an event left
+/// without tasks is dropped. True if anything was removed.
+fn drop_known(queued: &mut Vec<Event>, known: &[String]) -> bool {
+    let before: usize = queued.iter().map(|e| tasks_of(e).len()).sum();
+    for e in queued.iter_mut() {
+        if let Some(group) = &mut e.launch_group {
+            group
+                .task_group
+                .tasks
+                .retain(|t| !known.contains(&t.task_id.value));
+        }
+    }
+    queued.retain(|e| match &e.launch {
+        Some(launch) => !known.contains(&launch.task.task_id.value),
+        None => !tasks_of(e).is_empty(),
+    });
+    before != queued.iter().map(|e| tasks_of(e).len()).sum::<usize>()
 }
 
 /// A connection counter shared by every executor.
@@ -105,39 +169,194 @@ impl Agent {
             .is_some_and(|r| r.subscribed)
     }
 
-    /// Queues a task group for the executor of `root`; delivered as
-    /// LAUNCH_GROUP when it subscribes (at once if it already has).
-    pub(super) fn queue_task_group(&self, root: &str, group: v1::TaskGroupInfo) {
+    fn queue_path(&self, root: &str) -> std::path::PathBuf {
+        self.layout.executor_meta(root).join(QUEUE_FILE)
+    }
+
+    /// Checkpoints the queue of `root` (none left: no file). Nothing is
+    /// written for an executor whose meta directory is gone (killed).
+    fn write_queue(&self, root: &str, queued: &[Event]) -> Result<(), ApiError> {
+        let path = self.queue_path(root);
+        let failed = |e: &dyn std::fmt::Display| {
+            ApiError::Internal(format!(
+                "Failed to checkpoint the queued tasks in '{}': {e}",
+                path.display()
+            ))
+        };
+        if queued.is_empty() {
+            return match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(failed(&e)),
+                _ => Ok(()),
+            };
+        }
+        if !self.layout.executor_meta(root).is_dir() {
+            return Ok(());
+        }
+        let body = serde_json::json!({
+            "queued": queued.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
+        });
+        nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| failed(&e))
+    }
+
+    /// The checkpointed queue of `root`; an error names the file and what
+    /// is wrong in it.
+    fn read_queue(&self, root: &str) -> Result<Vec<Event>, String> {
+        let path = self.queue_path(root);
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        let bytes = nestguard::checkpoint::read_bounded(&path, QUEUE_CHECKPOINT_MAX)
+            .map_err(|e| e.to_string())?;
+        let broken = |what: String| {
+            format!(
+                "Failed to recover queued tasks from '{}': {what}",
+                path.display()
+            )
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| broken(e.to_string()))?;
+        let Some(items) = value["queued"].as_array() else {
+            return Err(broken("expected an object with a 'queued' array".into()));
+        };
+        let mut queued = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let e: Event = nestguard::json::from_json(&item.to_string())
+                .map_err(|e| broken(format!("queued[{i}]: {e}")))?;
+            if tasks_of(&e).is_empty() {
+                return Err(broken(format!(
+                    "queued[{i}]: expected a LAUNCH or LAUNCH_GROUP event with tasks"
+                )));
+            }
+            queued.push(e);
+        }
+        Ok(queued)
+    }
+
+    /// Recovery: the checkpointed queue of a recovered executor, delivered
+    /// when it re-subscribes. An unreadable checkpoint does not stop the
+    /// recovery: it is logged as an error naming the file and moved aside
+    /// (to `queued.damaged`, for the operator), and the executor recovers
+    /// with nothing queued; returns the error for the caller's report.
+    pub(super) fn recover_queue(&self, root: &str) -> Option<String> {
+        match self.read_queue(root) {
+            Ok(queued) => {
+                if !queued.is_empty() {
+                    tracing::info!(container_id = %root, queued = queued.len(),
+                        "recovered queued tasks");
+                    let mut all = self.executors_api.lock();
+                    let runtime = all.entry(root.to_owned()).or_default();
+                    runtime.ever_queued = true;
+                    runtime.queued = queued;
+                }
+                None
+            }
+            Err(e) => {
+                let aside = self.layout.executor_meta(root).join(QUEUE_DAMAGED_FILE);
+                let moved = std::fs::rename(self.queue_path(root), &aside);
+                tracing::error!(container_id = %root, error = %e, kept_at = %aside.display(),
+                    moved = moved.is_ok(),
+                    "unreadable checkpoint of queued tasks: they are not delivered");
+                Some(e)
+            }
+        }
+    }
+
+    /// Sends a LAUNCH or LAUNCH_GROUP to the executor of `root` if it has a
+    /// live stream (its tasks become STAGING), else queues it and
+    /// checkpoints the queue. Done under the executors' lock, so a
+    /// concurrent SUBSCRIBE either finds the event queued or is the stream
+    /// it goes to. Returns whether it was sent.
+    fn deliver_or_queue(&self, root: &str, launch: Event) -> Result<bool, ApiError> {
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.to_owned()).or_default();
+        // Checked under the lock that queues: two launches of one ID at
+        // once must not both be queued.
+        let taken = tasks_of(&launch).into_iter().find(|t| {
+            runtime
+                .queued
+                .iter()
+                .flat_map(tasks_of)
+                .any(|q| q.task_id == t.task_id)
+        });
+        if let Some(task) = taken {
+            return Err(ApiError::Conflict(format!(
+                "Task {} already exists on this executor",
+                task.task_id.value
+            )));
+        }
+        let mut launch = launch;
+        if let Some((_, sender)) = &runtime.connection {
+            self.mark_staging(root, &group_of(&launch))?;
+            match sender.try_send(launch) {
+                Ok(()) => {
+                    runtime.ever_queued = true;
+                    return Ok(true);
+                }
+                Err(e) => {
+                    if matches!(e, mpsc::error::TrySendError::Full(_)) {
+                        tracing::warn!(container_id = %root, queued = EVENTS_QUEUED_MAX,
+                            "executor does not read its event stream; closing it");
+                    }
+                    runtime.connection = None;
+                    launch = e.into_inner();
+                }
+            }
+        }
+        let tasks: usize = runtime.queued.iter().map(|e| tasks_of(e).len()).sum();
+        let bytes: usize = runtime
+            .queued
+            .iter()
+            .chain(std::iter::once(&launch))
+            .flat_map(tasks_of)
+            .map(prost::Message::encoded_len)
+            .sum();
+        if tasks + tasks_of(&launch).len() > QUEUED_TASKS_MAX || bytes > QUEUED_BYTES_MAX {
+            return Err(ApiError::Conflict(format!(
+                "Too many tasks queued for the executor, which is not subscribed \
+                 (at most {QUEUED_TASKS_MAX} tasks, {QUEUED_BYTES_MAX} bytes); \
+                 launch again once it is"
+            )));
+        }
+        runtime.queued.push(launch);
+        if let Err(e) = self.write_queue(root, &runtime.queued) {
+            runtime.queued.pop();
+            return Err(e);
+        }
         runtime.ever_queued = true;
-        if runtime.connection.is_none() {
-            runtime.queued.push(group);
-            return;
-        }
-        drop(all);
-        if let Err(e) = self.mark_staging(root, &group) {
-            tracing::warn!(container_id = %root, error = ?e, "recording the delivered tasks failed");
-        }
-        self.send_event(
+        Ok(false)
+    }
+
+    /// A task group for the executor of `root` (Mesos' RunTaskGroup): a
+    /// LAUNCH_GROUP now if it has a live stream, else queued until it
+    /// subscribes.
+    pub(super) fn launch_task_group(
+        &self,
+        root: &str,
+        group: v1::TaskGroupInfo,
+    ) -> Result<(), ApiError> {
+        let count = group.tasks.len();
+        let sent = self.deliver_or_queue(
             root,
             Event {
                 launch_group: Some(event::LaunchGroup { task_group: group }),
                 ..event(event::Type::LaunchGroup)
             },
-        );
+        )?;
+        tracing::info!(container_id = %root, tasks = count, sent, "task group for the executor (LAUNCH_GROUP)");
+        Ok(())
     }
 
     /// A single task for the executor of `root` (the master's LAUNCH of a
     /// `TaskInfo` for an existing executor: Mesos' `RunTaskMessage`, which
     /// reaches an HTTP executor as a LAUNCH event), already authorized by
-    /// the caller's route. Sent at once; 409 if the executor has no live
-    /// stream (Mesos queues it until the executor subscribes; the stand-in
-    /// leaves the retry to the framework) or the task ID is taken.
-    pub fn launch_task(&self, root: &str, task: v1::TaskInfo) -> Result<(), ApiError> {
+    /// the caller's route. Sent at once if the executor has a live stream,
+    /// else queued until it subscribes (as Mesos queues it); 409 if the
+    /// task ID is taken or the queue is full.
+    pub fn launch_task(&self, root: &str, mut task: v1::TaskInfo) -> Result<(), ApiError> {
         let id = task.task_id.value.clone();
         nestguard::validation::validate_path_id(&id)
             .map_err(|e| ApiError::BadRequest(format!("'task_id' is invalid: {e}")))?;
+        // A queued one is found by `deliver_or_queue`.
         if self.task_states(root).contains_key(&id)
             || self
                 .launched_task_group(root)
@@ -147,85 +366,111 @@ impl Agent {
                 "Task {id} already exists on this executor"
             )));
         }
-        let live = self
-            .executors_api
-            .lock()
-            .get(root)
-            .is_some_and(|r| r.connection.is_some());
-        if !live {
-            return Err(ApiError::Conflict(
-                "The executor is not subscribed; launch the task again once it is".into(),
-            ));
-        }
-        let group = v1::TaskGroupInfo {
-            tasks: vec![task.clone()],
+        // The agent the master assigned it to: this one.
+        task.agent_id = v1::AgentId {
+            value: self.layout.agent_id.clone(),
         };
-        self.mark_staging(root, &group)?;
-        let sent = self.send_event(
+        let sent = self.deliver_or_queue(
             root,
             Event {
                 launch: Some(event::Launch { task }),
                 ..event(event::Type::Launch)
             },
-        );
-        if sent {
-            tracing::info!(container_id = %root, task_id = %id, "task sent to the executor (LAUNCH)");
-            Ok(())
-        } else {
-            Err(ApiError::Conflict(
-                "The executor is not subscribed; launch the task again once it is".into(),
-            ))
-        }
+        )?;
+        tracing::info!(container_id = %root, task_id = %id, sent, "task for the executor (LAUNCH)");
+        Ok(())
     }
 
     /// Mesos' TASK_DROPPED/TASK_LOST of the STAGING tasks a re-subscribing
     /// executor does not know (see [`Agent::subscribe_executor`]).
     fn drop_lost_tasks(&self, record: &ExecutorRecord, known: &[String]) -> Result<(), ApiError> {
-        use nestguard::proto::mesos;
         let root = &record.container_id.value;
-        let partition_aware = record
-            .framework
-            .capabilities
-            .iter()
-            .any(|c| c.r#type() == mesos::framework_info::capability::Type::PartitionAware);
-        let state = if partition_aware {
-            mesos::TaskState::TaskDropped
-        } else {
-            mesos::TaskState::TaskLost
-        };
-        let staging = mesos::TaskState::TaskStaging as i32;
+        let staging = v1::TaskState::TaskStaging as i32;
         for (task_id, _) in self
             .task_states(root)
             .into_iter()
             .filter(|(task, s)| *s == staging && !known.contains(task))
         {
-            tracing::info!(container_id = %root, task_id = %task_id, state = ?state,
+            tracing::info!(container_id = %root, task_id = %task_id,
                 "a STAGING task is unknown to the executor");
-            let status = mesos::TaskStatus {
-                task_id: mesos::TaskId { value: task_id },
-                state: state as i32,
-                message: Some("Task launched during agent restart".into()),
-                source: Some(mesos::task_status::Source::Slave as i32),
-                reason: Some(mesos::task_status::Reason::SlaveRestarted as i32),
-                uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
-                executor_id: Some(record.executor.executor_id.clone()),
-                ..Default::default()
-            };
-            self.status_update(root, twin(&status))?;
+            self.report_lost(record, task_id, "Task launched during agent restart")?;
         }
         Ok(())
     }
 
+    /// A task that will never run, reported to the framework by the agent:
+    /// TASK_DROPPED (TASK_LOST for a framework that is not PARTITION_AWARE),
+    /// `REASON_AGENT_RESTARTED`, as Mesos reports a task lost in a restart.
+    fn report_lost(
+        &self,
+        record: &ExecutorRecord,
+        task_id: String,
+        message: &str,
+    ) -> Result<(), ApiError> {
+        use nestguard::proto::mesos::framework_info::capability::Type;
+        let partition_aware = record
+            .framework
+            .capabilities
+            .iter()
+            .any(|c| c.r#type() == Type::PartitionAware);
+        let state = if partition_aware {
+            v1::TaskState::TaskDropped
+        } else {
+            v1::TaskState::TaskLost
+        };
+        let status = v1::TaskStatus {
+            task_id: v1::TaskId { value: task_id },
+            state: state as i32,
+            message: Some(message.into()),
+            source: Some(v1::task_status::Source::Agent as i32),
+            reason: Some(v1::task_status::Reason::AgentRestarted as i32),
+            uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+            executor_id: Some(twin(&record.executor.executor_id)),
+            ..Default::default()
+        };
+        self.status_update(&record.container_id.value, status)
+    }
+
+    /// Recovery found the queue of `root` unreadable: the tasks of its
+    /// launched group that never reached the executor (no state recorded)
+    /// are reported lost to the framework, so it can launch them again
+    /// (single LAUNCHed tasks are known only to the lost queue).
+    pub(super) fn lose_undelivered_tasks(&self, root: &str, error: &str) {
+        let (Some(record), Some(group)) = (self.executor(root), self.launched_task_group(root))
+        else {
+            return;
+        };
+        let states = self.task_states(root);
+        for task in group.tasks {
+            let id = task.task_id.value;
+            if states.contains_key(&id) {
+                continue;
+            }
+            tracing::warn!(container_id = %root, task_id = %id, error,
+                "a queued task is lost with the queue's checkpoint");
+            if let Err(e) = self.report_lost(
+                &record,
+                id,
+                "The agent could not recover the task's checkpoint after a restart",
+            ) {
+                tracing::warn!(container_id = %root, error = ?e, "reporting a lost task failed");
+            }
+        }
+    }
+
     /// SUBSCRIBE: replaces any previous stream of this executor (that one
     /// ends), re-submits the executor's unacknowledged updates, and returns
-    /// the new stream with SUBSCRIBED, the queued LAUNCH_GROUPs and the
-    /// ACKNOWLEDGED of updates the framework had already acknowledged in it.
+    /// the new stream with SUBSCRIBED, the queued LAUNCH and LAUNCH_GROUP
+    /// events in the order they were queued, and the ACKNOWLEDGED of updates
+    /// the framework had already acknowledged.
     ///
-    /// As Mesos' `Slave::subscribe`: a task the agent delivered that is
-    /// still STAGING (no update from the executor yet) and that the
-    /// executor does not list in `unacknowledged_tasks` never reached it
-    /// (the agent restarted in between): it becomes TASK_DROPPED
-    /// (TASK_LOST for a framework that is not PARTITION_AWARE),
+    /// A queued task the executor lists in `unacknowledged_tasks` is not
+    /// sent again (it has it: the agent stopped between sending it and
+    /// checkpointing the queue without it). As Mesos' `Slave::subscribe`: a
+    /// task the agent delivered that is still STAGING (no update from the
+    /// executor yet) and that the executor does not list never reached it
+    /// (the agent restarted in between): it becomes TASK_DROPPED (TASK_LOST
+    /// for a framework that is not PARTITION_AWARE),
     /// `REASON_SLAVE_RESTARTED`, "Task launched during agent restart".
     pub fn subscribe_executor(
         &self,
@@ -235,8 +480,27 @@ impl Agent {
     ) -> Result<mpsc::Receiver<Event>, ApiError> {
         let root = record.container_id.value.clone();
         let already_acknowledged = self.resubmit_updates(&root, unacknowledged)?;
-        self.drop_lost_tasks(record, unacknowledged_tasks)?;
-        let (sender, receiver) = mpsc::channel(EVENTS_QUEUED_MAX);
+        // Tasks still queued are not lost: they are about to be sent.
+        let mut known = unacknowledged_tasks.to_vec();
+        {
+            let mut all = self.executors_api.lock();
+            let runtime = all.entry(root.clone()).or_default();
+            if drop_known(&mut runtime.queued, unacknowledged_tasks) {
+                self.write_queue(&root, &runtime.queued)?;
+            }
+            known.extend(
+                runtime
+                    .queued
+                    .iter()
+                    .flat_map(tasks_of)
+                    .map(|t| t.task_id.value.clone()),
+            );
+        }
+        self.drop_lost_tasks(record, &known)?;
+        // Room for everything sent below: the stream never drops a queued
+        // task or an ACKNOWLEDGED.
+        let (sender, receiver) =
+            mpsc::channel(EVENTS_QUEUED_MAX + QUEUED_TASKS_MAX + already_acknowledged.len() + 2);
         let subscribed = Event {
             subscribed: Some(event::Subscribed {
                 executor_info: twin(&record.executor),
@@ -250,21 +514,17 @@ impl Agent {
         let mut all = self.executors_api.lock();
         let runtime = all.entry(root.clone()).or_default();
         let nothing_to_run = !runtime.subscribed && runtime.ever_queued;
-        let mut delivered = false;
-        let groups = std::mem::take(&mut runtime.queued);
-        drop(all);
-        // Delivered tasks are STAGING until the executor reports on them.
-        for group in &groups {
-            self.mark_staging(&root, group)?;
+        let delivered = !runtime.queued.is_empty();
+        // Delivered tasks are STAGING until the executor reports on them;
+        // the queue's checkpoint loses them only once they are sent.
+        for launch in &runtime.queued {
+            self.mark_staging(&root, &group_of(launch))?;
         }
-        let mut all = self.executors_api.lock();
-        let runtime = all.entry(root.clone()).or_default();
-        for group in groups {
-            delivered = true;
-            let _ = sender.try_send(Event {
-                launch_group: Some(event::LaunchGroup { task_group: group }),
-                ..event(event::Type::LaunchGroup)
-            });
+        for launch in std::mem::take(&mut runtime.queued) {
+            let _ = sender.try_send(launch);
+        }
+        if let Err(e) = self.write_queue(&root, &[]) {
+            tracing::warn!(container_id = %root, error = ?e, "removing the delivered tasks' checkpoint failed");
         }
         for (task_id, uuid) in already_acknowledged {
             let _ = sender.try_send(acknowledged(&task_id, uuid));
@@ -304,57 +564,71 @@ impl Agent {
         true
     }
 
-    /// The framework's kill of a task (Mesos' `Slave::killTask`): a task
-    /// still queued is dropped from its group here, any other goes to the
-    /// executor as a KILL event (an executor ignores tasks it does not
-    /// have; after an agent restart the agent does not know which tasks the
-    /// executor has, as it keeps no task checkpoints). False when the task
-    /// was not queued and the executor has no live stream.
+    /// The framework's kill of a task (Mesos' `Slave::killTask`). A task
+    /// still queued is never delivered: it and, if it came in a task group,
+    /// every task of its group become TASK_KILLED from the agent,
+    /// `REASON_TASK_KILLED_DURING_LAUNCH`, "Killed before delivery to the
+    /// executor" (slave.cpp:4125-4240). Any other goes to the executor as a
+    /// KILL event (an executor ignores tasks it does not have). False when
+    /// the task was not queued and the executor has no live stream.
     pub fn kill_task(&self, root: &str, task_id: &str) -> bool {
-        let mut was_queued = false;
-        {
+        let killed: Vec<String> = {
             let mut all = self.executors_api.lock();
             let Some(runtime) = all.get_mut(root) else {
                 return false;
             };
-            for group in &mut runtime.queued {
-                let before = group.tasks.len();
-                group.tasks.retain(|t| t.task_id.value != task_id);
-                was_queued |= group.tasks.len() != before;
+            let at = runtime
+                .queued
+                .iter()
+                .position(|e| tasks_of(e).iter().any(|t| t.task_id.value == task_id));
+            match at {
+                Some(at) => {
+                    let launch = runtime.queued.remove(at);
+                    if let Err(e) = self.write_queue(root, &runtime.queued) {
+                        tracing::warn!(container_id = %root, task_id, error = ?e, "checkpointing the queue failed");
+                    }
+                    tasks_of(&launch)
+                        .iter()
+                        .map(|t| t.task_id.value.clone())
+                        .collect()
+                }
+                None => Vec::new(),
             }
-            runtime.queued.retain(|g| !g.tasks.is_empty());
+        };
+        if killed.is_empty() {
+            return self.send_event(
+                root,
+                Event {
+                    kill: Some(event::Kill {
+                        task_id: v1::TaskId {
+                            value: task_id.to_owned(),
+                        },
+                        kill_policy: None,
+                    }),
+                    ..event(event::Type::Kill)
+                },
+            );
         }
-        if was_queued {
-            // The framework hears of it from the agent, as from Mesos'
-            // `killTask` for a task the executor never got.
+        let executor_id = self.executor(root).map(|r| twin(&r.executor.executor_id));
+        for task in killed {
+            // The framework hears of it from the agent.
             let status = v1::TaskStatus {
                 task_id: v1::TaskId {
-                    value: task_id.to_owned(),
+                    value: task.clone(),
                 },
                 state: v1::TaskState::TaskKilled as i32,
                 message: Some("Killed before delivery to the executor".into()),
                 source: Some(v1::task_status::Source::Agent as i32),
                 reason: Some(v1::task_status::Reason::TaskKilledDuringLaunch as i32),
                 uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+                executor_id: executor_id.clone(),
                 ..Default::default()
             };
             if let Err(e) = self.status_update(root, status) {
-                tracing::warn!(container_id = %root, task_id, error = ?e, "recording TASK_KILLED failed");
+                tracing::warn!(container_id = %root, task_id = %task, error = ?e, "recording TASK_KILLED failed");
             }
-            return true;
         }
-        self.send_event(
-            root,
-            Event {
-                kill: Some(event::Kill {
-                    task_id: v1::TaskId {
-                        value: task_id.to_owned(),
-                    },
-                    kill_policy: None,
-                }),
-                ..event(event::Type::Kill)
-            },
-        )
+        true
     }
 
     /// Tells the executor to shut down (SHUTDOWN) and forgets its API state.

@@ -201,7 +201,14 @@ impl Agent {
         };
         // The agent's own record of the tasks (GET_TASKS, GET_STATE), in its
         // meta directory: the sandbox is the tenant's to write.
-        let group = task_group(&pod);
+        let mut group = task_group(&pod);
+        // The agent the master assigned them to: this one, whatever the
+        // caller wrote (a Mesos agent ignores tasks for another agent ID).
+        for task in &mut group.tasks {
+            task.agent_id = mesos::v1::AgentId {
+                value: self.layout.agent_id.clone(),
+            };
+        }
         nestguard::checkpoint::write_message(
             &self.layout.executor_meta(&id.value).join(TASKS_FILE),
             &group,
@@ -218,13 +225,14 @@ impl Agent {
             }
             state.executors.insert(id.value.clone(), record);
         }
-        self.queue_task_group(&id.value, group);
-        let started = self.start(
-            id.clone(),
-            config,
-            merge_env(&[&agent_env, &hook_env]),
-            None,
-        );
+        let started = self.launch_task_group(&id.value, group).and_then(|()| {
+            self.start(
+                id.clone(),
+                config,
+                merge_env(&[&agent_env, &hook_env]),
+                None,
+            )
+        });
         if let Err(e) = started {
             lock(&self.state).executors.remove(&id.value);
             self.shutdown_executor(&id.value);

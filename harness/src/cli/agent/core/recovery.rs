@@ -62,6 +62,8 @@ impl Agent {
         let mut known = Vec::new();
         // Root container → why its checkpoint could not be read.
         let mut damaged: HashMap<String, String> = HashMap::new();
+        // Executors whose queue of undelivered tasks could not be read.
+        let mut queues_damaged = 0usize;
         for (root, dir) in checkpoint_dirs(&self.layout.executors_meta()) {
             let read = || -> anyhow::Result<ExecutorRecord> {
                 let sandbox = dir.join("sandbox");
@@ -86,14 +88,12 @@ impl Agent {
             match read() {
                 Ok(record) => {
                     lock(&self.state).executors.insert(root.clone(), record);
-                    // An executor that reported nothing may never have had
-                    // its task group (the queue lives in memory): queue the
-                    // checkpointed group again. The default executor skips
-                    // tasks it already runs, as it does for any duplicate.
-                    if self.task_states(&root).is_empty()
-                        && let Some(group) = self.launched_task_group(&root)
-                    {
-                        self.queue_task_group(&root, group);
+                    // Tasks queued for it before the restart: delivered
+                    // when it re-subscribes. A torn queue is reported and
+                    // recovery goes on.
+                    if let Some(e) = self.recover_queue(&root) {
+                        queues_damaged += 1;
+                        self.lose_undelivered_tasks(&root, &e);
                     }
                 }
                 Err(e) => {
@@ -297,6 +297,7 @@ impl Agent {
         tracing::info!(
             known = known.len(),
             damaged = damaged.len(),
+            queues_damaged,
             cut_off = cut_off.len(),
             orphans = reply.orphan_container_ids.len(),
             "recovered"
@@ -313,7 +314,7 @@ impl Agent {
         let status = self.destroy_recovered(id, "a container whose launch was cut off");
         if id.parent.is_none() {
             lock(&self.state).executors.remove(&id.value);
-            // Its task group, queued again above, has no executor to go to.
+            // Its queued tasks have no executor to go to.
             self.shutdown_executor(&id.value);
             self.forget_updates(&id.value);
             let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));

@@ -1,0 +1,423 @@
+//! Tasks for an executor that has no live stream (not subscribed yet, or
+//! the agent restarted since): queued as Mesos queues them, checkpointed,
+//! bounded, killed before delivery, and delivered when it (re-)subscribes;
+//! and the 503 an executor gets while the agent recovers.
+
+use std::time::Duration;
+
+use crate::agent_support::{INTRUDER, OPS, TestAgent, poll, require_root, task};
+use crate::executor_api::{
+    CustomPod, EventStream, FRAMEWORK, acknowledge, custom_pod, executor_id, pending_updates,
+    subscribe, subscribe_with_tasks, token,
+};
+
+/// The agent's ID, as it checkpointed it.
+fn agent_id(agent: &TestAgent) -> String {
+    std::fs::read_to_string(agent.dir.path().join("work/meta/agent_id"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// The framework launches one more task on the pod (Mesos' LAUNCH).
+fn launch_single(agent: &TestAgent, pod: &str, name: &str) -> (u16, String) {
+    let task = serde_json::json!({"name": name, "task_id": {"value": name},
+        "agent_id": {"value": "e2e"}, "command": {"value": "sleep 60"}});
+    agent.curl(
+        Some(OPS),
+        &format!("/nestguard/v1/pods/{pod}/tasks"),
+        &task.to_string(),
+    )
+}
+
+fn kill(agent: &TestAgent, who: (&str, &str), pod: &str, name: &str) -> u16 {
+    let body = serde_json::json!({"task_id": name}).to_string();
+    agent
+        .curl(Some(who), &format!("/nestguard/v1/pods/{pod}/kill"), &body)
+        .0
+}
+
+/// The checkpoint of the tasks queued for the executor of `pod`.
+fn queue_file(agent: &TestAgent, pod: &str) -> std::path::PathBuf {
+    agent
+        .dir
+        .path()
+        .join(format!("work/meta/executors/{pod}/queued"))
+}
+
+/// SUBSCRIBED names the executor, its framework, this agent and the
+/// executor's container, as Mesos' `Slave::subscribe` fills it.
+fn assert_subscribed(
+    stream: &EventStream,
+    agent: &TestAgent,
+    eid: &str,
+    pod: &str,
+) -> serde_json::Value {
+    let event = stream.next(agent).unwrap();
+    assert_eq!(event["type"], "SUBSCRIBED", "{event}");
+    let s = &event["subscribed"];
+    assert_eq!(s["executor_info"]["executor_id"]["value"], eid, "{event}");
+    assert_eq!(
+        s["executor_info"]["framework_id"]["value"], FRAMEWORK,
+        "{event}"
+    );
+    assert_eq!(s["framework_info"]["id"]["value"], FRAMEWORK, "{event}");
+    assert_eq!(s["framework_info"]["user"], "root", "{event}");
+    assert_eq!(
+        s["agent_info"]["id"]["value"],
+        agent_id(agent).as_str(),
+        "{event}"
+    );
+    assert!(
+        !s["agent_info"]["hostname"].as_str().unwrap().is_empty(),
+        "{event}"
+    );
+    assert_eq!(s["container_id"]["value"], pod, "{event}");
+    event
+}
+
+/// A LAUNCH of `name`, assigned to this agent, for this executor.
+fn assert_launch(stream: &EventStream, agent: &TestAgent, eid: &str, name: &str) {
+    let launch = stream.next_non_heartbeat(agent).unwrap();
+    assert_eq!(launch["type"], "LAUNCH", "{launch}");
+    let task = &launch["launch"]["task"];
+    assert_eq!(task["task_id"]["value"], name, "{launch}");
+    assert_eq!(
+        task["agent_id"]["value"],
+        agent_id(agent).as_str(),
+        "{launch}"
+    );
+    assert_eq!(task["executor"]["executor_id"]["value"], eid, "{launch}");
+}
+
+/// The next event is the KILL of `name` the test just sent: nothing else
+/// was delivered before it.
+fn assert_next_kill(stream: &EventStream, agent: &TestAgent, name: &str) {
+    let event = stream.next_non_heartbeat(agent).unwrap();
+    assert_eq!(event["type"], "KILL", "{event}");
+    assert_eq!(event["kill"]["task_id"]["value"], name, "{event}");
+}
+
+#[test]
+fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start();
+    let spec = custom_pod(serde_json::json!([
+        task("app", "sleep 60"),
+        task("side", "sleep 60")
+    ]));
+    let eid = executor_id(&spec);
+    let (pod_id, _) = agent.launch_pod(&spec);
+    let token = token(&agent, FRAMEWORK, &eid, &pod_id);
+
+    // Not subscribed: queued (202), and its ID is taken.
+    let (status, body) = launch_single(&agent, &pod_id, "one");
+    assert_eq!(status, 202, "{body}");
+    let (status, body) = launch_single(&agent, &pod_id, "one");
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("already exists"), "{body}");
+    // Another principal can neither kill a queued task nor add one.
+    assert_eq!(kill(&agent, INTRUDER, &pod_id, "one"), 403);
+    let intruder = agent.curl(
+        Some(INTRUDER),
+        &format!("/nestguard/v1/pods/{pod_id}/tasks"),
+        r#"{"name": "x", "task_id": {"value": "x"}, "agent_id": {"value": "e2e"}}"#,
+    );
+    assert_eq!(intruder.0, 403, "{}", intruder.1);
+
+    // Killing a queued task of a group kills its whole group before
+    // delivery (Mesos' `Slave::killTask`): TASK_KILLED from the agent.
+    assert_eq!(kill(&agent, OPS, &pod_id, "side"), 202);
+    let pending = pending_updates(&agent, &pod_id);
+    let mut killed: Vec<&str> = pending
+        .iter()
+        .map(|u| u["task_id"]["value"].as_str().unwrap())
+        .collect();
+    killed.sort_unstable();
+    assert_eq!(killed, ["app", "side"], "{pending:?}");
+    for update in &pending {
+        assert_eq!(update["state"], "TASK_KILLED", "{update}");
+        assert_eq!(update["source"], "SOURCE_AGENT", "{update}");
+        assert_eq!(
+            update["reason"], "REASON_TASK_KILLED_DURING_LAUNCH",
+            "{update}"
+        );
+        assert_eq!(
+            update["message"], "Killed before delivery to the executor",
+            "{update}"
+        );
+        assert_eq!(update["executor_id"]["value"], eid.as_str(), "{update}");
+        assert_eq!(acknowledge(&agent, &pod_id, update), 200);
+    }
+    assert!(queue_file(&agent, &pod_id).exists());
+
+    // The agent restarts before the executor subscribes: the queue is
+    // read back from its checkpoint.
+    agent.sigkill();
+    agent.spawn();
+    // An executor of another framework cannot subscribe as this one.
+    let mut other = custom_pod(serde_json::json!([task("o", "sleep 60")]));
+    other["framework"]["id"]["value"] = serde_json::json!("other-framework");
+    other["executor"]["framework_id"]["value"] = serde_json::json!("other-framework");
+    let (other_pod, _) = agent.launch_pod(&other);
+    let other_token = self::token(&agent, "other-framework", &executor_id(&other), &other_pod);
+    let (status, body) = subscribe(&agent, Some(&other_token), &eid, false, &[]);
+    assert_eq!(status, 403, "{:?}", body.err());
+
+    // SUBSCRIBE in protobuf: SUBSCRIBED, then the queued LAUNCH, nothing
+    // of the killed group, and the queue's checkpoint is gone.
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, true, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    assert_launch(&stream, &agent, &eid, "one");
+    assert_eq!(kill(&agent, OPS, &pod_id, "one"), 202);
+    assert_next_kill(&stream, &agent, "one");
+    assert!(!queue_file(&agent, &pod_id).exists());
+    assert!(pending_updates(&agent, &pod_id).is_empty());
+
+    // Another restart: the executor is not subscribed until it
+    // re-subscribes, so new tasks are queued again.
+    agent.sigkill();
+    agent.spawn();
+    assert_eq!(launch_single(&agent, &pod_id, "two").0, 202);
+    assert_eq!(launch_single(&agent, &pod_id, "three").0, 202);
+    // The executor lists what it has: "one", and "three" (as if the agent
+    // had stopped after sending it, before checkpointing the queue): only
+    // "two" is sent; "one", listed, is not reported lost.
+    let listed = |name: &str| {
+        serde_json::json!({"name": name, "task_id": {"value": name},
+            "agent_id": {"value": agent_id(&agent)}})
+    };
+    let (status, stream) = subscribe_with_tasks(
+        &agent,
+        Some(&token),
+        &eid,
+        false,
+        &[],
+        &[listed("one"), listed("three")],
+    );
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    assert_launch(&stream, &agent, &eid, "two");
+    assert_eq!(kill(&agent, OPS, &pod_id, "two"), 202);
+    assert_next_kill(&stream, &agent, "two");
+    assert!(
+        pending_updates(&agent, &pod_id).is_empty(),
+        "{:?}",
+        pending_updates(&agent, &pod_id)
+    );
+    assert!(!queue_file(&agent, &pod_id).exists());
+}
+
+/// A framework cannot grow the agent's memory (or disk) without limit by
+/// launching onto an executor that never subscribes: at most 256 tasks
+/// are queued; the next launch is refused until it subscribes.
+#[test]
+fn the_queue_of_an_executor_is_bounded() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start();
+    let CustomPod {
+        eid,
+        id: pod_id,
+        token,
+        ..
+    } = CustomPod::launch(&agent);
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("{}:{}", OPS.0, OPS.1)
+        )
+    );
+    let launch = |name: &str| {
+        let task = serde_json::json!({"name": name, "task_id": {"value": name},
+            "agent_id": {"value": "e2e"}});
+        let mut reply = http
+            .post(format!(
+                "{}/nestguard/v1/pods/{pod_id}/tasks",
+                agent.address
+            ))
+            .header("Authorization", &basic)
+            .header("Content-Type", "application/json")
+            .send(task.to_string())
+            .unwrap();
+        (
+            reply.status().as_u16(),
+            reply.body_mut().read_to_string().unwrap_or_default(),
+        )
+    };
+    // The pod's group holds one; 255 more fit.
+    for i in 0..255 {
+        let (status, body) = launch(&format!("t{i}"));
+        assert_eq!(status, 202, "t{i}: {body}");
+    }
+    let (status, body) = launch("over");
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("Too many tasks queued"), "{body}");
+    // Subscribed (protobuf), it gets them all, in order, each task
+    // assigned to this agent; then a launch goes at once.
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, true, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    let group = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(group["type"], "LAUNCH_GROUP", "{group}");
+    assert_eq!(
+        group["launch_group"]["task_group"]["tasks"][0]["agent_id"]["value"],
+        agent_id(&agent).as_str(),
+        "{group}"
+    );
+    for i in 0..255 {
+        assert_launch(&stream, &agent, &eid, &format!("t{i}"));
+    }
+    let (status, body) = launch("over");
+    assert_eq!(status, 202, "{body}");
+    assert_launch(&stream, &agent, &eid, "over");
+}
+
+/// A torn checkpoint of the queue does not stop recovery: it is logged,
+/// moved aside for the operator, and the framework hears that the pod's
+/// undelivered tasks are lost.
+#[test]
+fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start();
+    let CustomPod {
+        eid,
+        id: pod_id,
+        token,
+        ..
+    } = CustomPod::launch(&agent);
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    agent.sigkill();
+    let queue = queue_file(&agent, &pod_id);
+    std::fs::write(&queue, r#"{"queued": [{"type": "LAUNCH_GR"#).unwrap();
+    agent.spawn();
+    assert!(
+        agent
+            .log()
+            .contains("unreadable checkpoint of queued tasks"),
+        "{}",
+        agent.log()
+    );
+    assert!(!queue.exists());
+    assert!(queue.with_file_name("queued.damaged").exists());
+    let pending = pending_updates(&agent, &pod_id);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["task_id"]["value"], "app");
+    assert_eq!(pending[0]["state"], "TASK_LOST");
+    assert_eq!(pending[0]["source"], "SOURCE_AGENT");
+    assert_eq!(pending[0]["reason"], "REASON_AGENT_RESTARTED");
+    // The executor subscribes; nothing is delivered.
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    assert_eq!(kill(&agent, OPS, &pod_id, "app"), 202);
+    assert_next_kill(&stream, &agent, "app");
+}
+
+/// Removes a file when dropped (a panic included).
+struct RemoveOnDrop<'a>(&'a std::path::Path);
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+/// SUBSCRIBE while the agent recovers: Mesos' 503
+/// "Agent has not finished recovery" (src/slave/http.cpp:735) with the
+/// executor's own token, which names a container the agent has not
+/// recovered yet; the same SUBSCRIBE succeeds once recovery is done.
+/// Recovery is held by a file the test removes (no timing).
+#[test]
+fn subscribe_during_recovery_gets_503_then_succeeds() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start();
+    let CustomPod {
+        eid,
+        id: pod_id,
+        token,
+        ..
+    } = CustomPod::launch(&agent);
+    agent.sigkill();
+    let hold = agent.dir.path().join("hold-recovery");
+    std::fs::write(&hold, "").unwrap();
+    agent.extra_env.push((
+        "NESTGUARD_TEST_HOLD_RECOVERY".into(),
+        hold.display().to_string(),
+    ));
+    let address = agent.address.clone();
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let call = serde_json::json!({"type": "SUBSCRIBE", "framework_id": {"value": FRAMEWORK},
+        "executor_id": {"value": eid}, "subscribe": {}})
+    .to_string();
+    let subscribe_raw = || {
+        let mut reply = http
+            .post(format!("{address}/api/v1/executor"))
+            .header("Authorization", &format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json")
+            .send(call.as_str())
+            .ok()?;
+        let status = reply.status().as_u16();
+        Some((
+            status,
+            reply.body_mut().read_to_string().unwrap_or_default(),
+        ))
+    };
+    let log = agent.dir.path().join("agent.log");
+    std::thread::scope(|scope| {
+        let restarted = scope.spawn(|| agent.spawn());
+        // A failed assertion below still ends the hold, so that the
+        // restart finishes and the agent is cleaned up.
+        let _release = RemoveOnDrop(&hold);
+        // Served from before recovery: poll until it answers at all.
+        let (status, body) = poll(Duration::from_secs(30), subscribe_raw, || {
+            format!(
+                "the agent did not answer\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        });
+        assert_eq!(
+            (status, body.as_str()),
+            (503, "Agent has not finished recovery")
+        );
+        // Still held: still 503, and the operator API too.
+        assert_eq!(subscribe_raw().map(|r| r.0), Some(503));
+        assert!(
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("NESTGUARD_TEST_HOLD_RECOVERY: recovery waits")
+        );
+        std::fs::remove_file(&hold).unwrap();
+        restarted.join().unwrap();
+    });
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
+    assert_eq!(status, 200, "{:?}", stream.err());
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    // The pod's group was queued, never delivered: it comes now.
+    assert_eq!(
+        stream.next_non_heartbeat(&agent).unwrap()["type"],
+        "LAUNCH_GROUP"
+    );
+}
