@@ -13,6 +13,9 @@
 # fuzz/artifacts/TARGET/). Exits 1 if any target found anything. One
 # fuzzer at a time: each uses one core.
 #
+# FUZZ_RUNS=N stops each target after N execs (SECONDS still bounds it):
+# `FUZZ_RUNS=10000000 scripts/fuzz.sh all 3600` is the README's campaign.
+#
 # Needs cargo-fuzz (`cargo install cargo-fuzz --locked`). The build dir is
 # $NESTGUARD_FUZZ_TARGET_DIR (default fuzz/target). Reproduce a finding
 # with: scripts/fuzz.sh repro TARGET FILE
@@ -79,7 +82,8 @@ for t in "${chosen[@]}"; do
   status=0
   # The first corpus dir receives new inputs; the seeds are only read.
   "$(binary "$t")" "$corpus" "fuzz/seeds/$t" \
-    -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+    -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} \
+    -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
