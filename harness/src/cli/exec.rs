@@ -18,6 +18,7 @@ use nestguard::proto::mesos::v1::agent::{Call, ProcessIo, call, process_io};
 use nestguard::proto::mesos::v1::{self, CommandInfo, ContainerInfo, TtyInfo, tty_info};
 
 use super::client::{Credential, exit_status};
+use super::process_io::{data_record, heartbeat_record};
 use super::{out, recordio};
 
 /// `nestguard exec` arguments.
@@ -103,35 +104,13 @@ fn input_call(id: &v1::ContainerId, io: Option<ProcessIo>) -> Call {
 }
 
 fn stdin_record(data: Vec<u8>) -> ProcessIo {
-    ProcessIo {
-        r#type: Some(process_io::Type::Data as i32),
-        data: Some(process_io::Data {
-            r#type: Some(process_io::data::Type::Stdin as i32),
-            data: Some(data),
-        }),
-        control: None,
-    }
+    data_record(process_io::data::Type::Stdin, data)
 }
 
 /// How often an idle input stream carries a HEARTBEAT (Mesos'
 /// `--http_heartbeat_interval` default, as `mesos task exec` sends them):
 /// the agent closes an input stream silent for three of these.
 const INPUT_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
-
-fn heartbeat_record() -> ProcessIo {
-    let nanoseconds = i64::try_from(INPUT_HEARTBEAT.as_nanos()).unwrap_or(i64::MAX);
-    ProcessIo {
-        r#type: Some(process_io::Type::Control as i32),
-        data: None,
-        control: Some(process_io::Control {
-            r#type: Some(process_io::control::Type::Heartbeat as i32),
-            tty_info: None,
-            heartbeat: Some(process_io::control::Heartbeat {
-                interval: Some(v1::DurationInfo { nanoseconds }),
-            }),
-        }),
-    }
-}
 
 /// This process' stdin as ATTACH_CONTAINER_INPUT records, read as it
 /// arrives (by a thread, so that an idle stdin still lets a HEARTBEAT out
@@ -179,7 +158,9 @@ impl Read for StdinRecords {
                 return Ok(0);
             }
             let io = match self.stdin.recv_timeout(self.heartbeat) {
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => heartbeat_record(),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    heartbeat_record(INPUT_HEARTBEAT)
+                }
                 Ok(Err(e)) => return Err(e),
                 Ok(Ok(data)) if !data.is_empty() => stdin_record(data),
                 // EOF (or the reader gone).

@@ -10,6 +10,7 @@ mod executor;
 mod library;
 pub mod out;
 mod pod;
+mod process_io;
 mod recordio;
 mod smoke;
 mod wire;

@@ -23,6 +23,7 @@ use crate::cli::agent::core::{Agent, ApiError, Chunk, Launched, require_debug_se
 use crate::cli::agent::negotiation::{
     APPLICATION_RECORDIO, ContentType, Format, MESSAGE_CONTENT_TYPE, MediaTypes, decode_call,
 };
+use crate::cli::process_io::{data_record, heartbeat_record};
 use crate::cli::recordio;
 use crate::cli::wire::twin;
 
@@ -397,32 +398,6 @@ impl Drop for OutputStream {
     }
 }
 
-fn data_record(kind: process_io::data::Type, data: Vec<u8>) -> ProcessIo {
-    ProcessIo {
-        r#type: Some(process_io::Type::Data as i32),
-        data: Some(process_io::Data {
-            r#type: Some(kind as i32),
-            data: Some(data),
-        }),
-        control: None,
-    }
-}
-
-fn heartbeat_record() -> ProcessIo {
-    let nanoseconds = i64::try_from(HEARTBEAT.as_nanos()).unwrap_or(i64::MAX);
-    ProcessIo {
-        r#type: Some(process_io::Type::Control as i32),
-        data: None,
-        control: Some(process_io::Control {
-            r#type: Some(process_io::control::Type::Heartbeat as i32),
-            tty_info: None,
-            heartbeat: Some(process_io::control::Heartbeat {
-                interval: Some(nestguard::proto::mesos::v1::DurationInfo { nanoseconds }),
-            }),
-        }),
-    }
-}
-
 impl http_body::Body for OutputStream {
     type Data = Bytes;
     type Error = Infallible;
@@ -439,7 +414,7 @@ impl http_body::Body for OutputStream {
                 return Poll::Ready(None);
             }
             Poll::Pending => match self.heartbeat.poll_tick(cx) {
-                Poll::Ready(_) => heartbeat_record(),
+                Poll::Ready(_) => heartbeat_record(HEARTBEAT),
                 Poll::Pending => return Poll::Pending,
             },
         };
