@@ -678,7 +678,7 @@ fn subscribe_stream_outlives_the_timeouts_and_holds_its_slot() {
 
 /// POSTs a JSON executor call with a bearer token (bodies too large for a
 /// command-line argument).
-fn post_executor_call(agent: &TestAgent, token: &str, body: &str) -> (u16, String) {
+pub(crate) fn post_executor_call(agent: &TestAgent, token: &str, body: &str) -> (u16, String) {
     let http: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -866,7 +866,7 @@ impl CustomPod {
     }
 
     /// SUBSCRIBE in JSON: the stream after SUBSCRIBED, and the LAUNCH_GROUP.
-    fn subscribe(&self, agent: &TestAgent) -> (EventStream, serde_json::Value) {
+    pub(crate) fn subscribe(&self, agent: &TestAgent) -> (EventStream, serde_json::Value) {
         let (status, stream) = subscribe(agent, Some(&self.token), &self.eid, false, &[]);
         assert_eq!(status, 200);
         let stream = stream.unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::agent_support::{INTRUDER, OPS, TestAgent, poll, require_root, task};
 use crate::executor_api::{
     CustomPod, EventStream, FRAMEWORK, acknowledge, custom_pod, executor_id, pending_updates,
-    subscribe, subscribe_with_tasks, token,
+    post_executor_call, subscribe, subscribe_with_tasks, token, update_call, uuid_bytes,
 };
 
 /// The agent's ID, as it checkpointed it.
@@ -144,10 +144,14 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
             update["reason"], "REASON_TASK_KILLED_DURING_LAUNCH",
             "{update}"
         );
-        assert_eq!(
-            update["message"], "Killed before delivery to the executor",
-            "{update}"
-        );
+        // Mesos' texts (slave.cpp, `Slave::killTask`): the killed task,
+        // and the others of its group.
+        let message = if update["task_id"]["value"] == "side" {
+            "Killed before delivery to the executor"
+        } else {
+            "A task within the task group was killed before delivery to the executor"
+        };
+        assert_eq!(update["message"], message, "{update}");
         assert_eq!(update["executor_id"]["value"], eid.as_str(), "{update}");
         assert_eq!(acknowledge(&agent, &pod_id, update), 200);
     }
@@ -213,6 +217,181 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
     assert!(!queue_file(&agent, &pod_id).exists());
 }
 
+/// POSTs a task for the pod as the framework (bodies too large for a
+/// command-line argument).
+fn post_task(agent: &TestAgent, pod: &str, body: &str) -> (u16, String) {
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("{}:{}", OPS.0, OPS.1)
+        )
+    );
+    let mut reply = http
+        .post(format!("{}/nestguard/v1/pods/{pod}/tasks", agent.address))
+        .header("Authorization", &basic)
+        .header("Content-Type", "application/json")
+        .send(body)
+        .unwrap();
+    (
+        reply.status().as_u16(),
+        reply.body_mut().read_to_string().unwrap_or_default(),
+    )
+}
+
+/// A task of about `size` bytes (a label carries the bulk).
+fn big_task(name: &str, size: usize) -> String {
+    serde_json::json!({"name": name, "task_id": {"value": name},
+        "agent_id": {"value": "e2e"},
+        "labels": {"labels": [{"key": "bulk", "value": "x".repeat(size)}]}})
+    .to_string()
+}
+
+/// The queue is bounded in bytes too, counted as its checkpoint is
+/// written, so a full queue is read back after a restart; one task is
+/// bounded (256 KiB) whether queued or sent at once.
+#[test]
+fn the_queue_and_a_task_are_bounded_in_bytes() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start();
+    let CustomPod {
+        eid,
+        id: pod_id,
+        token,
+        ..
+    } = CustomPod::launch(&agent);
+    let (status, body) = post_task(&agent, &pod_id, &big_task("huge", 300 * 1024));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("Task huge is") && body.contains("over the limit of 262144 bytes"),
+        "{body}"
+    );
+    // 200 KiB each: the 21st goes over 4 MiB.
+    let mut accepted = 0;
+    let refused = loop {
+        let (status, body) = post_task(
+            &agent,
+            &pod_id,
+            &big_task(&format!("b{accepted}"), 200 * 1024),
+        );
+        if status != 202 {
+            break (status, body);
+        }
+        accepted += 1;
+        assert!(accepted <= 21, "no byte bound");
+    };
+    assert_eq!(refused.0, 409, "{}", refused.1);
+    assert!(refused.1.contains("Too many tasks queued"), "{}", refused.1);
+    assert_eq!(accepted, 20);
+    // A full queue survives a restart and is delivered in full.
+    agent.sigkill();
+    agent.spawn();
+    assert!(
+        !agent.log().contains("unreadable checkpoint"),
+        "{}",
+        agent.log()
+    );
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, true, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    assert_eq!(
+        stream.next_non_heartbeat(&agent).unwrap()["type"],
+        "LAUNCH_GROUP"
+    );
+    for i in 0..accepted {
+        assert_launch(&stream, &agent, &eid, &format!("b{i}"));
+    }
+    // Sent at once, the same bound on one task.
+    let (status, body) = post_task(&agent, &pod_id, &big_task("huge", 300 * 1024));
+    assert_eq!(status, 400, "{body}");
+}
+
+/// As Mesos' `Executor::everSentTask`: an executor that was sent a task
+/// is never shut down for having nothing queued. Here the agent restarts
+/// while the executor runs its task; before the executor re-subscribes
+/// the framework launches a task (queued) and kills it (killed before
+/// delivery): on re-subscription the executor gets no SHUTDOWN and its
+/// task keeps running.
+#[test]
+fn an_executor_that_was_sent_a_task_is_not_shut_down_when_its_queue_empties() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start();
+    let pod = CustomPod::launch(&agent);
+    let (eid, pod_id, token) = (pod.eid.clone(), pod.id.clone(), pod.token.clone());
+    let stream = pod.subscribe(&agent).0;
+    let uuid = uuid_bytes();
+    let (status, body) = post_executor_call(
+        &agent,
+        &token,
+        &update_call(&eid, "app", "TASK_RUNNING", &uuid[..]),
+    );
+    assert_eq!(status, 202, "{body}");
+    for update in pending_updates(&agent, &pod_id) {
+        assert_eq!(acknowledge(&agent, &pod_id, &update), 200);
+    }
+    drop(stream);
+    agent.sigkill();
+    agent.spawn();
+    assert_eq!(launch_single(&agent, &pod_id, "late").0, 202);
+    assert_eq!(kill(&agent, OPS, &pod_id, "late"), 202);
+    // Its only update acknowledged, the executor lists no task.
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    // The next event is the KILL sent now: no SHUTDOWN came before it.
+    assert_eq!(kill(&agent, OPS, &pod_id, "app"), 202);
+    assert_next_kill(&stream, &agent, "app");
+    let pending = pending_updates(&agent, &pod_id);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["task_id"]["value"], "late");
+    assert_eq!(pending[0]["state"], "TASK_KILLED");
+}
+
+/// Two launches of one task ID at once onto a subscribed executor: the
+/// ID is checked under the lock that sends, so exactly one is accepted
+/// and the executor gets one LAUNCH.
+#[test]
+fn concurrent_launches_of_one_task_id_are_accepted_once() {
+    if !require_root() {
+        return;
+    }
+    let agent = TestAgent::start();
+    let pod = CustomPod::launch(&agent);
+    let stream = pod.subscribe(&agent).0;
+    let task = serde_json::json!({"name": "dup", "task_id": {"value": "dup"},
+        "agent_id": {"value": "e2e"}})
+    .to_string();
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let launches: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| post_task(&agent, &pod.id, &task).0))
+            .collect();
+        launches.into_iter().map(|l| l.join().unwrap()).collect()
+    });
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 202).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        7,
+        "{statuses:?}"
+    );
+    assert_launch(&stream, &agent, &pod.eid, "dup");
+    assert_eq!(kill(&agent, OPS, &pod.id, "dup"), 202);
+    assert_next_kill(&stream, &agent, "dup");
+}
+
 /// A framework cannot grow the agent's memory (or disk) without limit by
 /// launching onto an executor that never subscribes: at most 256 tasks
 /// are queued; the next launch is refused until it subscribes.
@@ -228,33 +407,10 @@ fn the_queue_of_an_executor_is_bounded() {
         token,
         ..
     } = CustomPod::launch(&agent);
-    let http: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let basic = format!(
-        "Basic {}",
-        base64::Engine::encode(
-            &base64::engine::general_purpose::STANDARD,
-            format!("{}:{}", OPS.0, OPS.1)
-        )
-    );
     let launch = |name: &str| {
         let task = serde_json::json!({"name": name, "task_id": {"value": name},
             "agent_id": {"value": "e2e"}});
-        let mut reply = http
-            .post(format!(
-                "{}/nestguard/v1/pods/{pod_id}/tasks",
-                agent.address
-            ))
-            .header("Authorization", &basic)
-            .header("Content-Type", "application/json")
-            .send(task.to_string())
-            .unwrap();
-        (
-            reply.status().as_u16(),
-            reply.body_mut().read_to_string().unwrap_or_default(),
-        )
+        post_task(&agent, &pod_id, &task.to_string())
     };
     // The pod's group holds one; 255 more fit.
     for i in 0..255 {

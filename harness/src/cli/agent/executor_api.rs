@@ -88,7 +88,7 @@ async fn executor(
     };
     let agent = Arc::clone(&server.agent);
     let result = match checked.call.r#type() {
-        call::Type::Subscribe => return subscribe(&agent, checked),
+        call::Type::Subscribe => return subscribe(agent, checked).await,
         call::Type::Update => {
             let status = checked.call.update.map(|u| u.status).unwrap_or_default();
             let root = checked.root;
@@ -326,7 +326,9 @@ fn verify_claims(subject: &Subject, call: &Call, container: &str) -> Result<(), 
     Ok(())
 }
 
-fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
+/// Runs on the blocking pool: it writes checkpoints (fsync) under the
+/// executors' lock, which must not stall the async workers.
+async fn subscribe(agent: Arc<Agent>, checked: Checked) -> Response {
     let Checked { call, root, format } = checked;
     let record = match agent.executor(&root) {
         Some(record) => record,
@@ -343,7 +345,11 @@ fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
         .into_iter()
         .map(|t| t.task_id.value)
         .collect();
-    let events = match agent.subscribe_executor(&record, unacknowledged, &unacknowledged_tasks) {
+    let events = match blocking(move || {
+        agent.subscribe_executor(&record, unacknowledged, &unacknowledged_tasks)
+    })
+    .await
+    {
         Ok(events) => events,
         Err(e) => return e.into_response(),
     };

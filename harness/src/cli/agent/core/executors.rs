@@ -45,10 +45,15 @@ const EVENTS_QUEUED_MAX: usize = 1024;
 /// The most tasks queued for one executor that has no live stream; one
 /// more launch is refused (409) until it subscribes.
 pub const QUEUED_TASKS_MAX: usize = 256;
-/// The most bytes of `TaskInfo`s (protobuf-encoded) queued for one executor.
+/// The most bytes of one executor's queue, counted as its checkpoint is
+/// written (JSON, bytes as base64): what is accepted is what is read back.
 pub const QUEUED_BYTES_MAX: usize = 4 * 1024 * 1024;
-/// The largest queue checkpoint read back: [`QUEUED_BYTES_MAX`] as JSON
-/// (bytes as base64) stays well below it.
+/// The largest `TaskInfo` (protobuf-encoded) sent to an executor, queued or
+/// live: one task cannot take a large share of the queue, and the events in
+/// flight on a stream stay bounded in bytes, not only in number.
+pub const TASK_MAX_BYTES: usize = QUEUED_BYTES_MAX / 16;
+/// The largest queue checkpoint read back (above [`QUEUED_BYTES_MAX`], so a
+/// full queue is always read back).
 const QUEUE_CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
 /// The queue's checkpoint in an executor's meta directory.
 const QUEUE_FILE: &str = "queued";
@@ -135,6 +140,14 @@ fn drop_known(queued: &mut Vec<Event>, known: &[String]) -> bool {
     before != queued.iter().map(|e| tasks_of(e).len()).sum::<usize>()
 }
 
+/// The checkpoint of a queue: JSON, each event in Mesos' JSON.
+fn queue_json(queued: &[Event]) -> String {
+    serde_json::json!({
+        "queued": queued.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
 /// A connection counter shared by every executor.
 static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -173,9 +186,16 @@ impl Agent {
         self.layout.executor_meta(root).join(QUEUE_FILE)
     }
 
-    /// Checkpoints the queue of `root` (none left: no file). Nothing is
-    /// written for an executor whose meta directory is gone (killed).
+    /// Checkpoints the queue of `root` (none left: no file, and the
+    /// directory is synced so the removal survives a crash). An executor
+    /// whose meta directory is gone (its pod killed) has no queue: writing
+    /// one is an error.
     fn write_queue(&self, root: &str, queued: &[Event]) -> Result<(), ApiError> {
+        let body = (!queued.is_empty()).then(|| queue_json(queued));
+        self.write_queue_body(root, body.as_deref())
+    }
+
+    fn write_queue_body(&self, root: &str, body: Option<&str>) -> Result<(), ApiError> {
         let path = self.queue_path(root);
         let failed = |e: &dyn std::fmt::Display| {
             ApiError::Internal(format!(
@@ -183,19 +203,22 @@ impl Agent {
                 path.display()
             ))
         };
-        if queued.is_empty() {
+        let dir = self.layout.executor_meta(root);
+        let Some(body) = body else {
             return match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(failed(&e)),
-                _ => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(failed(&e)),
+                Ok(()) => std::fs::File::open(&dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| failed(&e)),
             };
+        };
+        if !dir.is_dir() {
+            return Err(failed(
+                &"the executor's directory is gone (its pod was killed)",
+            ));
         }
-        if !self.layout.executor_meta(root).is_dir() {
-            return Ok(());
-        }
-        let body = serde_json::json!({
-            "queued": queued.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
-        });
-        nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| failed(&e))
+        nestguard::checkpoint::write_text(&path, body).map_err(|e| failed(&e))
     }
 
     /// The checkpointed queue of `root`; an error names the file and what
@@ -263,20 +286,46 @@ impl Agent {
 
     /// Sends a LAUNCH or LAUNCH_GROUP to the executor of `root` if it has a
     /// live stream (its tasks become STAGING), else queues it and
-    /// checkpoints the queue. Done under the executors' lock, so a
-    /// concurrent SUBSCRIBE either finds the event queued or is the stream
-    /// it goes to. Returns whether it was sent.
+    /// checkpoints the queue before answering. Done under the executors'
+    /// lock, so a concurrent SUBSCRIBE either finds the event queued or is
+    /// the stream it goes to, and two launches of one task ID cannot both
+    /// pass the check that the ID is free. Refused for an executor whose
+    /// pod is gone or going (its record or meta directory removed), so no
+    /// queue outlives its pod. Returns whether it was sent.
     fn deliver_or_queue(&self, root: &str, launch: Event) -> Result<bool, ApiError> {
+        for task in tasks_of(&launch) {
+            let size = prost::Message::encoded_len(task);
+            if size > TASK_MAX_BYTES {
+                return Err(ApiError::BadRequest(format!(
+                    "Task {} is {size} bytes, over the limit of {TASK_MAX_BYTES} bytes",
+                    task.task_id.value
+                )));
+            }
+        }
         let mut all = self.executors_api.lock();
+        if self.executor(root).is_none() || !self.layout.executor_meta(root).is_dir() {
+            return Err(ApiError::NotFound(format!(
+                "Executor of container {root} cannot be found"
+            )));
+        }
+        let states = self.task_states(root);
+        let group = if launch.launch.is_some() {
+            self.launched_task_group(root)
+        } else {
+            None
+        };
         let runtime = all.entry(root.to_owned()).or_default();
-        // Checked under the lock that queues: two launches of one ID at
-        // once must not both be queued.
         let taken = tasks_of(&launch).into_iter().find(|t| {
-            runtime
-                .queued
-                .iter()
-                .flat_map(tasks_of)
-                .any(|q| q.task_id == t.task_id)
+            states.contains_key(&t.task_id.value)
+                || group
+                    .iter()
+                    .flat_map(|g| &g.tasks)
+                    .any(|g| g.task_id == t.task_id)
+                || runtime
+                    .queued
+                    .iter()
+                    .flat_map(tasks_of)
+                    .any(|q| q.task_id == t.task_id)
         });
         if let Some(task) = taken {
             return Err(ApiError::Conflict(format!(
@@ -286,7 +335,8 @@ impl Agent {
         }
         let mut launch = launch;
         if let Some((_, sender)) = &runtime.connection {
-            self.mark_staging(root, &group_of(&launch))?;
+            let group = group_of(&launch);
+            self.mark_staging(root, &group)?;
             match sender.try_send(launch) {
                 Ok(()) => {
                     runtime.ever_queued = true;
@@ -299,26 +349,28 @@ impl Agent {
                     }
                     runtime.connection = None;
                     launch = e.into_inner();
+                    // Not sent: queued below, STAGING once delivered.
+                    self.unmark_staging(root, &group)?;
                 }
             }
         }
-        let tasks: usize = runtime.queued.iter().map(|e| tasks_of(e).len()).sum();
-        let bytes: usize = runtime
+        let tasks: usize = runtime
             .queued
             .iter()
             .chain(std::iter::once(&launch))
-            .flat_map(tasks_of)
-            .map(prost::Message::encoded_len)
+            .map(|e| tasks_of(e).len())
             .sum();
-        if tasks + tasks_of(&launch).len() > QUEUED_TASKS_MAX || bytes > QUEUED_BYTES_MAX {
+        runtime.queued.push(launch);
+        let body = queue_json(&runtime.queued);
+        if tasks > QUEUED_TASKS_MAX || body.len() > QUEUED_BYTES_MAX {
+            runtime.queued.pop();
             return Err(ApiError::Conflict(format!(
                 "Too many tasks queued for the executor, which is not subscribed \
                  (at most {QUEUED_TASKS_MAX} tasks, {QUEUED_BYTES_MAX} bytes); \
                  launch again once it is"
             )));
         }
-        runtime.queued.push(launch);
-        if let Err(e) = self.write_queue(root, &runtime.queued) {
+        if let Err(e) = self.write_queue_body(root, Some(&body)) {
             runtime.queued.pop();
             return Err(e);
         }
@@ -356,16 +408,6 @@ impl Agent {
         let id = task.task_id.value.clone();
         nestguard::validation::validate_path_id(&id)
             .map_err(|e| ApiError::BadRequest(format!("'task_id' is invalid: {e}")))?;
-        // A queued one is found by `deliver_or_queue`.
-        if self.task_states(root).contains_key(&id)
-            || self
-                .launched_task_group(root)
-                .is_some_and(|g| g.tasks.iter().any(|t| t.task_id.value == id))
-        {
-            return Err(ApiError::Conflict(format!(
-                "Task {id} already exists on this executor"
-            )));
-        }
         // The agent the master assigned it to: this one.
         task.agent_id = v1::AgentId {
             value: self.layout.agent_id.clone(),
@@ -480,23 +522,18 @@ impl Agent {
     ) -> Result<mpsc::Receiver<Event>, ApiError> {
         let root = record.container_id.value.clone();
         let already_acknowledged = self.resubmit_updates(&root, unacknowledged)?;
+        // Mesos' `everSentTask`: a task delivered (STAGING or later) or
+        // reported on by the executor, or one it lists as its own. Not "the
+        // queue is empty": that cannot tell an executor never sent a task
+        // from one whose tasks were all delivered.
+        let ever_sent = self.ever_sent_task(&root)? || !unacknowledged_tasks.is_empty();
+        // A queued task with a recorded state was delivered (the agent
+        // stopped before checkpointing the queue without it) or killed
+        // before delivery: it is never sent (again).
+        let mut done: Vec<String> = self.task_states(&root).into_keys().collect();
+        done.extend_from_slice(unacknowledged_tasks);
         // Tasks still queued are not lost: they are about to be sent.
         let mut known = unacknowledged_tasks.to_vec();
-        {
-            let mut all = self.executors_api.lock();
-            let runtime = all.entry(root.clone()).or_default();
-            if drop_known(&mut runtime.queued, unacknowledged_tasks) {
-                self.write_queue(&root, &runtime.queued)?;
-            }
-            known.extend(
-                runtime
-                    .queued
-                    .iter()
-                    .flat_map(tasks_of)
-                    .map(|t| t.task_id.value.clone()),
-            );
-        }
-        self.drop_lost_tasks(record, &known)?;
         // Room for everything sent below: the stream never drops a queued
         // task or an ACKNOWLEDGED.
         let (sender, receiver) =
@@ -510,34 +547,70 @@ impl Agent {
             }),
             ..event(event::Type::Subscribed)
         };
-        let _ = sender.try_send(subscribed);
-        let mut all = self.executors_api.lock();
-        let runtime = all.entry(root.clone()).or_default();
-        let nothing_to_run = !runtime.subscribed && runtime.ever_queued;
-        let delivered = !runtime.queued.is_empty();
-        // Delivered tasks are STAGING until the executor reports on them;
-        // the queue's checkpoint loses them only once they are sent.
-        for launch in &runtime.queued {
-            self.mark_staging(&root, &group_of(launch))?;
-        }
-        for launch in std::mem::take(&mut runtime.queued) {
-            let _ = sender.try_send(launch);
-        }
-        if let Err(e) = self.write_queue(&root, &[]) {
-            tracing::warn!(container_id = %root, error = ?e, "removing the delivered tasks' checkpoint failed");
-        }
-        for (task_id, uuid) in already_acknowledged {
-            let _ = sender.try_send(acknowledged(&task_id, uuid));
-        }
-        if nothing_to_run && !delivered {
-            // Every task was killed before delivery: as Mesos shuts down an
-            // executor it never sent a task (`Slave::subscribe`).
-            let _ = sender.try_send(event(event::Type::Shutdown));
-        }
-        runtime.subscribed = true;
         let id = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        spawn_heartbeats(&sender);
-        runtime.connection = Some((id, sender));
+        {
+            // One lock section: a LAUNCH either is queued before it (and
+            // sent below) or finds the new stream.
+            let mut all = self.executors_api.lock();
+            let runtime = all.entry(root.clone()).or_default();
+            if drop_known(&mut runtime.queued, &done) {
+                self.write_queue(&root, &runtime.queued)?;
+            }
+            let delivering = std::mem::take(&mut runtime.queued);
+            known.extend(
+                delivering
+                    .iter()
+                    .flat_map(tasks_of)
+                    .map(|t| t.task_id.value.clone()),
+            );
+            // Delivered tasks are STAGING (checkpointed) before the queue's
+            // checkpoint loses them, and that before they are sent: a crash
+            // in between leaves them STAGING, reported lost on the next
+            // subscription unless the executor lists them.
+            let mut staged = Vec::new();
+            let mut failed = None;
+            for launch in &delivering {
+                let group = group_of(launch);
+                if let Err(e) = self.mark_staging(&root, &group) {
+                    failed = Some(e);
+                    break;
+                }
+                staged.push(group);
+            }
+            if failed.is_none()
+                && let Err(e) = self.write_queue(&root, &[])
+            {
+                failed = Some(e);
+            }
+            if let Some(e) = failed {
+                for group in &staged {
+                    if let Err(undo) = self.unmark_staging(&root, group) {
+                        tracing::warn!(container_id = %root, error = ?undo, "undoing STAGING failed");
+                    }
+                }
+                runtime.queued = delivering;
+                return Err(e);
+            }
+            let nothing_to_run = runtime.ever_queued && !ever_sent && delivering.is_empty();
+            let _ = sender.try_send(subscribed);
+            for launch in delivering {
+                let _ = sender.try_send(launch);
+            }
+            for (task_id, uuid) in already_acknowledged {
+                let _ = sender.try_send(acknowledged(&task_id, uuid));
+            }
+            if nothing_to_run {
+                // Every task was killed before delivery: as Mesos shuts down
+                // an executor it never sent a task (`Slave::subscribe`).
+                tracing::warn!(container_id = %root,
+                    "shutting down an executor never sent a task, all its queued tasks killed before delivery");
+                let _ = sender.try_send(event(event::Type::Shutdown));
+            }
+            runtime.subscribed = true;
+            spawn_heartbeats(&sender);
+            runtime.connection = Some((id, sender));
+        }
+        self.drop_lost_tasks(record, &known)?;
         tracing::info!(container_id = %root, executor_id = %record.executor.executor_id.value,
             connection = id, "executor subscribed");
         Ok(receiver)
@@ -617,7 +690,11 @@ impl Agent {
                     value: task.clone(),
                 },
                 state: v1::TaskState::TaskKilled as i32,
-                message: Some("Killed before delivery to the executor".into()),
+                message: Some(if task == task_id {
+                    "Killed before delivery to the executor".into()
+                } else {
+                    "A task within the task group was killed before delivery to the executor".into()
+                }),
                 source: Some(v1::task_status::Source::Agent as i32),
                 reason: Some(v1::task_status::Reason::TaskKilledDuringLaunch as i32),
                 uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),

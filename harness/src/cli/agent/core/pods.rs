@@ -279,6 +279,8 @@ impl Agent {
         }
         state.executors.remove(root);
         drop(state);
+        // A launch that came in during the destroy may have queued again.
+        self.shutdown_executor(root);
         self.forget_updates(root);
         let _ = std::fs::remove_dir_all(self.layout.executor_meta(root));
         Ok(termination)
