@@ -217,6 +217,17 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
     assert!(!queue_file(&agent, &pod_id).exists());
 }
 
+/// The framework's (ops') Basic authorization header.
+fn ops_basic() -> String {
+    format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("{}:{}", OPS.0, OPS.1)
+        )
+    )
+}
+
 /// POSTs a task for the pod as the framework (bodies too large for a
 /// command-line argument).
 fn post_task(agent: &TestAgent, pod: &str, body: &str) -> (u16, String) {
@@ -224,16 +235,9 @@ fn post_task(agent: &TestAgent, pod: &str, body: &str) -> (u16, String) {
         .http_status_as_error(false)
         .build()
         .into();
-    let basic = format!(
-        "Basic {}",
-        base64::Engine::encode(
-            &base64::engine::general_purpose::STANDARD,
-            format!("{}:{}", OPS.0, OPS.1)
-        )
-    );
     let mut reply = http
         .post(format!("{}/nestguard/v1/pods/{pod}/tasks", agent.address))
-        .header("Authorization", &basic)
+        .header("Authorization", &ops_basic())
         .header("Content-Type", "application/json")
         .send(body)
         .unwrap();
@@ -497,8 +501,11 @@ impl Drop for RemoveOnDrop<'_> {
 /// SUBSCRIBE while the agent recovers: Mesos' 503
 /// "Agent has not finished recovery" (src/slave/http.cpp:735) with the
 /// executor's own token, which names a container the agent has not
-/// recovered yet; the same SUBSCRIBE succeeds once recovery is done.
-/// Recovery is held by a file the test removes (no timing).
+/// recovered yet, and on the operator's `/state`; no token or a bad one is
+/// still 401 while it recovers, and a token of a container that is not
+/// running is 401 once it recovered; the same SUBSCRIBE succeeds once
+/// recovery is done. Recovery is held by a file the test removes (no
+/// timing).
 #[test]
 fn subscribe_during_recovery_gets_503_then_succeeds() {
     if !require_root() {
@@ -526,20 +533,23 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
     let call = serde_json::json!({"type": "SUBSCRIBE", "framework_id": {"value": FRAMEWORK},
         "executor_id": {"value": eid}, "subscribe": {}})
     .to_string();
-    let subscribe_raw = || {
-        let mut reply = http
+    let subscribe_as = |authorization: Option<&str>| {
+        let mut request = http
             .post(format!("{address}/api/v1/executor"))
-            .header("Authorization", &format!("Bearer {token}"))
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .send(call.as_str())
-            .ok()?;
+            .header("Accept", "application/json");
+        if let Some(authorization) = authorization {
+            request = request.header("Authorization", authorization);
+        }
+        let mut reply = request.send(call.as_str()).ok()?;
         let status = reply.status().as_u16();
         Some((
             status,
             reply.body_mut().read_to_string().unwrap_or_default(),
         ))
     };
+    let bearer = format!("Bearer {token}");
+    let subscribe_raw = || subscribe_as(Some(&bearer));
     let log = agent.dir.path().join("agent.log");
     std::thread::scope(|scope| {
         let restarted = scope.spawn(|| agent.spawn());
@@ -559,6 +569,22 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
         );
         // Still held: still 503, and the operator API too.
         assert_eq!(subscribe_raw().map(|r| r.0), Some(503));
+        let mut state = http
+            .get(format!("{address}/state"))
+            .header("Authorization", &ops_basic())
+            .call()
+            .unwrap();
+        assert_eq!(state.status().as_u16(), 503);
+        assert_eq!(
+            state.body_mut().read_to_string().unwrap(),
+            "Agent has not finished recovery"
+        );
+        // Authentication is not held: no token, or a bad one, is 401.
+        assert_eq!(subscribe_as(None).map(|r| r.0), Some(401));
+        assert_eq!(
+            subscribe_as(Some("Bearer not-a-token")).map(|r| r.0),
+            Some(401)
+        );
         assert!(
             std::fs::read_to_string(&log)
                 .unwrap_or_default()
@@ -567,6 +593,10 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
         std::fs::remove_file(&hold).unwrap();
         restarted.join().unwrap();
     });
+    // Recovered: a token of a container that is not running is 401.
+    let dead = self::token(&agent, FRAMEWORK, &eid, "no-such-container");
+    let (status, _) = subscribe(&agent, Some(&dead), &eid, false, &[]);
+    assert_eq!(status, 401);
     let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
     assert_eq!(status, 200, "{:?}", stream.err());
     let stream = stream.unwrap();
