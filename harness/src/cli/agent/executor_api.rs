@@ -42,11 +42,10 @@ use axum::routing::{any, get, post};
 use base64::Engine;
 use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::mesos::v1;
-use nestguard::proto::mesos::v1::executor::{Call, Event, call};
+use nestguard::proto::mesos::v1::executor::{Call, call};
 use prost::Message;
-use tokio::sync::mpsc;
 
-use super::core::{Agent, ApiError, Lookup};
+use super::core::{Agent, ApiError, EventReceiver, Lookup};
 use super::decision::subject_text;
 use super::http::{Principal, Server, may_manage_pod, pod_executor};
 use super::negotiation::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
@@ -366,7 +365,7 @@ async fn subscribe(agent: Arc<Agent>, checked: Checked) -> Response {
 /// destroyed). The client closing the connection drops this body, and the
 /// next event sent to it finds the stream gone.
 struct EventStream {
-    events: mpsc::Receiver<Event>,
+    events: EventReceiver,
     format: Format,
 }
 

@@ -25,7 +25,8 @@
 //! checkpointed status updates, [`super::status_updates`]).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use nestguard::proto::mesos::v1;
 use nestguard::proto::mesos::v1::executor::{Event, event};
@@ -34,8 +35,75 @@ use tokio::sync::mpsc;
 use super::registry::{Agent, ApiError, ExecutorRecord, lock};
 use crate::cli::wire::twin;
 
-/// Where a SUBSCRIBE stream's events go; the HTTP side drains it.
-pub type EventSender = mpsc::Sender<Event>;
+/// Where a SUBSCRIBE stream's events go; the HTTP side drains it
+/// ([`EventReceiver`]). Counts the bytes of the tasks in flight, so a
+/// stream is bounded in bytes as well as in events.
+struct EventSender {
+    events: mpsc::Sender<Event>,
+    bytes: Arc<AtomicUsize>,
+}
+
+/// The HTTP side of a SUBSCRIBE stream.
+pub struct EventReceiver {
+    events: mpsc::Receiver<Event>,
+    bytes: Arc<AtomicUsize>,
+}
+
+/// The bytes of the tasks an event carries (protobuf).
+fn task_bytes(event: &Event) -> usize {
+    tasks_of(event)
+        .into_iter()
+        .map(prost::Message::encoded_len)
+        .sum()
+}
+
+impl EventSender {
+    /// As `mpsc::Sender::try_send`; also full when the tasks in flight
+    /// would pass [`STREAM_BYTES_MAX`].
+    fn try_send(&self, event: Event) -> Result<(), NotSent> {
+        let size = task_bytes(&event);
+        let before = self.bytes.fetch_add(size, Ordering::SeqCst);
+        if size > 0 && before + size > STREAM_BYTES_MAX {
+            self.bytes.fetch_sub(size, Ordering::SeqCst);
+            return Err(NotSent::Full(Box::new(event)));
+        }
+        self.events.try_send(event).map_err(|e| {
+            self.bytes.fetch_sub(size, Ordering::SeqCst);
+            match e {
+                mpsc::error::TrySendError::Full(e) => NotSent::Full(Box::new(e)),
+                mpsc::error::TrySendError::Closed(e) => NotSent::Closed(Box::new(e)),
+            }
+        })
+    }
+}
+
+/// An event a stream did not take, given back.
+#[derive(Debug)]
+enum NotSent {
+    /// The reader does not keep up (events or bytes).
+    Full(Box<Event>),
+    /// The reader is gone.
+    Closed(Box<Event>),
+}
+
+impl NotSent {
+    fn into_inner(self) -> Event {
+        match self {
+            NotSent::Full(e) | NotSent::Closed(e) => *e,
+        }
+    }
+}
+
+impl EventReceiver {
+    /// The next event, as `mpsc::Receiver::poll_recv`.
+    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Event>> {
+        let polled = self.events.poll_recv(cx);
+        if let std::task::Poll::Ready(Some(event)) = &polled {
+            self.bytes.fetch_sub(task_bytes(event), Ordering::SeqCst);
+        }
+        polled
+    }
+}
 
 /// Events queued for one executor's stream. An executor that does not read
 /// its stream loses it when the queue is full (as a broken connection: it
@@ -52,6 +120,11 @@ pub const QUEUED_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// live: one task cannot take a large share of the queue, and the events in
 /// flight on a stream stay bounded in bytes, not only in number.
 pub const TASK_MAX_BYTES: usize = QUEUED_BYTES_MAX / 16;
+/// The most bytes of tasks (protobuf) in flight on one stream: sent, not
+/// yet taken by the HTTP side. Over it the stream is closed as a full one
+/// (the executor re-subscribes; a launch meanwhile is queued). Twice the
+/// queue's bound, so a full queue is always delivered at SUBSCRIBE.
+const STREAM_BYTES_MAX: usize = 2 * QUEUED_BYTES_MAX;
 /// The largest queue checkpoint read back (above [`QUEUED_BYTES_MAX`], so a
 /// full queue is always read back).
 const QUEUE_CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
@@ -343,7 +416,7 @@ impl Agent {
                     return Ok(true);
                 }
                 Err(e) => {
-                    if matches!(e, mpsc::error::TrySendError::Full(_)) {
+                    if matches!(e, NotSent::Full(_)) {
                         tracing::warn!(container_id = %root, queued = EVENTS_QUEUED_MAX,
                             "executor does not read its event stream; closing it");
                     }
@@ -519,7 +592,7 @@ impl Agent {
         record: &ExecutorRecord,
         unacknowledged: Vec<v1::TaskStatus>,
         unacknowledged_tasks: &[String],
-    ) -> Result<mpsc::Receiver<Event>, ApiError> {
+    ) -> Result<EventReceiver, ApiError> {
         let root = record.container_id.value.clone();
         let already_acknowledged = self.resubmit_updates(&root, unacknowledged)?;
         // Mesos' `everSentTask`: a task delivered (STAGING or later) or
@@ -536,8 +609,17 @@ impl Agent {
         let mut known = unacknowledged_tasks.to_vec();
         // Room for everything sent below: the stream never drops a queued
         // task or an ACKNOWLEDGED.
-        let (sender, receiver) =
+        let (events, receiver) =
             mpsc::channel(EVENTS_QUEUED_MAX + QUEUED_TASKS_MAX + already_acknowledged.len() + 2);
+        let bytes = Arc::new(AtomicUsize::new(0));
+        let sender = EventSender {
+            events,
+            bytes: Arc::clone(&bytes),
+        };
+        let receiver = EventReceiver {
+            events: receiver,
+            bytes,
+        };
         let subscribed = Event {
             subscribed: Some(event::Subscribed {
                 executor_info: twin(&record.executor),
@@ -607,7 +689,7 @@ impl Agent {
                 let _ = sender.try_send(event(event::Type::Shutdown));
             }
             runtime.subscribed = true;
-            spawn_heartbeats(&sender);
+            spawn_heartbeats(&sender.events);
             runtime.connection = Some((id, sender));
         }
         self.drop_lost_tasks(record, &known)?;
@@ -627,7 +709,7 @@ impl Agent {
             return false;
         };
         if let Err(e) = sender.try_send(event) {
-            if matches!(e, mpsc::error::TrySendError::Full(_)) {
+            if matches!(e, NotSent::Full(_)) {
                 tracing::warn!(container_id = %root, queued = EVENTS_QUEUED_MAX,
                     "executor does not read its event stream; closing it");
             }
@@ -743,7 +825,7 @@ pub const HEARTBEAT_INTERVAL: std::time::Duration = std::time::Duration::from_se
 ///
 /// Holds the stream weakly: the executor's record holds the only strong
 /// sender, so dropping it (a re-subscription) ends the old stream.
-fn spawn_heartbeats(stream: &EventSender) {
+fn spawn_heartbeats(stream: &mpsc::Sender<Event>) {
     let stream = stream.downgrade();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(HEARTBEAT_INTERVAL);
@@ -769,5 +851,56 @@ fn acknowledged(task_id: &str, uuid: Vec<u8>) -> Event {
             uuid,
         }),
         ..event(event::Type::Acknowledged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch_of(bytes: usize) -> Event {
+        let task = v1::TaskInfo {
+            data: Some(vec![0; bytes]),
+            ..Default::default()
+        };
+        Event {
+            launch: Some(event::Launch { task }),
+            ..event(event::Type::Launch)
+        }
+    }
+
+    /// A stream whose reader does not read is full once the tasks in
+    /// flight would pass STREAM_BYTES_MAX, however few events they are;
+    /// what is read makes room again, and small events are not counted.
+    #[test]
+    fn a_stream_is_bounded_in_bytes_of_tasks_in_flight() {
+        let (events, receiver) = mpsc::channel(EVENTS_QUEUED_MAX);
+        let bytes = Arc::new(AtomicUsize::new(0));
+        let sender = EventSender {
+            events,
+            bytes: Arc::clone(&bytes),
+        };
+        let mut receiver = EventReceiver {
+            events: receiver,
+            bytes,
+        };
+        let per = TASK_MAX_BYTES - 64;
+        let fit =
+            STREAM_BYTES_MAX / prost::Message::encoded_len(&launch_of(per).launch.unwrap().task);
+        for _ in 0..fit {
+            sender.try_send(launch_of(per)).unwrap();
+        }
+        assert!(matches!(
+            sender.try_send(launch_of(per)),
+            Err(NotSent::Full(_))
+        ));
+        sender.try_send(event(event::Type::Heartbeat)).unwrap();
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        assert!(matches!(
+            receiver.poll_recv(&mut cx),
+            std::task::Poll::Ready(Some(_))
+        ));
+        sender.try_send(launch_of(per)).unwrap();
     }
 }
