@@ -326,7 +326,7 @@ fn verify_claims(subject: &Subject, call: &Call, container: &str) -> Result<(), 
 }
 
 /// Runs on the blocking pool: it writes checkpoints (fsync) under the
-/// executors' lock, which must not stall the async workers.
+/// executor's lock, which must not stall the async workers.
 async fn subscribe(agent: Arc<Agent>, checked: Checked) -> Response {
     let Checked { call, root, format } = checked;
     let record = match agent.executor(&root) {

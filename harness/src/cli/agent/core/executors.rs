@@ -133,10 +133,13 @@ const QUEUE_FILE: &str = "queued";
 /// Where an unreadable queue checkpoint is moved, for the operator.
 const QUEUE_DAMAGED_FILE: &str = "queued.damaged";
 
-/// The executors' API state, by root container id.
+/// The executors' API state, by root container id. Each executor has its
+/// own lock, held while its queue is checkpointed (fsync): the map's lock
+/// is held only to find or add an entry, so one framework cycling
+/// launches and kills does not stall every other executor's calls.
 #[derive(Default)]
 pub struct Executors {
-    inner: Mutex<HashMap<String, ExecutorRuntime>>,
+    inner: Mutex<HashMap<String, Arc<Mutex<ExecutorRuntime>>>>,
 }
 
 #[derive(Default)]
@@ -155,11 +158,27 @@ struct ExecutorRuntime {
 }
 
 impl Executors {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, ExecutorRuntime>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Mutex<ExecutorRuntime>>>> {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// The state of `root`'s executor, added if it has none.
+    fn runtime(&self, root: &str) -> Arc<Mutex<ExecutorRuntime>> {
+        Arc::clone(self.lock().entry(root.to_owned()).or_default())
+    }
+
+    /// The state of `root`'s executor, if it has one.
+    fn existing(&self, root: &str) -> Option<Arc<Mutex<ExecutorRuntime>>> {
+        self.lock().get(root).cloned()
+    }
+}
+
+fn lock_runtime(runtime: &Mutex<ExecutorRuntime>) -> MutexGuard<'_, ExecutorRuntime> {
+    runtime
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// An executor's identity in a call: which of the two is unknown.
@@ -250,9 +269,8 @@ impl Agent {
     /// Whether the executor of `root` subscribed since the agent started.
     pub fn executor_subscribed(&self, root: &str) -> bool {
         self.executors_api
-            .lock()
-            .get(root)
-            .is_some_and(|r| r.subscribed)
+            .existing(root)
+            .is_some_and(|r| lock_runtime(&r).subscribed)
     }
 
     fn queue_path(&self, root: &str) -> std::path::PathBuf {
@@ -339,8 +357,8 @@ impl Agent {
                 if !queued.is_empty() {
                     tracing::info!(container_id = %root, queued = queued.len(),
                         "recovered queued tasks");
-                    let mut all = self.executors_api.lock();
-                    let runtime = all.entry(root.to_owned()).or_default();
+                    let runtime = self.executors_api.runtime(root);
+                    let mut runtime = lock_runtime(&runtime);
                     runtime.ever_queued = true;
                     runtime.queued = queued;
                 }
@@ -359,7 +377,7 @@ impl Agent {
 
     /// Sends a LAUNCH or LAUNCH_GROUP to the executor of `root` if it has a
     /// live stream (its tasks become STAGING), else queues it and
-    /// checkpoints the queue before answering. Done under the executors'
+    /// checkpoints the queue before answering. Done under this executor's
     /// lock, so a concurrent SUBSCRIBE either finds the event queued or is
     /// the stream it goes to, and two launches of one task ID cannot both
     /// pass the check that the ID is free. Refused for an executor whose
@@ -375,7 +393,8 @@ impl Agent {
                 )));
             }
         }
-        let mut all = self.executors_api.lock();
+        let runtime = self.executors_api.runtime(root);
+        let mut runtime = lock_runtime(&runtime);
         if self.executor(root).is_none() || !self.layout.executor_meta(root).is_dir() {
             return Err(ApiError::NotFound(format!(
                 "Executor of container {root} cannot be found"
@@ -387,7 +406,6 @@ impl Agent {
         } else {
             None
         };
-        let runtime = all.entry(root.to_owned()).or_default();
         let taken = tasks_of(&launch).into_iter().find(|t| {
             states.contains_key(&t.task_id.value)
                 || group
@@ -633,8 +651,8 @@ impl Agent {
         {
             // One lock section: a LAUNCH either is queued before it (and
             // sent below) or finds the new stream.
-            let mut all = self.executors_api.lock();
-            let runtime = all.entry(root.clone()).or_default();
+            let runtime = self.executors_api.runtime(&root);
+            let mut runtime = lock_runtime(&runtime);
             if drop_known(&mut runtime.queued, &done) {
                 self.write_queue(&root, &runtime.queued)?;
             }
@@ -701,10 +719,10 @@ impl Agent {
     /// Sends an event to the executor of `root` if it has a live stream;
     /// false if it has none (the event is lost, as in Mesos).
     pub(super) fn send_event(&self, root: &str, event: Event) -> bool {
-        let mut all = self.executors_api.lock();
-        let Some(runtime) = all.get_mut(root) else {
+        let Some(runtime) = self.executors_api.existing(root) else {
             return false;
         };
+        let mut runtime = lock_runtime(&runtime);
         let Some((_, sender)) = &runtime.connection else {
             return false;
         };
@@ -728,10 +746,10 @@ impl Agent {
     /// the task was not queued and the executor has no live stream.
     pub fn kill_task(&self, root: &str, task_id: &str) -> bool {
         let killed: Vec<String> = {
-            let mut all = self.executors_api.lock();
-            let Some(runtime) = all.get_mut(root) else {
+            let Some(runtime) = self.executors_api.existing(root) else {
                 return false;
             };
+            let mut runtime = lock_runtime(&runtime);
             let at = runtime
                 .queued
                 .iter()
