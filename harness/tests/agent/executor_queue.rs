@@ -446,8 +446,8 @@ fn the_queue_of_an_executor_is_bounded() {
 }
 
 /// A torn checkpoint of the queue does not stop recovery: it is logged,
-/// moved aside for the operator, and the framework hears that the pod's
-/// undelivered tasks are lost.
+/// moved aside for the operator (an earlier one kept), and the framework
+/// hears that the undelivered tasks, the pod's and single ones, are lost.
 #[test]
 fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     if !require_root() {
@@ -474,12 +474,34 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     );
     assert!(!queue.exists());
     assert!(queue.with_file_name("queued.damaged").exists());
+    // The pod's group and the single task: both lost, from the agent.
     let pending = pending_updates(&agent, &pod_id);
-    assert_eq!(pending.len(), 1, "{pending:?}");
-    assert_eq!(pending[0]["task_id"]["value"], "app");
-    assert_eq!(pending[0]["state"], "TASK_LOST");
-    assert_eq!(pending[0]["source"], "SOURCE_AGENT");
-    assert_eq!(pending[0]["reason"], "REASON_AGENT_RESTARTED");
+    let mut lost: Vec<&str> = pending
+        .iter()
+        .map(|u| u["task_id"]["value"].as_str().unwrap())
+        .collect();
+    lost.sort_unstable();
+    assert_eq!(lost, ["app", "one"], "{pending:?}");
+    for update in &pending {
+        assert_eq!(update["state"], "TASK_LOST", "{update}");
+        assert_eq!(update["source"], "SOURCE_AGENT", "{update}");
+        assert_eq!(update["reason"], "REASON_AGENT_RESTARTED", "{update}");
+    }
+    // Damaged again: the earlier file is kept, the new one beside it.
+    assert_eq!(launch_single(&agent, &pod_id, "two").0, 202);
+    agent.sigkill();
+    std::fs::write(&queue, "{").unwrap();
+    agent.spawn();
+    assert!(queue.with_file_name("queued.damaged").exists());
+    assert_eq!(
+        std::fs::read_to_string(queue.with_file_name("queued.damaged.1")).unwrap(),
+        "{"
+    );
+    assert!(
+        pending_updates(&agent, &pod_id)
+            .iter()
+            .any(|u| u["task_id"]["value"] == "two" && u["state"] == "TASK_LOST")
+    );
     // The executor subscribes; nothing is delivered.
     let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
     assert_eq!(status, 200);

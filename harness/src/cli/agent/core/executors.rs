@@ -349,8 +349,9 @@ impl Agent {
     /// Recovery: the checkpointed queue of a recovered executor, delivered
     /// when it re-subscribes. An unreadable checkpoint does not stop the
     /// recovery: it is logged as an error naming the file and moved aside
-    /// (to `queued.damaged`, for the operator), and the executor recovers
-    /// with nothing queued; returns the error for the caller's report.
+    /// for the operator (to `queued.damaged`, or `queued.damaged.<n>` when
+    /// that exists), and the executor recovers with nothing queued;
+    /// returns the error for the caller's report.
     pub(super) fn recover_queue(&self, root: &str) -> Option<String> {
         match self.read_queue(root) {
             Ok(queued) => {
@@ -365,7 +366,12 @@ impl Agent {
                 None
             }
             Err(e) => {
-                let aside = self.layout.executor_meta(root).join(QUEUE_DAMAGED_FILE);
+                // An earlier damaged file is kept: the next free suffix.
+                let meta = self.layout.executor_meta(root);
+                let aside = std::iter::once(meta.join(QUEUE_DAMAGED_FILE))
+                    .chain((1..1000).map(|n| meta.join(format!("{QUEUE_DAMAGED_FILE}.{n}"))))
+                    .find(|p| !p.exists())
+                    .unwrap_or_else(|| meta.join(QUEUE_DAMAGED_FILE));
                 let moved = std::fs::rename(self.queue_path(root), &aside);
                 tracing::error!(container_id = %root, error = %e, kept_at = %aside.display(),
                     moved = moved.is_ok(),
@@ -451,6 +457,10 @@ impl Agent {
             .chain(std::iter::once(&launch))
             .map(|e| tasks_of(e).len())
             .sum();
+        let ids: Vec<String> = tasks_of(&launch)
+            .iter()
+            .map(|t| t.task_id.value.clone())
+            .collect();
         runtime.queued.push(launch);
         let body = queue_json(&runtime.queued);
         if tasks > QUEUED_TASKS_MAX || body.len() > QUEUED_BYTES_MAX {
@@ -461,8 +471,16 @@ impl Agent {
                  launch again once it is"
             )));
         }
-        if let Err(e) = self.write_queue_body(root, Some(&body)) {
+        // The IDs first: a queue checkpoint that is lost later still
+        // leaves them to report lost.
+        let written = self
+            .note_queued(root, Some(&ids), true)
+            .and_then(|()| self.write_queue_body(root, Some(&body)));
+        if let Err(e) = written {
             runtime.queued.pop();
+            if let Err(undo) = self.note_queued(root, Some(&ids), false) {
+                tracing::warn!(container_id = %root, error = ?undo, "forgetting queued task IDs failed");
+            }
             return Err(e);
         }
         runtime.ever_queued = true;
@@ -565,20 +583,28 @@ impl Agent {
     }
 
     /// Recovery found the queue of `root` unreadable: the tasks of its
-    /// launched group that never reached the executor (no state recorded)
-    /// are reported lost to the framework, so it can launch them again
-    /// (single LAUNCHed tasks are known only to the lost queue).
+    /// launched group and the single tasks queued (their IDs are
+    /// checkpointed with the status updates) that never reached the
+    /// executor (no state recorded) are reported lost to the framework, so
+    /// it can launch them again.
     pub(super) fn lose_undelivered_tasks(&self, root: &str, error: &str) {
-        let (Some(record), Some(group)) = (self.executor(root), self.launched_task_group(root))
-        else {
+        let Some(record) = self.executor(root) else {
             return;
         };
         let states = self.task_states(root);
-        for task in group.tasks {
-            let id = task.task_id.value;
-            if states.contains_key(&id) {
-                continue;
+        let mut ids: Vec<String> = self
+            .launched_task_group(root)
+            .into_iter()
+            .flat_map(|g| g.tasks)
+            .map(|t| t.task_id.value)
+            .filter(|id| !states.contains_key(id))
+            .collect();
+        for id in self.queued_ids(root) {
+            if !ids.contains(&id) {
+                ids.push(id);
             }
+        }
+        for id in ids {
             tracing::warn!(container_id = %root, task_id = %id, error,
                 "a queued task is lost with the queue's checkpoint");
             if let Err(e) = self.report_lost(
@@ -678,7 +704,9 @@ impl Agent {
                 staged.push(group);
             }
             if failed.is_none()
-                && let Err(e) = self.write_queue(&root, &[])
+                && let Err(e) = self
+                    .write_queue(&root, &[])
+                    .and_then(|()| self.note_queued(&root, None, false))
             {
                 failed = Some(e);
             }

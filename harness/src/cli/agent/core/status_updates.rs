@@ -69,6 +69,10 @@ struct UpdateStream {
     /// is never shut down for having "no task", even when its queue is
     /// empty and the agent restarted since (checkpointed for that reason).
     ever_sent: bool,
+    /// Tasks queued for the executor, not delivered and with no state: if
+    /// the queue's own checkpoint is lost, the framework still hears of
+    /// them (TASK_LOST), as it would of a task group.
+    queued: std::collections::BTreeSet<String>,
 }
 
 /// What became of an update the executor sent.
@@ -170,6 +174,12 @@ impl Agent {
                 stream.states.insert(task.clone(), state as i32);
             }
         }
+        for (i, id) in value["queued"].as_array().into_iter().flatten().enumerate() {
+            let id = id
+                .as_str()
+                .ok_or_else(|| broken(format!("queued[{i}]: expected a task ID")))?;
+            stream.queued.insert(id.to_owned());
+        }
         // A checkpoint written before the field: any task with a state
         // may have been sent (never shut down a running executor).
         stream.ever_sent = value["ever_sent"]
@@ -194,6 +204,7 @@ impl Agent {
                 (task.clone(), serde_json::Value::from(name))
             }).collect::<serde_json::Map<_, _>>(),
             "ever_sent": stream.ever_sent,
+            "queued": stream.queued,
         });
         let path = self.updates_path(root);
         nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| {
@@ -326,6 +337,7 @@ impl Agent {
             stream.ever_sent = true;
             for task in &group.tasks {
                 let id = &task.task_id.value;
+                changed |= stream.queued.remove(id);
                 if stream.states.len() < STATES_MAX && !stream.states.contains_key(id) {
                     stream
                         .states
@@ -354,6 +366,44 @@ impl Agent {
             }
             ((), before != stream.states.len())
         })
+    }
+
+    /// Records (`queued`) or forgets the IDs of tasks queued for the
+    /// executor of `root` (see `UpdateStream::queued`); `None` forgets all.
+    pub(super) fn note_queued(
+        &self,
+        root: &str,
+        ids: Option<&[String]>,
+        queued: bool,
+    ) -> Result<(), ApiError> {
+        self.with_updates(root, |stream| {
+            let before = stream.queued.clone();
+            match (ids, queued) {
+                (None, _) => stream.queued.clear(),
+                (Some(ids), true) => stream.queued.extend(ids.iter().cloned()),
+                (Some(ids), false) => {
+                    for id in ids {
+                        stream.queued.remove(id);
+                    }
+                }
+            }
+            ((), before != stream.queued)
+        })
+    }
+
+    /// The IDs of tasks queued for the executor of `root` that have no
+    /// state (see `UpdateStream::queued`).
+    pub(super) fn queued_ids(&self, root: &str) -> Vec<String> {
+        self.with_updates(root, |stream| {
+            let ids = stream
+                .queued
+                .iter()
+                .filter(|id| !stream.states.contains_key(*id))
+                .cloned()
+                .collect();
+            (ids, false)
+        })
+        .unwrap_or_default()
     }
 
     /// Whether a task was ever delivered to the executor of `root` or the
@@ -408,6 +458,7 @@ fn submit(
         );
     }
     let task = status.task_id.value.clone();
+    stream.queued.remove(&task);
     if stream.states.len() < STATES_MAX || stream.states.contains_key(&task) {
         stream.states.insert(task, status.state);
     }
