@@ -629,3 +629,41 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
         "LAUNCH_GROUP"
     );
 }
+
+/// A queue checkpoint that still holds a task the agent already delivered
+/// (a crash between sending and rewriting the checkpoint, or a stale
+/// file) never sends it again: a queued task with a recorded state is
+/// dropped; not listed by the executor and still STAGING, it is lost.
+#[test]
+fn a_stale_queue_checkpoint_never_sends_a_delivered_task_again() {
+    if !require_root() {
+        return;
+    }
+    let mut agent = TestAgent::start();
+    let pod = CustomPod::launch(&agent);
+    let (eid, pod_id, token) = (pod.eid.clone(), pod.id.clone(), pod.token.clone());
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    let stale = std::fs::read(queue_file(&agent, &pod_id)).unwrap();
+    let stream = pod.subscribe(&agent).0;
+    assert_launch(&stream, &agent, &eid, "one");
+    drop(stream);
+    agent.sigkill();
+    std::fs::write(queue_file(&agent, &pod_id), &stale).unwrap();
+    agent.spawn();
+    // The executor lists "app" (it runs it), not "one".
+    let app = serde_json::json!({"name": "app", "task_id": {"value": "app"},
+        "agent_id": {"value": agent_id(&agent)}});
+    let (status, stream) = subscribe_with_tasks(&agent, Some(&token), &eid, false, &[], &[app]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    // Nothing queued comes: the next event is the KILL sent now.
+    assert_eq!(kill(&agent, OPS, &pod_id, "app"), 202);
+    assert_next_kill(&stream, &agent, "app");
+    assert!(!queue_file(&agent, &pod_id).exists());
+    let pending = pending_updates(&agent, &pod_id);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["task_id"]["value"], "one");
+    assert_eq!(pending[0]["state"], "TASK_LOST");
+    assert_eq!(pending[0]["message"], "Task launched during agent restart");
+}
