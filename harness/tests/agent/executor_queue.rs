@@ -11,6 +11,60 @@ use crate::executor_api::{
     post_executor_call, subscribe, subscribe_with_tasks, token, update_call, uuid_bytes,
 };
 
+/// A started agent with a custom pod whose executor the test plays;
+/// `None` when the tests do not run as root.
+fn agent_with_pod() -> Option<(TestAgent, CustomPod)> {
+    if !require_root() {
+        return None;
+    }
+    let agent = TestAgent::start();
+    let pod = CustomPod::launch(&agent);
+    Some((agent, pod))
+}
+
+/// A pod's executor ID, pod ID and executor token.
+fn ids(pod: CustomPod) -> (String, String, String) {
+    (pod.eid, pod.id, pod.token)
+}
+
+/// The executor (`eid`, `pod`, `token`) (re-)subscribes listing `listed`
+/// in `unacknowledged_tasks`; after SUBSCRIBED nothing is delivered, no
+/// task and no SHUTDOWN: the next event is the KILL of `app` sent now.
+fn subscribes_to_nothing(
+    agent: &TestAgent,
+    (eid, pod, token): (&str, &str, &str),
+    listed: &[serde_json::Value],
+) {
+    let (status, stream) = subscribe_with_tasks(agent, Some(token), eid, false, &[], listed);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, agent, eid, pod);
+    assert_eq!(kill(agent, OPS, pod, "app"), 202);
+    assert_next_kill(&stream, agent, "app");
+}
+
+/// The pending updates of the pod: exactly one for each of `tasks`, each
+/// in `state` from the agent.
+fn agent_updates(
+    agent: &TestAgent,
+    pod: &str,
+    tasks: &[&str],
+    state: &str,
+) -> Vec<serde_json::Value> {
+    let pending = pending_updates(agent, pod);
+    let mut ids: Vec<&str> = pending
+        .iter()
+        .map(|u| u["task_id"]["value"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, tasks, "{pending:?}");
+    for update in &pending {
+        assert_eq!(update["state"], state, "{update}");
+        assert_eq!(update["source"], "SOURCE_AGENT", "{update}");
+    }
+    pending
+}
+
 /// The agent's ID, as it checkpointed it.
 fn agent_id(agent: &TestAgent) -> String {
     std::fs::read_to_string(agent.dir.path().join("work/meta/agent_id"))
@@ -104,13 +158,7 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
         return;
     }
     let mut agent = TestAgent::start();
-    let spec = custom_pod(serde_json::json!([
-        task("app", "sleep 60"),
-        task("side", "sleep 60")
-    ]));
-    let eid = executor_id(&spec);
-    let (pod_id, _) = agent.launch_pod(&spec);
-    let token = token(&agent, FRAMEWORK, &eid, &pod_id);
+    let (eid, pod_id, token) = crate::executor_api::two_task_pod(&agent);
 
     // Not subscribed: queued (202), and its ID is taken.
     let (status, body) = launch_single(&agent, &pod_id, "one");
@@ -130,16 +178,8 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
     // Killing a queued task of a group kills its whole group before
     // delivery (Mesos' `Slave::killTask`): TASK_KILLED from the agent.
     assert_eq!(kill(&agent, OPS, &pod_id, "side"), 202);
-    let pending = pending_updates(&agent, &pod_id);
-    let mut killed: Vec<&str> = pending
-        .iter()
-        .map(|u| u["task_id"]["value"].as_str().unwrap())
-        .collect();
-    killed.sort_unstable();
-    assert_eq!(killed, ["app", "side"], "{pending:?}");
+    let pending = agent_updates(&agent, &pod_id, &["app", "side"], "TASK_KILLED");
     for update in &pending {
-        assert_eq!(update["state"], "TASK_KILLED", "{update}");
-        assert_eq!(update["source"], "SOURCE_AGENT", "{update}");
         assert_eq!(
             update["reason"], "REASON_TASK_KILLED_DURING_LAUNCH",
             "{update}"
@@ -260,16 +300,10 @@ fn big_task(name: &str, size: usize) -> String {
 /// bounded (256 KiB) whether queued or sent at once.
 #[test]
 fn the_queue_and_a_task_are_bounded_in_bytes() {
-    if !require_root() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let mut agent = TestAgent::start();
-    let CustomPod {
-        eid,
-        id: pod_id,
-        token,
-        ..
-    } = CustomPod::launch(&agent);
+    };
+    let (eid, pod_id, token) = ids(pod);
     let (status, body) = post_task(&agent, &pod_id, &big_task("huge", 300 * 1024));
     assert_eq!(status, 400, "{body}");
     assert!(
@@ -325,11 +359,9 @@ fn the_queue_and_a_task_are_bounded_in_bytes() {
 /// task keeps running.
 #[test]
 fn an_executor_that_was_sent_a_task_is_not_shut_down_when_its_queue_empties() {
-    if !require_root() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let mut agent = TestAgent::start();
-    let pod = CustomPod::launch(&agent);
+    };
     let (eid, pod_id, token) = (pod.eid.clone(), pod.id.clone(), pod.token.clone());
     let stream = pod.subscribe(&agent).0;
     let uuid = uuid_bytes();
@@ -347,14 +379,9 @@ fn an_executor_that_was_sent_a_task_is_not_shut_down_when_its_queue_empties() {
     agent.spawn();
     assert_eq!(launch_single(&agent, &pod_id, "late").0, 202);
     assert_eq!(kill(&agent, OPS, &pod_id, "late"), 202);
-    // Its only update acknowledged, the executor lists no task.
-    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
-    assert_eq!(status, 200);
-    let stream = stream.unwrap();
-    assert_subscribed(&stream, &agent, &eid, &pod_id);
-    // The next event is the KILL sent now: no SHUTDOWN came before it.
-    assert_eq!(kill(&agent, OPS, &pod_id, "app"), 202);
-    assert_next_kill(&stream, &agent, "app");
+    // Its only update acknowledged, the executor lists no task; no
+    // SHUTDOWN comes.
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
     let pending = pending_updates(&agent, &pod_id);
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0]["task_id"]["value"], "late");
@@ -366,11 +393,9 @@ fn an_executor_that_was_sent_a_task_is_not_shut_down_when_its_queue_empties() {
 /// and the executor gets one LAUNCH.
 #[test]
 fn concurrent_launches_of_one_task_id_are_accepted_once() {
-    if !require_root() {
+    let Some((agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let agent = TestAgent::start();
-    let pod = CustomPod::launch(&agent);
+    };
     let stream = pod.subscribe(&agent).0;
     let task = serde_json::json!({"name": "dup", "task_id": {"value": "dup"},
         "agent_id": {"value": "e2e"}})
@@ -401,16 +426,10 @@ fn concurrent_launches_of_one_task_id_are_accepted_once() {
 /// are queued; the next launch is refused until it subscribes.
 #[test]
 fn the_queue_of_an_executor_is_bounded() {
-    if !require_root() {
+    let Some((agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let agent = TestAgent::start();
-    let CustomPod {
-        eid,
-        id: pod_id,
-        token,
-        ..
-    } = CustomPod::launch(&agent);
+    };
+    let (eid, pod_id, token) = ids(pod);
     let launch = |name: &str| {
         let task = serde_json::json!({"name": name, "task_id": {"value": name},
             "agent_id": {"value": "e2e"}});
@@ -450,16 +469,10 @@ fn the_queue_of_an_executor_is_bounded() {
 /// hears that the undelivered tasks, the pod's and single ones, are lost.
 #[test]
 fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
-    if !require_root() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let mut agent = TestAgent::start();
-    let CustomPod {
-        eid,
-        id: pod_id,
-        token,
-        ..
-    } = CustomPod::launch(&agent);
+    };
+    let (eid, pod_id, token) = ids(pod);
     assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
     agent.sigkill();
     let queue = queue_file(&agent, &pod_id);
@@ -475,16 +488,7 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     assert!(!queue.exists());
     assert!(queue.with_file_name("queued.damaged").exists());
     // The pod's group and the single task: both lost, from the agent.
-    let pending = pending_updates(&agent, &pod_id);
-    let mut lost: Vec<&str> = pending
-        .iter()
-        .map(|u| u["task_id"]["value"].as_str().unwrap())
-        .collect();
-    lost.sort_unstable();
-    assert_eq!(lost, ["app", "one"], "{pending:?}");
-    for update in &pending {
-        assert_eq!(update["state"], "TASK_LOST", "{update}");
-        assert_eq!(update["source"], "SOURCE_AGENT", "{update}");
+    for update in agent_updates(&agent, &pod_id, &["app", "one"], "TASK_LOST") {
         assert_eq!(update["reason"], "REASON_AGENT_RESTARTED", "{update}");
     }
     // Damaged again: the earlier file is kept, the new one beside it.
@@ -503,12 +507,7 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
             .any(|u| u["task_id"]["value"] == "two" && u["state"] == "TASK_LOST")
     );
     // The executor subscribes; nothing is delivered.
-    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
-    assert_eq!(status, 200);
-    let stream = stream.unwrap();
-    assert_subscribed(&stream, &agent, &eid, &pod_id);
-    assert_eq!(kill(&agent, OPS, &pod_id, "app"), 202);
-    assert_next_kill(&stream, &agent, "app");
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
 }
 
 /// Removes a file when dropped (a panic included).
@@ -530,16 +529,10 @@ impl Drop for RemoveOnDrop<'_> {
 /// timing).
 #[test]
 fn subscribe_during_recovery_gets_503_then_succeeds() {
-    if !require_root() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let mut agent = TestAgent::start();
-    let CustomPod {
-        eid,
-        id: pod_id,
-        token,
-        ..
-    } = CustomPod::launch(&agent);
+    };
+    let (eid, pod_id, token) = ids(pod);
     agent.sigkill();
     let hold = agent.dir.path().join("hold-recovery");
     std::fs::write(&hold, "").unwrap();
@@ -636,11 +629,9 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
 /// dropped; not listed by the executor and still STAGING, it is lost.
 #[test]
 fn a_stale_queue_checkpoint_never_sends_a_delivered_task_again() {
-    if !require_root() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let mut agent = TestAgent::start();
-    let pod = CustomPod::launch(&agent);
+    };
     let (eid, pod_id, token) = (pod.eid.clone(), pod.id.clone(), pod.token.clone());
     assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
     let stale = std::fs::read(queue_file(&agent, &pod_id)).unwrap();
@@ -653,13 +644,7 @@ fn a_stale_queue_checkpoint_never_sends_a_delivered_task_again() {
     // The executor lists "app" (it runs it), not "one".
     let app = serde_json::json!({"name": "app", "task_id": {"value": "app"},
         "agent_id": {"value": agent_id(&agent)}});
-    let (status, stream) = subscribe_with_tasks(&agent, Some(&token), &eid, false, &[], &[app]);
-    assert_eq!(status, 200);
-    let stream = stream.unwrap();
-    assert_subscribed(&stream, &agent, &eid, &pod_id);
-    // Nothing queued comes: the next event is the KILL sent now.
-    assert_eq!(kill(&agent, OPS, &pod_id, "app"), 202);
-    assert_next_kill(&stream, &agent, "app");
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[app]);
     assert!(!queue_file(&agent, &pod_id).exists());
     let pending = pending_updates(&agent, &pod_id);
     assert_eq!(pending.len(), 1, "{pending:?}");
