@@ -147,8 +147,10 @@ struct ExecutorRuntime {
     /// Subscribed at least once since the agent started (Mesos' RUNNING;
     /// otherwise REGISTERING).
     subscribed: bool,
-    /// A task was queued for it (so an executor that subscribes with none
-    /// queued had all its tasks killed before delivery).
+    /// A task was queued or sent to it since the agent started: with
+    /// nothing queued and no task ever sent (checkpointed, see
+    /// [`Agent::ever_sent_task`]), all its tasks were killed before
+    /// delivery and it gets SHUTDOWN at SUBSCRIBE.
     ever_queued: bool,
     /// LAUNCH and LAUNCH_GROUP events not yet delivered, oldest first
     /// (checkpointed in [`QUEUE_FILE`]).
