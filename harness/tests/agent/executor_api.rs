@@ -35,6 +35,19 @@ pub(crate) fn token(agent: &TestAgent, fid: &str, eid: &str, cid: &str) -> Strin
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// A custom pod with two tasks (`app`, `side`): its executor's ID, the
+/// pod's ID and the executor's token.
+pub(crate) fn two_task_pod(agent: &TestAgent) -> (String, String, String) {
+    let spec = custom_pod(serde_json::json!([
+        task("app", "sleep 60"),
+        task("side", "sleep 60")
+    ]));
+    let eid = executor_id(&spec);
+    let (pod_id, _) = agent.launch_pod(&spec);
+    let token = token(agent, FRAMEWORK, &eid, &pod_id);
+    (eid, pod_id, token)
+}
+
 /// A pod whose executor is `sleep`: the test plays the executor.
 pub(crate) fn custom_pod(tasks: serde_json::Value) -> serde_json::Value {
     let mut spec = pod(tasks);
@@ -215,13 +228,7 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
         return;
     }
     let agent = TestAgent::start();
-    let spec = custom_pod(serde_json::json!([
-        task("app", "sleep 60"),
-        task("side", "sleep 60")
-    ]));
-    let eid = executor_id(&spec);
-    let (pod_id, _) = agent.launch_pod(&spec);
-    let token = token(&agent, FRAMEWORK, &eid, &pod_id);
+    let (eid, pod_id, token) = two_task_pod(&agent);
     let agent_id = std::fs::read_to_string(agent.dir.path().join("work/meta/agent_id")).unwrap();
     let agent_id = agent_id.trim();
 
@@ -678,7 +685,7 @@ fn subscribe_stream_outlives_the_timeouts_and_holds_its_slot() {
 
 /// POSTs a JSON executor call with a bearer token (bodies too large for a
 /// command-line argument).
-fn post_executor_call(agent: &TestAgent, token: &str, body: &str) -> (u16, String) {
+pub(crate) fn post_executor_call(agent: &TestAgent, token: &str, body: &str) -> (u16, String) {
     let http: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -866,7 +873,7 @@ impl CustomPod {
     }
 
     /// SUBSCRIBE in JSON: the stream after SUBSCRIBED, and the LAUNCH_GROUP.
-    fn subscribe(&self, agent: &TestAgent) -> (EventStream, serde_json::Value) {
+    pub(crate) fn subscribe(&self, agent: &TestAgent) -> (EventStream, serde_json::Value) {
         let (status, stream) = subscribe(agent, Some(&self.token), &self.eid, false, &[]);
         assert_eq!(status, 200);
         let stream = stream.unwrap();

@@ -8,8 +8,62 @@ use std::time::Duration;
 use crate::agent_support::{INTRUDER, OPS, TestAgent, poll, require_root, task};
 use crate::executor_api::{
     CustomPod, EventStream, FRAMEWORK, acknowledge, custom_pod, executor_id, pending_updates,
-    subscribe, subscribe_with_tasks, token,
+    post_executor_call, subscribe, subscribe_with_tasks, token, update_call, uuid_bytes,
 };
+
+/// A started agent with a custom pod whose executor the test plays;
+/// `None` when the tests do not run as root.
+fn agent_with_pod() -> Option<(TestAgent, CustomPod)> {
+    if !require_root() {
+        return None;
+    }
+    let agent = TestAgent::start();
+    let pod = CustomPod::launch(&agent);
+    Some((agent, pod))
+}
+
+/// A pod's executor ID, pod ID and executor token.
+fn ids(pod: CustomPod) -> (String, String, String) {
+    (pod.eid, pod.id, pod.token)
+}
+
+/// The executor (`eid`, `pod`, `token`) (re-)subscribes listing `listed`
+/// in `unacknowledged_tasks`; after SUBSCRIBED nothing is delivered, no
+/// task and no SHUTDOWN: the next event is the KILL of `app` sent now.
+fn subscribes_to_nothing(
+    agent: &TestAgent,
+    (eid, pod, token): (&str, &str, &str),
+    listed: &[serde_json::Value],
+) {
+    let (status, stream) = subscribe_with_tasks(agent, Some(token), eid, false, &[], listed);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, agent, eid, pod);
+    assert_eq!(kill(agent, OPS, pod, "app"), 202);
+    assert_next_kill(&stream, agent, "app");
+}
+
+/// The pending updates of the pod: exactly one for each of `tasks`, each
+/// in `state` from the agent.
+fn agent_updates(
+    agent: &TestAgent,
+    pod: &str,
+    tasks: &[&str],
+    state: &str,
+) -> Vec<serde_json::Value> {
+    let pending = pending_updates(agent, pod);
+    let mut ids: Vec<&str> = pending
+        .iter()
+        .map(|u| u["task_id"]["value"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, tasks, "{pending:?}");
+    for update in &pending {
+        assert_eq!(update["state"], state, "{update}");
+        assert_eq!(update["source"], "SOURCE_AGENT", "{update}");
+    }
+    pending
+}
 
 /// The agent's ID, as it checkpointed it.
 fn agent_id(agent: &TestAgent) -> String {
@@ -104,13 +158,7 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
         return;
     }
     let mut agent = TestAgent::start();
-    let spec = custom_pod(serde_json::json!([
-        task("app", "sleep 60"),
-        task("side", "sleep 60")
-    ]));
-    let eid = executor_id(&spec);
-    let (pod_id, _) = agent.launch_pod(&spec);
-    let token = token(&agent, FRAMEWORK, &eid, &pod_id);
+    let (eid, pod_id, token) = crate::executor_api::two_task_pod(&agent);
 
     // Not subscribed: queued (202), and its ID is taken.
     let (status, body) = launch_single(&agent, &pod_id, "one");
@@ -130,24 +178,20 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
     // Killing a queued task of a group kills its whole group before
     // delivery (Mesos' `Slave::killTask`): TASK_KILLED from the agent.
     assert_eq!(kill(&agent, OPS, &pod_id, "side"), 202);
-    let pending = pending_updates(&agent, &pod_id);
-    let mut killed: Vec<&str> = pending
-        .iter()
-        .map(|u| u["task_id"]["value"].as_str().unwrap())
-        .collect();
-    killed.sort_unstable();
-    assert_eq!(killed, ["app", "side"], "{pending:?}");
+    let pending = agent_updates(&agent, &pod_id, &["app", "side"], "TASK_KILLED");
     for update in &pending {
-        assert_eq!(update["state"], "TASK_KILLED", "{update}");
-        assert_eq!(update["source"], "SOURCE_AGENT", "{update}");
         assert_eq!(
             update["reason"], "REASON_TASK_KILLED_DURING_LAUNCH",
             "{update}"
         );
-        assert_eq!(
-            update["message"], "Killed before delivery to the executor",
-            "{update}"
-        );
+        // Mesos' texts (slave.cpp, `Slave::killTask`): the killed task,
+        // and the others of its group.
+        let message = if update["task_id"]["value"] == "side" {
+            "Killed before delivery to the executor"
+        } else {
+            "A task within the task group was killed before delivery to the executor"
+        };
+        assert_eq!(update["message"], message, "{update}");
         assert_eq!(update["executor_id"]["value"], eid.as_str(), "{update}");
         assert_eq!(acknowledge(&agent, &pod_id, update), 200);
     }
@@ -213,48 +257,183 @@ fn tasks_for_an_executor_without_a_stream_are_queued_checkpointed_and_delivered(
     assert!(!queue_file(&agent, &pod_id).exists());
 }
 
-/// A framework cannot grow the agent's memory (or disk) without limit by
-/// launching onto an executor that never subscribes: at most 256 tasks
-/// are queued; the next launch is refused until it subscribes.
-#[test]
-fn the_queue_of_an_executor_is_bounded() {
-    if !require_root() {
-        return;
-    }
-    let agent = TestAgent::start();
-    let CustomPod {
-        eid,
-        id: pod_id,
-        token,
-        ..
-    } = CustomPod::launch(&agent);
-    let http: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let basic = format!(
+/// The framework's (ops') Basic authorization header.
+fn ops_basic() -> String {
+    format!(
         "Basic {}",
         base64::Engine::encode(
             &base64::engine::general_purpose::STANDARD,
             format!("{}:{}", OPS.0, OPS.1)
         )
+    )
+}
+
+/// POSTs a task for the pod as the framework (bodies too large for a
+/// command-line argument).
+fn post_task(agent: &TestAgent, pod: &str, body: &str) -> (u16, String) {
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut reply = http
+        .post(format!("{}/nestguard/v1/pods/{pod}/tasks", agent.address))
+        .header("Authorization", &ops_basic())
+        .header("Content-Type", "application/json")
+        .send(body)
+        .unwrap();
+    (
+        reply.status().as_u16(),
+        reply.body_mut().read_to_string().unwrap_or_default(),
+    )
+}
+
+/// A task of about `size` bytes (a label carries the bulk).
+fn big_task(name: &str, size: usize) -> String {
+    serde_json::json!({"name": name, "task_id": {"value": name},
+        "agent_id": {"value": "e2e"},
+        "labels": {"labels": [{"key": "bulk", "value": "x".repeat(size)}]}})
+    .to_string()
+}
+
+/// The queue is bounded in bytes too, counted as its checkpoint is
+/// written, so a full queue is read back after a restart; one task is
+/// bounded (256 KiB) whether queued or sent at once.
+#[test]
+fn the_queue_and_a_task_are_bounded_in_bytes() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = ids(pod);
+    let (status, body) = post_task(&agent, &pod_id, &big_task("huge", 300 * 1024));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("Task huge is") && body.contains("over the limit of 262144 bytes"),
+        "{body}"
     );
+    // 200 KiB each: the 21st goes over 4 MiB.
+    let mut accepted = 0;
+    let refused = loop {
+        let (status, body) = post_task(
+            &agent,
+            &pod_id,
+            &big_task(&format!("b{accepted}"), 200 * 1024),
+        );
+        if status != 202 {
+            break (status, body);
+        }
+        accepted += 1;
+        assert!(accepted <= 21, "no byte bound");
+    };
+    assert_eq!(refused.0, 409, "{}", refused.1);
+    assert!(refused.1.contains("Too many tasks queued"), "{}", refused.1);
+    assert_eq!(accepted, 20);
+    // A full queue survives a restart and is delivered in full.
+    agent.sigkill();
+    agent.spawn();
+    assert!(
+        !agent.log().contains("unreadable checkpoint"),
+        "{}",
+        agent.log()
+    );
+    let (status, stream) = subscribe(&agent, Some(&token), &eid, true, &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    assert_eq!(
+        stream.next_non_heartbeat(&agent).unwrap()["type"],
+        "LAUNCH_GROUP"
+    );
+    for i in 0..accepted {
+        assert_launch(&stream, &agent, &eid, &format!("b{i}"));
+    }
+    // Sent at once, the same bound on one task.
+    let (status, body) = post_task(&agent, &pod_id, &big_task("huge", 300 * 1024));
+    assert_eq!(status, 400, "{body}");
+}
+
+/// As Mesos' `Executor::everSentTask`: an executor that was sent a task
+/// is never shut down for having nothing queued. Here the agent restarts
+/// while the executor runs its task; before the executor re-subscribes
+/// the framework launches a task (queued) and kills it (killed before
+/// delivery): on re-subscription the executor gets no SHUTDOWN and its
+/// task keeps running.
+#[test]
+fn an_executor_that_was_sent_a_task_is_not_shut_down_when_its_queue_empties() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = (pod.eid.clone(), pod.id.clone(), pod.token.clone());
+    let stream = pod.subscribe(&agent).0;
+    let uuid = uuid_bytes();
+    let (status, body) = post_executor_call(
+        &agent,
+        &token,
+        &update_call(&eid, "app", "TASK_RUNNING", &uuid[..]),
+    );
+    assert_eq!(status, 202, "{body}");
+    for update in pending_updates(&agent, &pod_id) {
+        assert_eq!(acknowledge(&agent, &pod_id, &update), 200);
+    }
+    drop(stream);
+    agent.sigkill();
+    agent.spawn();
+    assert_eq!(launch_single(&agent, &pod_id, "late").0, 202);
+    assert_eq!(kill(&agent, OPS, &pod_id, "late"), 202);
+    // Its only update acknowledged, the executor lists no task; no
+    // SHUTDOWN comes.
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
+    let pending = pending_updates(&agent, &pod_id);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["task_id"]["value"], "late");
+    assert_eq!(pending[0]["state"], "TASK_KILLED");
+}
+
+/// Two launches of one task ID at once onto a subscribed executor: the
+/// ID is checked under the lock that sends, so exactly one is accepted
+/// and the executor gets one LAUNCH.
+#[test]
+fn concurrent_launches_of_one_task_id_are_accepted_once() {
+    let Some((agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let stream = pod.subscribe(&agent).0;
+    let task = serde_json::json!({"name": "dup", "task_id": {"value": "dup"},
+        "agent_id": {"value": "e2e"}})
+    .to_string();
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let launches: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| post_task(&agent, &pod.id, &task).0))
+            .collect();
+        launches.into_iter().map(|l| l.join().unwrap()).collect()
+    });
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 202).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        7,
+        "{statuses:?}"
+    );
+    assert_launch(&stream, &agent, &pod.eid, "dup");
+    assert_eq!(kill(&agent, OPS, &pod.id, "dup"), 202);
+    assert_next_kill(&stream, &agent, "dup");
+}
+
+/// A framework cannot grow the agent's memory (or disk) without limit by
+/// launching onto an executor that never subscribes: at most 256 tasks
+/// are queued; the next launch is refused until it subscribes.
+#[test]
+fn the_queue_of_an_executor_is_bounded() {
+    let Some((agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = ids(pod);
     let launch = |name: &str| {
         let task = serde_json::json!({"name": name, "task_id": {"value": name},
             "agent_id": {"value": "e2e"}});
-        let mut reply = http
-            .post(format!(
-                "{}/nestguard/v1/pods/{pod_id}/tasks",
-                agent.address
-            ))
-            .header("Authorization", &basic)
-            .header("Content-Type", "application/json")
-            .send(task.to_string())
-            .unwrap();
-        (
-            reply.status().as_u16(),
-            reply.body_mut().read_to_string().unwrap_or_default(),
-        )
+        post_task(&agent, &pod_id, &task.to_string())
     };
     // The pod's group holds one; 255 more fit.
     for i in 0..255 {
@@ -286,20 +465,14 @@ fn the_queue_of_an_executor_is_bounded() {
 }
 
 /// A torn checkpoint of the queue does not stop recovery: it is logged,
-/// moved aside for the operator, and the framework hears that the pod's
-/// undelivered tasks are lost.
+/// moved aside for the operator (an earlier one kept), and the framework
+/// hears that the undelivered tasks, the pod's and single ones, are lost.
 #[test]
 fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
-    if !require_root() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let mut agent = TestAgent::start();
-    let CustomPod {
-        eid,
-        id: pod_id,
-        token,
-        ..
-    } = CustomPod::launch(&agent);
+    };
+    let (eid, pod_id, token) = ids(pod);
     assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
     agent.sigkill();
     let queue = queue_file(&agent, &pod_id);
@@ -314,19 +487,27 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     );
     assert!(!queue.exists());
     assert!(queue.with_file_name("queued.damaged").exists());
-    let pending = pending_updates(&agent, &pod_id);
-    assert_eq!(pending.len(), 1, "{pending:?}");
-    assert_eq!(pending[0]["task_id"]["value"], "app");
-    assert_eq!(pending[0]["state"], "TASK_LOST");
-    assert_eq!(pending[0]["source"], "SOURCE_AGENT");
-    assert_eq!(pending[0]["reason"], "REASON_AGENT_RESTARTED");
+    // The pod's group and the single task: both lost, from the agent.
+    for update in agent_updates(&agent, &pod_id, &["app", "one"], "TASK_LOST") {
+        assert_eq!(update["reason"], "REASON_AGENT_RESTARTED", "{update}");
+    }
+    // Damaged again: the earlier file is kept, the new one beside it.
+    assert_eq!(launch_single(&agent, &pod_id, "two").0, 202);
+    agent.sigkill();
+    std::fs::write(&queue, "{").unwrap();
+    agent.spawn();
+    assert!(queue.with_file_name("queued.damaged").exists());
+    assert_eq!(
+        std::fs::read_to_string(queue.with_file_name("queued.damaged.1")).unwrap(),
+        "{"
+    );
+    assert!(
+        pending_updates(&agent, &pod_id)
+            .iter()
+            .any(|u| u["task_id"]["value"] == "two" && u["state"] == "TASK_LOST")
+    );
     // The executor subscribes; nothing is delivered.
-    let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
-    assert_eq!(status, 200);
-    let stream = stream.unwrap();
-    assert_subscribed(&stream, &agent, &eid, &pod_id);
-    assert_eq!(kill(&agent, OPS, &pod_id, "app"), 202);
-    assert_next_kill(&stream, &agent, "app");
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
 }
 
 /// Removes a file when dropped (a panic included).
@@ -341,20 +522,17 @@ impl Drop for RemoveOnDrop<'_> {
 /// SUBSCRIBE while the agent recovers: Mesos' 503
 /// "Agent has not finished recovery" (src/slave/http.cpp:735) with the
 /// executor's own token, which names a container the agent has not
-/// recovered yet; the same SUBSCRIBE succeeds once recovery is done.
-/// Recovery is held by a file the test removes (no timing).
+/// recovered yet, and on the operator's `/state`; no token or a bad one is
+/// still 401 while it recovers, and a token of a container that is not
+/// running is 401 once it recovered; the same SUBSCRIBE succeeds once
+/// recovery is done. Recovery is held by a file the test removes (no
+/// timing).
 #[test]
 fn subscribe_during_recovery_gets_503_then_succeeds() {
-    if !require_root() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
         return;
-    }
-    let mut agent = TestAgent::start();
-    let CustomPod {
-        eid,
-        id: pod_id,
-        token,
-        ..
-    } = CustomPod::launch(&agent);
+    };
+    let (eid, pod_id, token) = ids(pod);
     agent.sigkill();
     let hold = agent.dir.path().join("hold-recovery");
     std::fs::write(&hold, "").unwrap();
@@ -370,20 +548,23 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
     let call = serde_json::json!({"type": "SUBSCRIBE", "framework_id": {"value": FRAMEWORK},
         "executor_id": {"value": eid}, "subscribe": {}})
     .to_string();
-    let subscribe_raw = || {
-        let mut reply = http
+    let subscribe_as = |authorization: Option<&str>| {
+        let mut request = http
             .post(format!("{address}/api/v1/executor"))
-            .header("Authorization", &format!("Bearer {token}"))
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .send(call.as_str())
-            .ok()?;
+            .header("Accept", "application/json");
+        if let Some(authorization) = authorization {
+            request = request.header("Authorization", authorization);
+        }
+        let mut reply = request.send(call.as_str()).ok()?;
         let status = reply.status().as_u16();
         Some((
             status,
             reply.body_mut().read_to_string().unwrap_or_default(),
         ))
     };
+    let bearer = format!("Bearer {token}");
+    let subscribe_raw = || subscribe_as(Some(&bearer));
     let log = agent.dir.path().join("agent.log");
     std::thread::scope(|scope| {
         let restarted = scope.spawn(|| agent.spawn());
@@ -403,6 +584,22 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
         );
         // Still held: still 503, and the operator API too.
         assert_eq!(subscribe_raw().map(|r| r.0), Some(503));
+        let mut state = http
+            .get(format!("{address}/state"))
+            .header("Authorization", &ops_basic())
+            .call()
+            .unwrap();
+        assert_eq!(state.status().as_u16(), 503);
+        assert_eq!(
+            state.body_mut().read_to_string().unwrap(),
+            "Agent has not finished recovery"
+        );
+        // Authentication is not held: no token, or a bad one, is 401.
+        assert_eq!(subscribe_as(None).map(|r| r.0), Some(401));
+        assert_eq!(
+            subscribe_as(Some("Bearer not-a-token")).map(|r| r.0),
+            Some(401)
+        );
         assert!(
             std::fs::read_to_string(&log)
                 .unwrap_or_default()
@@ -411,6 +608,10 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
         std::fs::remove_file(&hold).unwrap();
         restarted.join().unwrap();
     });
+    // Recovered: a token of a container that is not running is 401.
+    let dead = self::token(&agent, FRAMEWORK, &eid, "no-such-container");
+    let (status, _) = subscribe(&agent, Some(&dead), &eid, false, &[]);
+    assert_eq!(status, 401);
     let (status, stream) = subscribe(&agent, Some(&token), &eid, false, &[]);
     assert_eq!(status, 200, "{:?}", stream.err());
     let stream = stream.unwrap();
@@ -420,4 +621,34 @@ fn subscribe_during_recovery_gets_503_then_succeeds() {
         stream.next_non_heartbeat(&agent).unwrap()["type"],
         "LAUNCH_GROUP"
     );
+}
+
+/// A queue checkpoint that still holds a task the agent already delivered
+/// (a crash between sending and rewriting the checkpoint, or a stale
+/// file) never sends it again: a queued task with a recorded state is
+/// dropped; not listed by the executor and still STAGING, it is lost.
+#[test]
+fn a_stale_queue_checkpoint_never_sends_a_delivered_task_again() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = (pod.eid.clone(), pod.id.clone(), pod.token.clone());
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    let stale = std::fs::read(queue_file(&agent, &pod_id)).unwrap();
+    let stream = pod.subscribe(&agent).0;
+    assert_launch(&stream, &agent, &eid, "one");
+    drop(stream);
+    agent.sigkill();
+    std::fs::write(queue_file(&agent, &pod_id), &stale).unwrap();
+    agent.spawn();
+    // The executor lists "app" (it runs it), not "one".
+    let app = serde_json::json!({"name": "app", "task_id": {"value": "app"},
+        "agent_id": {"value": agent_id(&agent)}});
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[app]);
+    assert!(!queue_file(&agent, &pod_id).exists());
+    let pending = pending_updates(&agent, &pod_id);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["task_id"]["value"], "one");
+    assert_eq!(pending[0]["state"], "TASK_LOST");
+    assert_eq!(pending[0]["message"], "Task launched during agent restart");
 }

@@ -14,7 +14,7 @@ mod status_updates;
 mod switchboard;
 mod views;
 
-pub use self::executors::Lookup;
+pub use self::executors::{EventReceiver, Lookup};
 pub use self::registry::{Agent, ApiError, ExecutorRecord, Launched, Modules};
 pub use self::switchboard::{Chunk, InputSlot, require_debug_sessions};
 

@@ -42,11 +42,10 @@ use axum::routing::{any, get, post};
 use base64::Engine;
 use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::mesos::v1;
-use nestguard::proto::mesos::v1::executor::{Call, Event, call};
+use nestguard::proto::mesos::v1::executor::{Call, call};
 use prost::Message;
-use tokio::sync::mpsc;
 
-use super::core::{Agent, ApiError, Lookup};
+use super::core::{Agent, ApiError, EventReceiver, Lookup};
 use super::decision::subject_text;
 use super::http::{Principal, Server, may_manage_pod, pod_executor};
 use super::negotiation::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
@@ -88,7 +87,7 @@ async fn executor(
     };
     let agent = Arc::clone(&server.agent);
     let result = match checked.call.r#type() {
-        call::Type::Subscribe => return subscribe(&agent, checked),
+        call::Type::Subscribe => return subscribe(agent, checked).await,
         call::Type::Update => {
             let status = checked.call.update.map(|u| u.status).unwrap_or_default();
             let root = checked.root;
@@ -326,7 +325,9 @@ fn verify_claims(subject: &Subject, call: &Call, container: &str) -> Result<(), 
     Ok(())
 }
 
-fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
+/// Runs on the blocking pool: it writes checkpoints (fsync) under the
+/// executor's lock, which must not stall the async workers.
+async fn subscribe(agent: Arc<Agent>, checked: Checked) -> Response {
     let Checked { call, root, format } = checked;
     let record = match agent.executor(&root) {
         Some(record) => record,
@@ -343,7 +344,11 @@ fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
         .into_iter()
         .map(|t| t.task_id.value)
         .collect();
-    let events = match agent.subscribe_executor(&record, unacknowledged, &unacknowledged_tasks) {
+    let events = match blocking(move || {
+        agent.subscribe_executor(&record, unacknowledged, &unacknowledged_tasks)
+    })
+    .await
+    {
         Ok(events) => events,
         Err(e) => return e.into_response(),
     };
@@ -360,7 +365,7 @@ fn subscribe(agent: &Arc<Agent>, checked: Checked) -> Response {
 /// destroyed). The client closing the connection drops this body, and the
 /// next event sent to it finds the stream gone.
 struct EventStream {
-    events: mpsc::Receiver<Event>,
+    events: EventReceiver,
     format: Format,
 }
 

@@ -389,25 +389,40 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
 
 /// The environment variable naming a file whose existence holds the
 /// agent's recovery back (see [`hold_recovery_for_tests`]).
+#[cfg(debug_assertions)]
 const HOLD_RECOVERY_ENV: &str = "NESTGUARD_TEST_HOLD_RECOVERY";
 
-/// Tests only: while the file named by `NESTGUARD_TEST_HOLD_RECOVERY`
-/// exists, recovery waits, so that a test can observe what the agent
+/// The longest recovery is held: a test that dies without removing the
+/// file leaves an agent that still recovers.
+#[cfg(debug_assertions)]
+const HOLD_RECOVERY_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Tests only (debug builds; a release build has no such hook): while the
+/// file named by `NESTGUARD_TEST_HOLD_RECOVERY` exists, recovery waits, at
+/// most [`HOLD_RECOVERY_MAX`], so that a test can observe what the agent
 /// answers while it recovers (503 "Agent has not finished recovery") and
-/// end the window by removing the file, with no timing. It only delays the
-/// agent's own start, and only for whoever sets the agent's environment;
-/// it is an environment variable, not a flag, so it appears in neither
-/// `--help` nor GET_FLAGS.
+/// end the window by removing the file, with no timing. It is an
+/// environment variable, not a flag, so it appears in neither `--help` nor
+/// GET_FLAGS.
+#[cfg(debug_assertions)]
 fn hold_recovery_for_tests() {
     let Some(path) = std::env::var_os(HOLD_RECOVERY_ENV) else {
         return;
     };
     let path = std::path::PathBuf::from(path);
     tracing::warn!(file = %path.display(), "{HOLD_RECOVERY_ENV}: recovery waits until this file is removed");
+    let started = std::time::Instant::now();
     while path.exists() {
+        if started.elapsed() > HOLD_RECOVERY_MAX {
+            tracing::warn!(file = %path.display(), "{HOLD_RECOVERY_ENV}: held for the longest allowed; recovering");
+            return;
+        }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[cfg(not(debug_assertions))]
+fn hold_recovery_for_tests() {}
 
 /// The registry with the agent-level metrics it has (Mesos' names) and the
 /// library's.

@@ -25,7 +25,8 @@
 //! checkpointed status updates, [`super::status_updates`]).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use nestguard::proto::mesos::v1;
 use nestguard::proto::mesos::v1::executor::{Event, event};
@@ -34,8 +35,75 @@ use tokio::sync::mpsc;
 use super::registry::{Agent, ApiError, ExecutorRecord, lock};
 use crate::cli::wire::twin;
 
-/// Where a SUBSCRIBE stream's events go; the HTTP side drains it.
-pub type EventSender = mpsc::Sender<Event>;
+/// Where a SUBSCRIBE stream's events go; the HTTP side drains it
+/// ([`EventReceiver`]). Counts the bytes of the tasks in flight, so a
+/// stream is bounded in bytes as well as in events.
+struct EventSender {
+    events: mpsc::Sender<Event>,
+    bytes: Arc<AtomicUsize>,
+}
+
+/// The HTTP side of a SUBSCRIBE stream.
+pub struct EventReceiver {
+    events: mpsc::Receiver<Event>,
+    bytes: Arc<AtomicUsize>,
+}
+
+/// The bytes of the tasks an event carries (protobuf).
+fn task_bytes(event: &Event) -> usize {
+    tasks_of(event)
+        .into_iter()
+        .map(prost::Message::encoded_len)
+        .sum()
+}
+
+impl EventSender {
+    /// As `mpsc::Sender::try_send`; also full when the tasks in flight
+    /// would pass [`STREAM_BYTES_MAX`].
+    fn try_send(&self, event: Event) -> Result<(), NotSent> {
+        let size = task_bytes(&event);
+        let before = self.bytes.fetch_add(size, Ordering::SeqCst);
+        if size > 0 && before + size > STREAM_BYTES_MAX {
+            self.bytes.fetch_sub(size, Ordering::SeqCst);
+            return Err(NotSent::Full(Box::new(event)));
+        }
+        self.events.try_send(event).map_err(|e| {
+            self.bytes.fetch_sub(size, Ordering::SeqCst);
+            match e {
+                mpsc::error::TrySendError::Full(e) => NotSent::Full(Box::new(e)),
+                mpsc::error::TrySendError::Closed(e) => NotSent::Closed(Box::new(e)),
+            }
+        })
+    }
+}
+
+/// An event a stream did not take, given back.
+#[derive(Debug)]
+enum NotSent {
+    /// The reader does not keep up (events or bytes).
+    Full(Box<Event>),
+    /// The reader is gone.
+    Closed(Box<Event>),
+}
+
+impl NotSent {
+    fn into_inner(self) -> Event {
+        match self {
+            NotSent::Full(e) | NotSent::Closed(e) => *e,
+        }
+    }
+}
+
+impl EventReceiver {
+    /// The next event, as `mpsc::Receiver::poll_recv`.
+    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Event>> {
+        let polled = self.events.poll_recv(cx);
+        if let std::task::Poll::Ready(Some(event)) = &polled {
+            self.bytes.fetch_sub(task_bytes(event), Ordering::SeqCst);
+        }
+        polled
+    }
+}
 
 /// Events queued for one executor's stream. An executor that does not read
 /// its stream loses it when the queue is full (as a broken connection: it
@@ -45,20 +113,33 @@ const EVENTS_QUEUED_MAX: usize = 1024;
 /// The most tasks queued for one executor that has no live stream; one
 /// more launch is refused (409) until it subscribes.
 pub const QUEUED_TASKS_MAX: usize = 256;
-/// The most bytes of `TaskInfo`s (protobuf-encoded) queued for one executor.
+/// The most bytes of one executor's queue, counted as its checkpoint is
+/// written (JSON, bytes as base64): what is accepted is what is read back.
 pub const QUEUED_BYTES_MAX: usize = 4 * 1024 * 1024;
-/// The largest queue checkpoint read back: [`QUEUED_BYTES_MAX`] as JSON
-/// (bytes as base64) stays well below it.
+/// The largest `TaskInfo` (protobuf-encoded) sent to an executor, queued or
+/// live: one task cannot take a large share of the queue, and the events in
+/// flight on a stream stay bounded in bytes, not only in number.
+pub const TASK_MAX_BYTES: usize = QUEUED_BYTES_MAX / 16;
+/// The most bytes of tasks (protobuf) in flight on one stream: sent, not
+/// yet taken by the HTTP side. Over it the stream is closed as a full one
+/// (the executor re-subscribes; a launch meanwhile is queued). Twice the
+/// queue's bound, so a full queue is always delivered at SUBSCRIBE.
+const STREAM_BYTES_MAX: usize = 2 * QUEUED_BYTES_MAX;
+/// The largest queue checkpoint read back (above [`QUEUED_BYTES_MAX`], so a
+/// full queue is always read back).
 const QUEUE_CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
 /// The queue's checkpoint in an executor's meta directory.
 const QUEUE_FILE: &str = "queued";
 /// Where an unreadable queue checkpoint is moved, for the operator.
 const QUEUE_DAMAGED_FILE: &str = "queued.damaged";
 
-/// The executors' API state, by root container id.
+/// The executors' API state, by root container id. Each executor has its
+/// own lock, held while its queue is checkpointed (fsync): the map's lock
+/// is held only to find or add an entry, so one framework cycling
+/// launches and kills does not stall every other executor's calls.
 #[derive(Default)]
 pub struct Executors {
-    inner: Mutex<HashMap<String, ExecutorRuntime>>,
+    inner: Mutex<HashMap<String, Arc<Mutex<ExecutorRuntime>>>>,
 }
 
 #[derive(Default)]
@@ -66,8 +147,10 @@ struct ExecutorRuntime {
     /// Subscribed at least once since the agent started (Mesos' RUNNING;
     /// otherwise REGISTERING).
     subscribed: bool,
-    /// A task was queued for it (so an executor that subscribes with none
-    /// queued had all its tasks killed before delivery).
+    /// A task was queued or sent to it since the agent started: with
+    /// nothing queued and no task ever sent (checkpointed, see
+    /// [`Agent::ever_sent_task`]), all its tasks were killed before
+    /// delivery and it gets SHUTDOWN at SUBSCRIBE.
     ever_queued: bool,
     /// LAUNCH and LAUNCH_GROUP events not yet delivered, oldest first
     /// (checkpointed in [`QUEUE_FILE`]).
@@ -77,11 +160,27 @@ struct ExecutorRuntime {
 }
 
 impl Executors {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, ExecutorRuntime>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Mutex<ExecutorRuntime>>>> {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// The state of `root`'s executor, added if it has none.
+    fn runtime(&self, root: &str) -> Arc<Mutex<ExecutorRuntime>> {
+        Arc::clone(self.lock().entry(root.to_owned()).or_default())
+    }
+
+    /// The state of `root`'s executor, if it has one.
+    fn existing(&self, root: &str) -> Option<Arc<Mutex<ExecutorRuntime>>> {
+        self.lock().get(root).cloned()
+    }
+}
+
+fn lock_runtime(runtime: &Mutex<ExecutorRuntime>) -> MutexGuard<'_, ExecutorRuntime> {
+    runtime
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// An executor's identity in a call: which of the two is unknown.
@@ -135,6 +234,14 @@ fn drop_known(queued: &mut Vec<Event>, known: &[String]) -> bool {
     before != queued.iter().map(|e| tasks_of(e).len()).sum::<usize>()
 }
 
+/// The checkpoint of a queue: JSON, each event in Mesos' JSON.
+fn queue_json(queued: &[Event]) -> String {
+    serde_json::json!({
+        "queued": queued.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
 /// A connection counter shared by every executor.
 static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -164,18 +271,24 @@ impl Agent {
     /// Whether the executor of `root` subscribed since the agent started.
     pub fn executor_subscribed(&self, root: &str) -> bool {
         self.executors_api
-            .lock()
-            .get(root)
-            .is_some_and(|r| r.subscribed)
+            .existing(root)
+            .is_some_and(|r| lock_runtime(&r).subscribed)
     }
 
     fn queue_path(&self, root: &str) -> std::path::PathBuf {
         self.layout.executor_meta(root).join(QUEUE_FILE)
     }
 
-    /// Checkpoints the queue of `root` (none left: no file). Nothing is
-    /// written for an executor whose meta directory is gone (killed).
+    /// Checkpoints the queue of `root` (none left: no file, and the
+    /// directory is synced so the removal survives a crash). An executor
+    /// whose meta directory is gone (its pod killed) has no queue: writing
+    /// one is an error.
     fn write_queue(&self, root: &str, queued: &[Event]) -> Result<(), ApiError> {
+        let body = (!queued.is_empty()).then(|| queue_json(queued));
+        self.write_queue_body(root, body.as_deref())
+    }
+
+    fn write_queue_body(&self, root: &str, body: Option<&str>) -> Result<(), ApiError> {
         let path = self.queue_path(root);
         let failed = |e: &dyn std::fmt::Display| {
             ApiError::Internal(format!(
@@ -183,19 +296,22 @@ impl Agent {
                 path.display()
             ))
         };
-        if queued.is_empty() {
+        let dir = self.layout.executor_meta(root);
+        let Some(body) = body else {
             return match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(failed(&e)),
-                _ => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(failed(&e)),
+                Ok(()) => std::fs::File::open(&dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| failed(&e)),
             };
+        };
+        if !dir.is_dir() {
+            return Err(failed(
+                &"the executor's directory is gone (its pod was killed)",
+            ));
         }
-        if !self.layout.executor_meta(root).is_dir() {
-            return Ok(());
-        }
-        let body = serde_json::json!({
-            "queued": queued.iter().map(nestguard::json::to_json_value).collect::<Vec<_>>(),
-        });
-        nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| failed(&e))
+        nestguard::checkpoint::write_text(&path, body).map_err(|e| failed(&e))
     }
 
     /// The checkpointed queue of `root`; an error names the file and what
@@ -235,23 +351,29 @@ impl Agent {
     /// Recovery: the checkpointed queue of a recovered executor, delivered
     /// when it re-subscribes. An unreadable checkpoint does not stop the
     /// recovery: it is logged as an error naming the file and moved aside
-    /// (to `queued.damaged`, for the operator), and the executor recovers
-    /// with nothing queued; returns the error for the caller's report.
+    /// for the operator (to `queued.damaged`, or `queued.damaged.<n>` when
+    /// that exists), and the executor recovers with nothing queued;
+    /// returns the error for the caller's report.
     pub(super) fn recover_queue(&self, root: &str) -> Option<String> {
         match self.read_queue(root) {
             Ok(queued) => {
                 if !queued.is_empty() {
                     tracing::info!(container_id = %root, queued = queued.len(),
                         "recovered queued tasks");
-                    let mut all = self.executors_api.lock();
-                    let runtime = all.entry(root.to_owned()).or_default();
+                    let runtime = self.executors_api.runtime(root);
+                    let mut runtime = lock_runtime(&runtime);
                     runtime.ever_queued = true;
                     runtime.queued = queued;
                 }
                 None
             }
             Err(e) => {
-                let aside = self.layout.executor_meta(root).join(QUEUE_DAMAGED_FILE);
+                // An earlier damaged file is kept: the next free suffix.
+                let meta = self.layout.executor_meta(root);
+                let aside = std::iter::once(meta.join(QUEUE_DAMAGED_FILE))
+                    .chain((1..1000).map(|n| meta.join(format!("{QUEUE_DAMAGED_FILE}.{n}"))))
+                    .find(|p| !p.exists())
+                    .unwrap_or_else(|| meta.join(QUEUE_DAMAGED_FILE));
                 let moved = std::fs::rename(self.queue_path(root), &aside);
                 tracing::error!(container_id = %root, error = %e, kept_at = %aside.display(),
                     moved = moved.is_ok(),
@@ -263,20 +385,46 @@ impl Agent {
 
     /// Sends a LAUNCH or LAUNCH_GROUP to the executor of `root` if it has a
     /// live stream (its tasks become STAGING), else queues it and
-    /// checkpoints the queue. Done under the executors' lock, so a
-    /// concurrent SUBSCRIBE either finds the event queued or is the stream
-    /// it goes to. Returns whether it was sent.
+    /// checkpoints the queue before answering. Done under this executor's
+    /// lock, so a concurrent SUBSCRIBE either finds the event queued or is
+    /// the stream it goes to, and two launches of one task ID cannot both
+    /// pass the check that the ID is free. Refused for an executor whose
+    /// pod is gone or going (its record or meta directory removed), so no
+    /// queue outlives its pod. Returns whether it was sent.
     fn deliver_or_queue(&self, root: &str, launch: Event) -> Result<bool, ApiError> {
-        let mut all = self.executors_api.lock();
-        let runtime = all.entry(root.to_owned()).or_default();
-        // Checked under the lock that queues: two launches of one ID at
-        // once must not both be queued.
+        for task in tasks_of(&launch) {
+            let size = prost::Message::encoded_len(task);
+            if size > TASK_MAX_BYTES {
+                return Err(ApiError::BadRequest(format!(
+                    "Task {} is {size} bytes, over the limit of {TASK_MAX_BYTES} bytes",
+                    task.task_id.value
+                )));
+            }
+        }
+        let runtime = self.executors_api.runtime(root);
+        let mut runtime = lock_runtime(&runtime);
+        if self.executor(root).is_none() || !self.layout.executor_meta(root).is_dir() {
+            return Err(ApiError::NotFound(format!(
+                "Executor of container {root} cannot be found"
+            )));
+        }
+        let states = self.task_states(root);
+        let group = if launch.launch.is_some() {
+            self.launched_task_group(root)
+        } else {
+            None
+        };
         let taken = tasks_of(&launch).into_iter().find(|t| {
-            runtime
-                .queued
-                .iter()
-                .flat_map(tasks_of)
-                .any(|q| q.task_id == t.task_id)
+            states.contains_key(&t.task_id.value)
+                || group
+                    .iter()
+                    .flat_map(|g| &g.tasks)
+                    .any(|g| g.task_id == t.task_id)
+                || runtime
+                    .queued
+                    .iter()
+                    .flat_map(tasks_of)
+                    .any(|q| q.task_id == t.task_id)
         });
         if let Some(task) = taken {
             return Err(ApiError::Conflict(format!(
@@ -286,40 +434,55 @@ impl Agent {
         }
         let mut launch = launch;
         if let Some((_, sender)) = &runtime.connection {
-            self.mark_staging(root, &group_of(&launch))?;
+            let group = group_of(&launch);
+            self.mark_staging(root, &group)?;
             match sender.try_send(launch) {
                 Ok(()) => {
                     runtime.ever_queued = true;
                     return Ok(true);
                 }
                 Err(e) => {
-                    if matches!(e, mpsc::error::TrySendError::Full(_)) {
+                    if matches!(e, NotSent::Full(_)) {
                         tracing::warn!(container_id = %root, queued = EVENTS_QUEUED_MAX,
                             "executor does not read its event stream; closing it");
                     }
                     runtime.connection = None;
                     launch = e.into_inner();
+                    // Not sent: queued below, STAGING once delivered.
+                    self.unmark_staging(root, &group)?;
                 }
             }
         }
-        let tasks: usize = runtime.queued.iter().map(|e| tasks_of(e).len()).sum();
-        let bytes: usize = runtime
+        let tasks: usize = runtime
             .queued
             .iter()
             .chain(std::iter::once(&launch))
-            .flat_map(tasks_of)
-            .map(prost::Message::encoded_len)
+            .map(|e| tasks_of(e).len())
             .sum();
-        if tasks + tasks_of(&launch).len() > QUEUED_TASKS_MAX || bytes > QUEUED_BYTES_MAX {
+        let ids: Vec<String> = tasks_of(&launch)
+            .iter()
+            .map(|t| t.task_id.value.clone())
+            .collect();
+        runtime.queued.push(launch);
+        let body = queue_json(&runtime.queued);
+        if tasks > QUEUED_TASKS_MAX || body.len() > QUEUED_BYTES_MAX {
+            runtime.queued.pop();
             return Err(ApiError::Conflict(format!(
                 "Too many tasks queued for the executor, which is not subscribed \
                  (at most {QUEUED_TASKS_MAX} tasks, {QUEUED_BYTES_MAX} bytes); \
                  launch again once it is"
             )));
         }
-        runtime.queued.push(launch);
-        if let Err(e) = self.write_queue(root, &runtime.queued) {
+        // The IDs first: a queue checkpoint that is lost later still
+        // leaves them to report lost.
+        let written = self
+            .note_queued(root, Some(&ids), true)
+            .and_then(|()| self.write_queue_body(root, Some(&body)));
+        if let Err(e) = written {
             runtime.queued.pop();
+            if let Err(undo) = self.note_queued(root, Some(&ids), false) {
+                tracing::warn!(container_id = %root, error = ?undo, "forgetting queued task IDs failed");
+            }
             return Err(e);
         }
         runtime.ever_queued = true;
@@ -356,16 +519,6 @@ impl Agent {
         let id = task.task_id.value.clone();
         nestguard::validation::validate_path_id(&id)
             .map_err(|e| ApiError::BadRequest(format!("'task_id' is invalid: {e}")))?;
-        // A queued one is found by `deliver_or_queue`.
-        if self.task_states(root).contains_key(&id)
-            || self
-                .launched_task_group(root)
-                .is_some_and(|g| g.tasks.iter().any(|t| t.task_id.value == id))
-        {
-            return Err(ApiError::Conflict(format!(
-                "Task {id} already exists on this executor"
-            )));
-        }
         // The agent the master assigned it to: this one.
         task.agent_id = v1::AgentId {
             value: self.layout.agent_id.clone(),
@@ -432,20 +585,28 @@ impl Agent {
     }
 
     /// Recovery found the queue of `root` unreadable: the tasks of its
-    /// launched group that never reached the executor (no state recorded)
-    /// are reported lost to the framework, so it can launch them again
-    /// (single LAUNCHed tasks are known only to the lost queue).
+    /// launched group and the single tasks queued (their IDs are
+    /// checkpointed with the status updates) that never reached the
+    /// executor (no state recorded) are reported lost to the framework, so
+    /// it can launch them again.
     pub(super) fn lose_undelivered_tasks(&self, root: &str, error: &str) {
-        let (Some(record), Some(group)) = (self.executor(root), self.launched_task_group(root))
-        else {
+        let Some(record) = self.executor(root) else {
             return;
         };
         let states = self.task_states(root);
-        for task in group.tasks {
-            let id = task.task_id.value;
-            if states.contains_key(&id) {
-                continue;
+        let mut ids: Vec<String> = self
+            .launched_task_group(root)
+            .into_iter()
+            .flat_map(|g| g.tasks)
+            .map(|t| t.task_id.value)
+            .filter(|id| !states.contains_key(id))
+            .collect();
+        for id in self.queued_ids(root) {
+            if !ids.contains(&id) {
+                ids.push(id);
             }
+        }
+        for id in ids {
             tracing::warn!(container_id = %root, task_id = %id, error,
                 "a queued task is lost with the queue's checkpoint");
             if let Err(e) = self.report_lost(
@@ -477,30 +638,34 @@ impl Agent {
         record: &ExecutorRecord,
         unacknowledged: Vec<v1::TaskStatus>,
         unacknowledged_tasks: &[String],
-    ) -> Result<mpsc::Receiver<Event>, ApiError> {
+    ) -> Result<EventReceiver, ApiError> {
         let root = record.container_id.value.clone();
         let already_acknowledged = self.resubmit_updates(&root, unacknowledged)?;
+        // Mesos' `everSentTask`: a task delivered (STAGING or later) or
+        // reported on by the executor, or one it lists as its own. Not "the
+        // queue is empty": that cannot tell an executor never sent a task
+        // from one whose tasks were all delivered.
+        let ever_sent = self.ever_sent_task(&root)? || !unacknowledged_tasks.is_empty();
+        // A queued task with a recorded state was delivered (the agent
+        // stopped before checkpointing the queue without it) or killed
+        // before delivery: it is never sent (again).
+        let mut done: Vec<String> = self.task_states(&root).into_keys().collect();
+        done.extend_from_slice(unacknowledged_tasks);
         // Tasks still queued are not lost: they are about to be sent.
         let mut known = unacknowledged_tasks.to_vec();
-        {
-            let mut all = self.executors_api.lock();
-            let runtime = all.entry(root.clone()).or_default();
-            if drop_known(&mut runtime.queued, unacknowledged_tasks) {
-                self.write_queue(&root, &runtime.queued)?;
-            }
-            known.extend(
-                runtime
-                    .queued
-                    .iter()
-                    .flat_map(tasks_of)
-                    .map(|t| t.task_id.value.clone()),
-            );
-        }
-        self.drop_lost_tasks(record, &known)?;
         // Room for everything sent below: the stream never drops a queued
         // task or an ACKNOWLEDGED.
-        let (sender, receiver) =
+        let (events, receiver) =
             mpsc::channel(EVENTS_QUEUED_MAX + QUEUED_TASKS_MAX + already_acknowledged.len() + 2);
+        let bytes = Arc::new(AtomicUsize::new(0));
+        let sender = EventSender {
+            events,
+            bytes: Arc::clone(&bytes),
+        };
+        let receiver = EventReceiver {
+            events: receiver,
+            bytes,
+        };
         let subscribed = Event {
             subscribed: Some(event::Subscribed {
                 executor_info: twin(&record.executor),
@@ -510,34 +675,72 @@ impl Agent {
             }),
             ..event(event::Type::Subscribed)
         };
-        let _ = sender.try_send(subscribed);
-        let mut all = self.executors_api.lock();
-        let runtime = all.entry(root.clone()).or_default();
-        let nothing_to_run = !runtime.subscribed && runtime.ever_queued;
-        let delivered = !runtime.queued.is_empty();
-        // Delivered tasks are STAGING until the executor reports on them;
-        // the queue's checkpoint loses them only once they are sent.
-        for launch in &runtime.queued {
-            self.mark_staging(&root, &group_of(launch))?;
-        }
-        for launch in std::mem::take(&mut runtime.queued) {
-            let _ = sender.try_send(launch);
-        }
-        if let Err(e) = self.write_queue(&root, &[]) {
-            tracing::warn!(container_id = %root, error = ?e, "removing the delivered tasks' checkpoint failed");
-        }
-        for (task_id, uuid) in already_acknowledged {
-            let _ = sender.try_send(acknowledged(&task_id, uuid));
-        }
-        if nothing_to_run && !delivered {
-            // Every task was killed before delivery: as Mesos shuts down an
-            // executor it never sent a task (`Slave::subscribe`).
-            let _ = sender.try_send(event(event::Type::Shutdown));
-        }
-        runtime.subscribed = true;
         let id = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        spawn_heartbeats(&sender);
-        runtime.connection = Some((id, sender));
+        {
+            // One lock section: a LAUNCH either is queued before it (and
+            // sent below) or finds the new stream.
+            let runtime = self.executors_api.runtime(&root);
+            let mut runtime = lock_runtime(&runtime);
+            if drop_known(&mut runtime.queued, &done) {
+                self.write_queue(&root, &runtime.queued)?;
+            }
+            let delivering = std::mem::take(&mut runtime.queued);
+            known.extend(
+                delivering
+                    .iter()
+                    .flat_map(tasks_of)
+                    .map(|t| t.task_id.value.clone()),
+            );
+            // Delivered tasks are STAGING (checkpointed) before the queue's
+            // checkpoint loses them, and that before they are sent: a crash
+            // in between leaves them STAGING, reported lost on the next
+            // subscription unless the executor lists them.
+            let mut staged = Vec::new();
+            let mut failed = None;
+            for launch in &delivering {
+                let group = group_of(launch);
+                if let Err(e) = self.mark_staging(&root, &group) {
+                    failed = Some(e);
+                    break;
+                }
+                staged.push(group);
+            }
+            if failed.is_none()
+                && let Err(e) = self
+                    .write_queue(&root, &[])
+                    .and_then(|()| self.note_queued(&root, None, false))
+            {
+                failed = Some(e);
+            }
+            if let Some(e) = failed {
+                for group in &staged {
+                    if let Err(undo) = self.unmark_staging(&root, group) {
+                        tracing::warn!(container_id = %root, error = ?undo, "undoing STAGING failed");
+                    }
+                }
+                runtime.queued = delivering;
+                return Err(e);
+            }
+            let nothing_to_run = runtime.ever_queued && !ever_sent && delivering.is_empty();
+            let _ = sender.try_send(subscribed);
+            for launch in delivering {
+                let _ = sender.try_send(launch);
+            }
+            for (task_id, uuid) in already_acknowledged {
+                let _ = sender.try_send(acknowledged(&task_id, uuid));
+            }
+            if nothing_to_run {
+                // Every task was killed before delivery: as Mesos shuts down
+                // an executor it never sent a task (`Slave::subscribe`).
+                tracing::warn!(container_id = %root,
+                    "shutting down an executor never sent a task, all its queued tasks killed before delivery");
+                let _ = sender.try_send(event(event::Type::Shutdown));
+            }
+            runtime.subscribed = true;
+            spawn_heartbeats(&sender.events);
+            runtime.connection = Some((id, sender));
+        }
+        self.drop_lost_tasks(record, &known)?;
         tracing::info!(container_id = %root, executor_id = %record.executor.executor_id.value,
             connection = id, "executor subscribed");
         Ok(receiver)
@@ -546,15 +749,15 @@ impl Agent {
     /// Sends an event to the executor of `root` if it has a live stream;
     /// false if it has none (the event is lost, as in Mesos).
     pub(super) fn send_event(&self, root: &str, event: Event) -> bool {
-        let mut all = self.executors_api.lock();
-        let Some(runtime) = all.get_mut(root) else {
+        let Some(runtime) = self.executors_api.existing(root) else {
             return false;
         };
+        let mut runtime = lock_runtime(&runtime);
         let Some((_, sender)) = &runtime.connection else {
             return false;
         };
         if let Err(e) = sender.try_send(event) {
-            if matches!(e, mpsc::error::TrySendError::Full(_)) {
+            if matches!(e, NotSent::Full(_)) {
                 tracing::warn!(container_id = %root, queued = EVENTS_QUEUED_MAX,
                     "executor does not read its event stream; closing it");
             }
@@ -573,10 +776,10 @@ impl Agent {
     /// the task was not queued and the executor has no live stream.
     pub fn kill_task(&self, root: &str, task_id: &str) -> bool {
         let killed: Vec<String> = {
-            let mut all = self.executors_api.lock();
-            let Some(runtime) = all.get_mut(root) else {
+            let Some(runtime) = self.executors_api.existing(root) else {
                 return false;
             };
+            let mut runtime = lock_runtime(&runtime);
             let at = runtime
                 .queued
                 .iter()
@@ -617,7 +820,11 @@ impl Agent {
                     value: task.clone(),
                 },
                 state: v1::TaskState::TaskKilled as i32,
-                message: Some("Killed before delivery to the executor".into()),
+                message: Some(if task == task_id {
+                    "Killed before delivery to the executor".into()
+                } else {
+                    "A task within the task group was killed before delivery to the executor".into()
+                }),
                 source: Some(v1::task_status::Source::Agent as i32),
                 reason: Some(v1::task_status::Reason::TaskKilledDuringLaunch as i32),
                 uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
@@ -666,7 +873,7 @@ pub const HEARTBEAT_INTERVAL: std::time::Duration = std::time::Duration::from_se
 ///
 /// Holds the stream weakly: the executor's record holds the only strong
 /// sender, so dropping it (a re-subscription) ends the old stream.
-fn spawn_heartbeats(stream: &EventSender) {
+fn spawn_heartbeats(stream: &mpsc::Sender<Event>) {
     let stream = stream.downgrade();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(HEARTBEAT_INTERVAL);
@@ -692,5 +899,56 @@ fn acknowledged(task_id: &str, uuid: Vec<u8>) -> Event {
             uuid,
         }),
         ..event(event::Type::Acknowledged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch_of(bytes: usize) -> Event {
+        let task = v1::TaskInfo {
+            data: Some(vec![0; bytes]),
+            ..Default::default()
+        };
+        Event {
+            launch: Some(event::Launch { task }),
+            ..event(event::Type::Launch)
+        }
+    }
+
+    /// A stream whose reader does not read is full once the tasks in
+    /// flight would pass STREAM_BYTES_MAX, however few events they are;
+    /// what is read makes room again, and small events are not counted.
+    #[test]
+    fn a_stream_is_bounded_in_bytes_of_tasks_in_flight() {
+        let (events, receiver) = mpsc::channel(EVENTS_QUEUED_MAX);
+        let bytes = Arc::new(AtomicUsize::new(0));
+        let sender = EventSender {
+            events,
+            bytes: Arc::clone(&bytes),
+        };
+        let mut receiver = EventReceiver {
+            events: receiver,
+            bytes,
+        };
+        let per = TASK_MAX_BYTES - 64;
+        let fit =
+            STREAM_BYTES_MAX / prost::Message::encoded_len(&launch_of(per).launch.unwrap().task);
+        for _ in 0..fit {
+            sender.try_send(launch_of(per)).unwrap();
+        }
+        assert!(matches!(
+            sender.try_send(launch_of(per)),
+            Err(NotSent::Full(_))
+        ));
+        sender.try_send(event(event::Type::Heartbeat)).unwrap();
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        assert!(matches!(
+            receiver.poll_recv(&mut cx),
+            std::task::Poll::Ready(Some(_))
+        ));
+        sender.try_send(launch_of(per)).unwrap();
     }
 }

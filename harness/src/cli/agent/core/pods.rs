@@ -90,6 +90,10 @@ impl Agent {
             }
         }
         task.executor = Some(record.executor.clone());
+        // Authorized as it runs: on this agent, whatever the caller wrote.
+        task.slave_id = mesos::SlaveId {
+            value: self.layout.agent_id.clone(),
+        };
         let object = mesos::authorization::Object {
             framework_info: Some(record.framework.clone()),
             task_info: Some(task.clone()),
@@ -111,6 +115,12 @@ impl Agent {
         // Nothing touches the disk or starts before admission passed.
         let subject = pod_admission::subject(&mut pod, subject)?;
         pod_admission::validate(&mut pod)?;
+        // Authorized as they run: on this agent, whatever the caller wrote.
+        for t in &mut pod.tasks {
+            t.task.slave_id = mesos::SlaveId {
+                value: self.layout.agent_id.clone(),
+            };
+        }
         for object in pod_admission::run_task_objects(&pod) {
             self.authorize_object(subject.as_ref(), Action::RunTask, object)?;
         }
@@ -284,6 +294,8 @@ impl Agent {
         }
         state.executors.remove(root);
         drop(state);
+        // A launch that came in during the destroy may have queued again.
+        self.shutdown_executor(root);
         self.forget_updates(root);
         let _ = std::fs::remove_dir_all(self.layout.executor_meta(root));
         Ok(termination)

@@ -64,6 +64,15 @@ struct UpdateStream {
     messages: VecDeque<Vec<u8>>,
     /// The latest state each task was reported in (what GET_TASKS shows).
     states: std::collections::BTreeMap<String, i32>,
+    /// A task was ever delivered to the executor, or the executor reported
+    /// on one (Mesos' `Executor::everSentTask`): an executor with this set
+    /// is never shut down for having "no task", even when its queue is
+    /// empty and the agent restarted since (checkpointed for that reason).
+    ever_sent: bool,
+    /// Tasks queued for the executor, not delivered and with no state: if
+    /// the queue's own checkpoint is lost, the framework still hears of
+    /// them (TASK_LOST), as it would of a task group.
+    queued: std::collections::BTreeSet<String>,
 }
 
 /// What became of an update the executor sent.
@@ -165,6 +174,17 @@ impl Agent {
                 stream.states.insert(task.clone(), state as i32);
             }
         }
+        for (i, id) in value["queued"].as_array().into_iter().flatten().enumerate() {
+            let id = id
+                .as_str()
+                .ok_or_else(|| broken(format!("queued[{i}]: expected a task ID")))?;
+            stream.queued.insert(id.to_owned());
+        }
+        // A checkpoint written before the field: any task with a state
+        // may have been sent (never shut down a running executor).
+        stream.ever_sent = value["ever_sent"]
+            .as_bool()
+            .unwrap_or(!stream.states.is_empty());
         tracing::info!(container_id = %root, pending = stream.pending.len(),
             "recovered checkpointed status updates");
         Ok(stream)
@@ -183,6 +203,8 @@ impl Agent {
                 let name = v1::TaskState::try_from(*state).map_or("TASK_UNKNOWN", |s| s.as_str_name());
                 (task.clone(), serde_json::Value::from(name))
             }).collect::<serde_json::Map<_, _>>(),
+            "ever_sent": stream.ever_sent,
+            "queued": stream.queued,
         });
         let path = self.updates_path(root);
         nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| {
@@ -303,16 +325,19 @@ impl Agent {
     }
 
     /// Records the tasks of a group delivered to the executor of `root` as
-    /// TASK_STAGING (Mesos' launched tasks), unless they have a state.
+    /// TASK_STAGING (Mesos' launched tasks), unless they have a state, and
+    /// that the executor was sent a task.
     pub(super) fn mark_staging(
         &self,
         root: &str,
         group: &v1::TaskGroupInfo,
     ) -> Result<(), ApiError> {
         self.with_updates(root, |stream| {
-            let mut changed = false;
+            let mut changed = !stream.ever_sent;
+            stream.ever_sent = true;
             for task in &group.tasks {
                 let id = &task.task_id.value;
+                changed |= stream.queued.remove(id);
                 if stream.states.len() < STATES_MAX && !stream.states.contains_key(id) {
                     stream
                         .states
@@ -322,6 +347,69 @@ impl Agent {
             }
             ((), changed)
         })
+    }
+
+    /// Undoes [`Agent::mark_staging`] for a group that was not delivered
+    /// after all (its tasks still STAGING lose their state).
+    pub(super) fn unmark_staging(
+        &self,
+        root: &str,
+        group: &v1::TaskGroupInfo,
+    ) -> Result<(), ApiError> {
+        let staging = v1::TaskState::TaskStaging as i32;
+        self.with_updates(root, |stream| {
+            let before = stream.states.len();
+            for task in &group.tasks {
+                if stream.states.get(&task.task_id.value) == Some(&staging) {
+                    stream.states.remove(&task.task_id.value);
+                }
+            }
+            ((), before != stream.states.len())
+        })
+    }
+
+    /// Records (`queued`) or forgets the IDs of tasks queued for the
+    /// executor of `root` (see `UpdateStream::queued`); `None` forgets all.
+    pub(super) fn note_queued(
+        &self,
+        root: &str,
+        ids: Option<&[String]>,
+        queued: bool,
+    ) -> Result<(), ApiError> {
+        self.with_updates(root, |stream| {
+            let before = stream.queued.clone();
+            match (ids, queued) {
+                (None, _) => stream.queued.clear(),
+                (Some(ids), true) => stream.queued.extend(ids.iter().cloned()),
+                (Some(ids), false) => {
+                    for id in ids {
+                        stream.queued.remove(id);
+                    }
+                }
+            }
+            ((), before != stream.queued)
+        })
+    }
+
+    /// The IDs of tasks queued for the executor of `root` that have no
+    /// state (see `UpdateStream::queued`).
+    pub(super) fn queued_ids(&self, root: &str) -> Vec<String> {
+        self.with_updates(root, |stream| {
+            let ids = stream
+                .queued
+                .iter()
+                .filter(|id| !stream.states.contains_key(*id))
+                .cloned()
+                .collect();
+            (ids, false)
+        })
+        .unwrap_or_default()
+    }
+
+    /// Whether a task was ever delivered to the executor of `root` or the
+    /// executor reported on one (see `UpdateStream::ever_sent`).
+    pub(super) fn ever_sent_task(&self, root: &str) -> Result<bool, ApiError> {
+        self.with_updates(root, |stream| (stream.ever_sent, false))
     }
 
     /// The latest state each task of `root`'s executor was reported in.
@@ -370,8 +458,14 @@ fn submit(
         );
     }
     let task = status.task_id.value.clone();
+    stream.queued.remove(&task);
     if stream.states.len() < STATES_MAX || stream.states.contains_key(&task) {
         stream.states.insert(task, status.state);
+    }
+    // The executor reporting on a task had it (the agent's own updates,
+    // TASK_KILLED before delivery or TASK_LOST, do not tell).
+    if status.source != Some(v1::task_status::Source::Agent as i32) {
+        stream.ever_sent = true;
     }
     stream.pending.push(status);
     (Ok(Submitted::Pending), true)
