@@ -510,6 +510,60 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
 }
 
+/// A queue checkpoint that is gone, not damaged (so nothing is moved
+/// aside): its tasks, whose IDs are checkpointed as queued with the status
+/// updates, are reported lost at recovery, and the executor is sent none.
+#[test]
+fn a_queue_checkpoint_that_is_gone_has_its_tasks_reported_lost() {
+    let Some((mut agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = ids(pod);
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    agent.sigkill();
+    let queue = queue_file(&agent, &pod_id);
+    std::fs::remove_file(&queue).unwrap();
+    agent.spawn();
+    assert!(!queue.with_file_name("queued.damaged").exists());
+    for update in agent_updates(&agent, &pod_id, &["app", "one"], "TASK_LOST") {
+        assert_eq!(update["reason"], "REASON_AGENT_RESTARTED", "{update}");
+    }
+    // Reported once: a second recovery finds them with a state.
+    agent.sigkill();
+    agent.spawn();
+    agent_updates(&agent, &pod_id, &["app", "one"], "TASK_LOST");
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
+}
+
+/// The IDs checkpointed as queued with the status updates are those of
+/// the queue, rewritten with it: a task killed before delivery leaves
+/// them (with its TASK_KILLED), a SUBSCRIBE that delivers empties them.
+#[test]
+fn the_queued_ids_checkpointed_with_the_updates_follow_the_queue() {
+    let Some((agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = ids(pod);
+    let queued_ids = || {
+        let path = queue_file(&agent, &pod_id).with_file_name("updates");
+        let updates: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        updates["queued"].clone()
+    };
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    assert_eq!(launch_single(&agent, &pod_id, "two").0, 202);
+    assert_eq!(queued_ids(), serde_json::json!(["app", "one", "two"]));
+    assert_eq!(kill(&agent, OPS, &pod_id, "one"), 202);
+    assert_eq!(queued_ids(), serde_json::json!(["app", "two"]));
+    agent_updates(&agent, &pod_id, &["one"], "TASK_KILLED");
+    let (status, stream) = subscribe_with_tasks(&agent, Some(&token), &eid, false, &[], &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    assert_eq!(queued_ids(), serde_json::json!([]));
+    assert!(!queue_file(&agent, &pod_id).exists());
+}
+
 /// Removes a file when dropped (a panic included).
 struct RemoveOnDrop<'a>(&'a std::path::Path);
 

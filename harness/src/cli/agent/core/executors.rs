@@ -968,6 +968,38 @@ mod tests {
         }
     }
 
+    fn group_of(ids: &[&str]) -> Event {
+        let tasks = ids
+            .iter()
+            .map(|id| v1::TaskInfo {
+                task_id: v1::TaskId {
+                    value: (*id).to_owned(),
+                },
+                ..Default::default()
+            })
+            .collect();
+        Event {
+            launch_group: Some(event::LaunchGroup {
+                task_group: v1::TaskGroupInfo { tasks },
+            }),
+            ..event(event::Type::LaunchGroup)
+        }
+    }
+
+    /// Known tasks leave the queue: a group keeps its other tasks, a group
+    /// with none left and a single known task go; nothing known, no change.
+    #[test]
+    fn known_tasks_leave_the_queue_and_empty_groups_go() {
+        let mut single = launch_of(1);
+        single.launch.as_mut().unwrap().task.task_id.value = "s".into();
+        let mut queued = vec![group_of(&["a", "b"]), single, group_of(&["c"])];
+        assert!(!drop_known(&mut queued, &HashSet::from(["x"])));
+        assert_eq!(ids_of(&queued), ["a", "b", "s", "c"]);
+        assert!(drop_known(&mut queued, &HashSet::from(["b", "s", "c"])));
+        assert_eq!(ids_of(&queued), ["a"]);
+        assert_eq!(queued.len(), 1);
+    }
+
     /// A stream whose reader does not read is full once the tasks in
     /// flight would pass STREAM_BYTES_MAX, however few events they are;
     /// what is read makes room again, and small events are not counted.
