@@ -564,6 +564,31 @@ fn the_queued_ids_checkpointed_with_the_updates_follow_the_queue() {
     assert!(!queue_file(&agent, &pod_id).exists());
 }
 
+/// An update whose checkpoint cannot be written is not kept in memory
+/// either: the framework never sees one a restart would lose. (The
+/// checkpoint is made unwritable by a directory in its place.)
+#[test]
+fn an_update_whose_checkpoint_fails_is_not_kept() {
+    let Some((agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (_, pod_id, _) = ids(pod);
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    let updates = queue_file(&agent, &pod_id).with_file_name("updates");
+    std::fs::remove_file(&updates).unwrap();
+    std::fs::create_dir(&updates).unwrap();
+    std::fs::write(updates.join("in-the-way"), "").unwrap();
+    assert_eq!(kill(&agent, OPS, &pod_id, "one"), 202);
+    assert!(
+        agent.log().contains("recording TASK_KILLED failed"),
+        "{}",
+        agent.log()
+    );
+    let pending = pending_updates(&agent, &pod_id);
+    std::fs::remove_dir_all(&updates).unwrap();
+    assert_eq!(pending, Vec::<serde_json::Value>::new());
+}
+
 /// Removes a file when dropped (a panic included).
 struct RemoveOnDrop<'a>(&'a std::path::Path);
 
