@@ -565,28 +565,35 @@ fn the_queued_ids_checkpointed_with_the_updates_follow_the_queue() {
 }
 
 /// An update whose checkpoint cannot be written is not kept in memory
-/// either: the framework never sees one a restart would lose. (The
-/// checkpoint is made unwritable by a directory in its place.)
+/// either: the framework never sees one a restart would lose. The kill of
+/// a queued task whose TASK_KILLED cannot be recorded fails (500) and
+/// leaves the task queued: it is still delivered, not silently dropped.
+/// (The checkpoint is made unwritable by a directory in its place.)
 #[test]
 fn an_update_whose_checkpoint_fails_is_not_kept() {
     let Some((agent, pod)) = agent_with_pod() else {
         return;
     };
-    let (_, pod_id, _) = ids(pod);
+    let (eid, pod_id, token) = ids(pod);
     assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
     let updates = queue_file(&agent, &pod_id).with_file_name("updates");
+    let saved = std::fs::read(&updates).unwrap();
     std::fs::remove_file(&updates).unwrap();
     std::fs::create_dir(&updates).unwrap();
     std::fs::write(updates.join("in-the-way"), "").unwrap();
-    assert_eq!(kill(&agent, OPS, &pod_id, "one"), 202);
-    assert!(
-        agent.log().contains("recording TASK_KILLED failed"),
-        "{}",
-        agent.log()
-    );
+    let killed = kill(&agent, OPS, &pod_id, "one");
     let pending = pending_updates(&agent, &pod_id);
     std::fs::remove_dir_all(&updates).unwrap();
+    std::fs::write(&updates, saved).unwrap();
+    assert_eq!(killed, 500, "{}", agent.log());
     assert_eq!(pending, Vec::<serde_json::Value>::new());
+    let (status, stream) = subscribe_with_tasks(&agent, Some(&token), &eid, false, &[], &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    let group = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(group["type"], "LAUNCH_GROUP", "{group}");
+    assert_launch(&stream, &agent, &eid, "one");
 }
 
 /// Removes a file when dropped (a panic included).

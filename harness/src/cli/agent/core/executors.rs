@@ -811,11 +811,13 @@ impl Agent {
     /// `REASON_TASK_KILLED_DURING_LAUNCH`, "Killed before delivery to the
     /// executor" (slave.cpp:4125-4240). Any other goes to the executor as a
     /// KILL event (an executor ignores tasks it does not have). False when
-    /// the task was not queued and the executor has no live stream.
-    pub fn kill_task(&self, root: &str, task_id: &str) -> bool {
+    /// the task was not queued and the executor has no live stream; an
+    /// error when the TASK_KILLED could not be recorded (the task stays
+    /// queued: the framework is never left without word of it).
+    pub fn kill_task(&self, root: &str, task_id: &str) -> Result<bool, ApiError> {
         let queued = {
             let Some(runtime) = self.executors_api.existing(root) else {
-                return false;
+                return Ok(false);
             };
             let mut runtime = lock_runtime(&runtime);
             let at = runtime
@@ -829,13 +831,15 @@ impl Agent {
                     // ID slips in): a crash in between leaves a queued
                     // task with a state, which is never delivered.
                     let executor_id = self.executor(root).map(|r| twin(&r.executor.executor_id));
-                    for task in ids_of([&runtime.queued[at]]) {
-                        let status = killed_before_delivery(&task, task_id, executor_id.clone());
-                        // Recorded directly: `status_update` would take
-                        // this executor's lock again (to send ACKNOWLEDGED).
-                        if let Err(e) = self.record_agent_update(root, status) {
-                            tracing::warn!(container_id = %root, task_id = %task, error = ?e, "recording TASK_KILLED failed");
-                        }
+                    let killed = ids_of([&runtime.queued[at]])
+                        .iter()
+                        .map(|task| killed_before_delivery(task, task_id, executor_id.clone()))
+                        .collect();
+                    // Recorded directly: `status_update` would take this
+                    // executor's lock again (to send ACKNOWLEDGED).
+                    if let Err(e) = self.record_agent_updates(root, killed) {
+                        tracing::warn!(container_id = %root, task_id, error = ?e, "recording TASK_KILLED failed");
+                        return Err(e);
                     }
                     runtime.queued.remove(at);
                     if let Err(e) = self.write_queue(root, &runtime.queued) {
@@ -847,9 +851,9 @@ impl Agent {
             }
         };
         if queued {
-            return true;
+            return Ok(true);
         }
-        self.send_event(
+        Ok(self.send_event(
             root,
             Event {
                 kill: Some(event::Kill {
@@ -860,7 +864,7 @@ impl Agent {
                 }),
                 ..event(event::Type::Kill)
             },
-        )
+        ))
     }
 
     /// Tells the executor to shut down (SHUTDOWN) and forgets its API state.

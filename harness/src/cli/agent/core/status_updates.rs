@@ -406,16 +406,24 @@ impl Agent {
         .unwrap_or_default()
     }
 
-    /// Records the agent's own update `status` (TASK_KILLED before
-    /// delivery) for `root`'s executor without sending the executor
-    /// anything, so the caller may hold the executor's lock.
-    pub(super) fn record_agent_update(
+    /// Records the agent's own updates (TASK_KILLED before delivery) for
+    /// `root`'s executor, all or none, in one checkpoint, without sending
+    /// the executor anything, so the caller may hold the executor's lock.
+    pub(super) fn record_agent_updates(
         &self,
         root: &str,
-        status: v1::TaskStatus,
+        statuses: Vec<v1::TaskStatus>,
     ) -> Result<(), ApiError> {
-        self.with_updates(root, |stream| submit(stream, status))?
-            .map(|_| ())
+        self.with_updates(root, |stream| {
+            let saved = stream.clone();
+            for status in statuses {
+                if let (Err(e), _) = submit(stream, status) {
+                    *stream = saved;
+                    return (Err(e), false);
+                }
+            }
+            (Ok(()), true)
+        })?
     }
 
     /// Whether a task was ever delivered to the executor of `root` or the
