@@ -464,20 +464,32 @@ fn the_queue_of_an_executor_is_bounded() {
     assert_launch(&stream, &agent, &eid, "over");
 }
 
+/// A pod with one more task, "one", queued; the agent is killed, `change`
+/// done to the queue's checkpoint, and the agent started again. The
+/// executor's IDs (executor, pod, token) and the checkpoint's path.
+fn queued_one_then_restarted(
+    change: impl FnOnce(&std::path::Path),
+) -> Option<(TestAgent, (String, String, String), std::path::PathBuf)> {
+    let (mut agent, pod) = agent_with_pod()?;
+    let (eid, pod_id, token) = ids(pod);
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    agent.sigkill();
+    let queue = queue_file(&agent, &pod_id);
+    change(&queue);
+    agent.spawn();
+    Some((agent, (eid, pod_id, token), queue))
+}
+
 /// A torn checkpoint of the queue does not stop recovery: it is logged,
 /// moved aside for the operator (an earlier one kept), and the framework
 /// hears that the undelivered tasks, the pod's and single ones, are lost.
 #[test]
 fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
-    let Some((mut agent, pod)) = agent_with_pod() else {
+    let Some((mut agent, (eid, pod_id, token), queue)) = queued_one_then_restarted(|queue| {
+        std::fs::write(queue, r#"{"queued": [{"type": "LAUNCH_GR"#).unwrap();
+    }) else {
         return;
     };
-    let (eid, pod_id, token) = ids(pod);
-    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
-    agent.sigkill();
-    let queue = queue_file(&agent, &pod_id);
-    std::fs::write(&queue, r#"{"queued": [{"type": "LAUNCH_GR"#).unwrap();
-    agent.spawn();
     assert!(
         agent
             .log()
@@ -515,15 +527,11 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
 /// updates, are reported lost at recovery, and the executor is sent none.
 #[test]
 fn a_queue_checkpoint_that_is_gone_has_its_tasks_reported_lost() {
-    let Some((mut agent, pod)) = agent_with_pod() else {
+    let Some((mut agent, (eid, pod_id, token), queue)) =
+        queued_one_then_restarted(|queue| std::fs::remove_file(queue).unwrap())
+    else {
         return;
     };
-    let (eid, pod_id, token) = ids(pod);
-    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
-    agent.sigkill();
-    let queue = queue_file(&agent, &pod_id);
-    std::fs::remove_file(&queue).unwrap();
-    agent.spawn();
     assert!(!queue.with_file_name("queued.damaged").exists());
     for update in agent_updates(&agent, &pod_id, &["app", "one"], "TASK_LOST") {
         assert_eq!(update["reason"], "REASON_AGENT_RESTARTED", "{update}");
