@@ -137,12 +137,22 @@ impl Agent {
         root: &str,
         f: impl FnOnce(&UpdateStream) -> T,
     ) -> Result<T, ApiError> {
+        self.unsaved_updates(root, |stream| f(stream))
+    }
+
+    /// Runs `f` on the update stream of `root` for what is not
+    /// checkpointed (executor messages): no checkpoint, no copy.
+    fn unsaved_updates<T>(
+        &self,
+        root: &str,
+        f: impl FnOnce(&mut UpdateStream) -> T,
+    ) -> Result<T, ApiError> {
         let mut all = self.status_updates.lock();
         if !all.contains_key(root) {
             let loaded = self.read_updates(root)?;
             all.insert(root.to_owned(), loaded);
         }
-        all.get(root)
+        all.get_mut(root)
             .map(f)
             .ok_or_else(|| ApiError::Internal("update stream vanished".into()))
     }
@@ -300,13 +310,12 @@ impl Agent {
                 data.len()
             )));
         }
-        self.with_updates(root, |stream| {
+        self.unsaved_updates(root, |stream| {
             stream.messages.push_back(data);
             let mut kept: usize = stream.messages.iter().map(Vec::len).sum();
             while stream.messages.len() > MESSAGES_KEPT || kept > MESSAGES_MAX_BYTES {
                 kept -= stream.messages.pop_front().map_or(0, |m| m.len());
             }
-            ((), false)
         })
     }
 
