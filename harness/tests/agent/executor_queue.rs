@@ -464,20 +464,32 @@ fn the_queue_of_an_executor_is_bounded() {
     assert_launch(&stream, &agent, &eid, "over");
 }
 
+/// A pod with one more task, "one", queued; the agent is killed, `change`
+/// done to the queue's checkpoint, and the agent started again. The
+/// executor's IDs (executor, pod, token) and the checkpoint's path.
+fn queued_one_then_restarted(
+    change: impl FnOnce(&std::path::Path),
+) -> Option<(TestAgent, (String, String, String), std::path::PathBuf)> {
+    let (mut agent, pod) = agent_with_pod()?;
+    let (eid, pod_id, token) = ids(pod);
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    agent.sigkill();
+    let queue = queue_file(&agent, &pod_id);
+    change(&queue);
+    agent.spawn();
+    Some((agent, (eid, pod_id, token), queue))
+}
+
 /// A torn checkpoint of the queue does not stop recovery: it is logged,
 /// moved aside for the operator (an earlier one kept), and the framework
 /// hears that the undelivered tasks, the pod's and single ones, are lost.
 #[test]
 fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
-    let Some((mut agent, pod)) = agent_with_pod() else {
+    let Some((mut agent, (eid, pod_id, token), queue)) = queued_one_then_restarted(|queue| {
+        std::fs::write(queue, r#"{"queued": [{"type": "LAUNCH_GR"#).unwrap();
+    }) else {
         return;
     };
-    let (eid, pod_id, token) = ids(pod);
-    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
-    agent.sigkill();
-    let queue = queue_file(&agent, &pod_id);
-    std::fs::write(&queue, r#"{"queued": [{"type": "LAUNCH_GR"#).unwrap();
-    agent.spawn();
     assert!(
         agent
             .log()
@@ -508,6 +520,88 @@ fn a_torn_queue_checkpoint_is_reported_and_recovery_goes_on() {
     );
     // The executor subscribes; nothing is delivered.
     subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
+}
+
+/// A queue checkpoint that is gone, not damaged (so nothing is moved
+/// aside): its tasks, whose IDs are checkpointed as queued with the status
+/// updates, are reported lost at recovery, and the executor is sent none.
+#[test]
+fn a_queue_checkpoint_that_is_gone_has_its_tasks_reported_lost() {
+    let Some((mut agent, (eid, pod_id, token), queue)) =
+        queued_one_then_restarted(|queue| std::fs::remove_file(queue).unwrap())
+    else {
+        return;
+    };
+    assert!(!queue.with_file_name("queued.damaged").exists());
+    for update in agent_updates(&agent, &pod_id, &["app", "one"], "TASK_LOST") {
+        assert_eq!(update["reason"], "REASON_AGENT_RESTARTED", "{update}");
+    }
+    // Reported once: a second recovery finds them with a state.
+    agent.sigkill();
+    agent.spawn();
+    agent_updates(&agent, &pod_id, &["app", "one"], "TASK_LOST");
+    subscribes_to_nothing(&agent, (&eid, &pod_id, &token), &[]);
+}
+
+/// The IDs checkpointed as queued with the status updates are those of
+/// the queue, rewritten with it: a task killed before delivery leaves
+/// them (with its TASK_KILLED), a SUBSCRIBE that delivers empties them.
+#[test]
+fn the_queued_ids_checkpointed_with_the_updates_follow_the_queue() {
+    let Some((agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = ids(pod);
+    let queued_ids = || {
+        let path = queue_file(&agent, &pod_id).with_file_name("updates");
+        let updates: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        updates["queued"].clone()
+    };
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    assert_eq!(launch_single(&agent, &pod_id, "two").0, 202);
+    assert_eq!(queued_ids(), serde_json::json!(["app", "one", "two"]));
+    assert_eq!(kill(&agent, OPS, &pod_id, "one"), 202);
+    assert_eq!(queued_ids(), serde_json::json!(["app", "two"]));
+    agent_updates(&agent, &pod_id, &["one"], "TASK_KILLED");
+    let (status, stream) = subscribe_with_tasks(&agent, Some(&token), &eid, false, &[], &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    assert_eq!(queued_ids(), serde_json::json!([]));
+    assert!(!queue_file(&agent, &pod_id).exists());
+}
+
+/// An update whose checkpoint cannot be written is not kept in memory
+/// either: the framework never sees one a restart would lose. The kill of
+/// a queued task whose TASK_KILLED cannot be recorded fails (500) and
+/// leaves the task queued: it is still delivered, not silently dropped.
+/// (The checkpoint is made unwritable by a directory in its place.)
+#[test]
+fn an_update_whose_checkpoint_fails_is_not_kept() {
+    let Some((agent, pod)) = agent_with_pod() else {
+        return;
+    };
+    let (eid, pod_id, token) = ids(pod);
+    assert_eq!(launch_single(&agent, &pod_id, "one").0, 202);
+    let updates = queue_file(&agent, &pod_id).with_file_name("updates");
+    let saved = std::fs::read(&updates).unwrap();
+    std::fs::remove_file(&updates).unwrap();
+    std::fs::create_dir(&updates).unwrap();
+    std::fs::write(updates.join("in-the-way"), "").unwrap();
+    let killed = kill(&agent, OPS, &pod_id, "one");
+    let pending = pending_updates(&agent, &pod_id);
+    std::fs::remove_dir_all(&updates).unwrap();
+    std::fs::write(&updates, saved).unwrap();
+    assert_eq!(killed, 500, "{}", agent.log());
+    assert_eq!(pending, Vec::<serde_json::Value>::new());
+    let (status, stream) = subscribe_with_tasks(&agent, Some(&token), &eid, false, &[], &[]);
+    assert_eq!(status, 200);
+    let stream = stream.unwrap();
+    assert_subscribed(&stream, &agent, &eid, &pod_id);
+    let group = stream.next_non_heartbeat(&agent).unwrap();
+    assert_eq!(group["type"], "LAUNCH_GROUP", "{group}");
+    assert_launch(&stream, &agent, &eid, "one");
 }
 
 /// Removes a file when dropped (a panic included).

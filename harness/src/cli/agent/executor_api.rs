@@ -510,16 +510,13 @@ async fn pod_kill_task(State(server): State<Arc<Server>>, call: FrameworkCall) -
     let agent = Arc::clone(&server.agent);
     let root = id.clone();
     let task = task_id.clone();
-    let known = blocking(move || Ok(agent.kill_task(&root, &task)))
-        .await
-        .unwrap_or(false);
-    if known {
-        StatusCode::ACCEPTED.into_response()
-    } else {
-        text(
+    match blocking(move || agent.kill_task(&root, &task)).await {
+        Ok(true) => StatusCode::ACCEPTED.into_response(),
+        Ok(false) => text(
             StatusCode::NOT_FOUND,
             format!("Task {task_id} of pod {id} is not queued and its executor is not subscribed"),
-        )
+        ),
+        Err(e) => e.into_response(),
     }
 }
 

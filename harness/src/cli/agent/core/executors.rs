@@ -24,7 +24,7 @@
 //! re-subscribes (what the framework has not acknowledged is in the
 //! checkpointed status updates, [`super::status_updates`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -140,13 +140,15 @@ const QUEUE_DAMAGED_FILE: &str = "queued.damaged";
 #[derive(Default)]
 pub struct Executors {
     inner: Mutex<HashMap<String, Arc<Mutex<ExecutorRuntime>>>>,
+    /// The executors that subscribed since the agent started (Mesos'
+    /// RUNNING; otherwise REGISTERING): apart from their locks, which a
+    /// queue checkpoint (fsync) holds, so the check every executor call
+    /// makes on the async side never waits for a disk.
+    subscribed: Mutex<HashSet<String>>,
 }
 
 #[derive(Default)]
 struct ExecutorRuntime {
-    /// Subscribed at least once since the agent started (Mesos' RUNNING;
-    /// otherwise REGISTERING).
-    subscribed: bool,
     /// A task was queued or sent to it since the agent started: with
     /// nothing queued and no task ever sent (checkpointed, see
     /// [`Agent::ever_sent_task`]), all its tasks were killed before
@@ -169,6 +171,12 @@ impl Executors {
     /// The state of `root`'s executor, added if it has none.
     fn runtime(&self, root: &str) -> Arc<Mutex<ExecutorRuntime>> {
         Arc::clone(self.lock().entry(root.to_owned()).or_default())
+    }
+
+    fn subscribed(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The state of `root`'s executor, if it has one.
@@ -208,27 +216,29 @@ fn tasks_of(event: &Event) -> Vec<&v1::TaskInfo> {
     }
 }
 
-/// The tasks of an event as a group (what [`Agent::mark_staging`] takes).
-fn group_of(event: &Event) -> v1::TaskGroupInfo {
-    v1::TaskGroupInfo {
-        tasks: tasks_of(event).into_iter().cloned().collect(),
-    }
+/// The IDs of the tasks of events (what [`Agent::mark_staging`] takes).
+fn ids_of<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<String> {
+    events
+        .into_iter()
+        .flat_map(tasks_of)
+        .map(|t| t.task_id.value.clone())
+        .collect()
 }
 
 /// Removes the tasks in `known` from the queued events; an event left
 /// without tasks is dropped. True if anything was removed.
-fn drop_known(queued: &mut Vec<Event>, known: &[String]) -> bool {
+fn drop_known(queued: &mut Vec<Event>, known: &HashSet<&str>) -> bool {
     let before: usize = queued.iter().map(|e| tasks_of(e).len()).sum();
     for e in queued.iter_mut() {
         if let Some(group) = &mut e.launch_group {
             group
                 .task_group
                 .tasks
-                .retain(|t| !known.contains(&t.task_id.value));
+                .retain(|t| !known.contains(t.task_id.value.as_str()));
         }
     }
     queued.retain(|e| match &e.launch {
-        Some(launch) => !known.contains(&launch.task.task_id.value),
+        Some(launch) => !known.contains(launch.task.task_id.value.as_str()),
         None => !tasks_of(e).is_empty(),
     });
     before != queued.iter().map(|e| tasks_of(e).len()).sum::<usize>()
@@ -270,9 +280,7 @@ impl Agent {
 
     /// Whether the executor of `root` subscribed since the agent started.
     pub fn executor_subscribed(&self, root: &str) -> bool {
-        self.executors_api
-            .existing(root)
-            .is_some_and(|r| lock_runtime(&r).subscribed)
+        self.executors_api.subscribed().contains(root)
     }
 
     fn queue_path(&self, root: &str) -> std::path::PathBuf {
@@ -283,12 +291,23 @@ impl Agent {
     /// directory is synced so the removal survives a crash). An executor
     /// whose meta directory is gone (its pod killed) has no queue: writing
     /// one is an error.
+    ///
+    /// The IDs of the queued tasks are checkpointed first, with the status
+    /// updates (see [`Agent::set_queued`]): a queue checkpoint lost later
+    /// still leaves them to report lost.
     fn write_queue(&self, root: &str, queued: &[Event]) -> Result<(), ApiError> {
         let body = (!queued.is_empty()).then(|| queue_json(queued));
-        self.write_queue_body(root, body.as_deref())
+        self.write_queue_body(root, queued, body.as_deref())
     }
 
-    fn write_queue_body(&self, root: &str, body: Option<&str>) -> Result<(), ApiError> {
+    /// [`Agent::write_queue`] with the queue's JSON already made.
+    fn write_queue_body(
+        &self,
+        root: &str,
+        queued: &[Event],
+        body: Option<&str>,
+    ) -> Result<(), ApiError> {
+        self.set_queued(root, ids_of(queued))?;
         let path = self.queue_path(root);
         let failed = |e: &dyn std::fmt::Display| {
             ApiError::Internal(format!(
@@ -354,9 +373,22 @@ impl Agent {
     /// for the operator (to `queued.damaged`, or `queued.damaged.<n>` when
     /// that exists), and the executor recovers with nothing queued;
     /// returns the error for the caller's report.
+    ///
+    /// Either way, a task whose ID is checkpointed as queued with the
+    /// status updates, that has no state and is not in the recovered queue
+    /// is reported lost ([`Agent::lose_undelivered_tasks`]): at every
+    /// recovery, so a crash between moving a damaged file aside and the
+    /// report, or a queue checkpoint lost another way, loses no report;
+    /// with a damaged file, also the tasks of the launched group with no
+    /// state, before the file is moved aside.
     pub(super) fn recover_queue(&self, root: &str) -> Option<String> {
         match self.read_queue(root) {
             Ok(queued) => {
+                self.lose_undelivered_tasks(
+                    root,
+                    "not in the checkpoint of queued tasks",
+                    Some(&queued),
+                );
                 if !queued.is_empty() {
                     tracing::info!(container_id = %root, queued = queued.len(),
                         "recovered queued tasks");
@@ -368,6 +400,7 @@ impl Agent {
                 None
             }
             Err(e) => {
+                self.lose_undelivered_tasks(root, &e, None);
                 // An earlier damaged file is kept: the next free suffix.
                 let meta = self.layout.executor_meta(root);
                 let aside = std::iter::once(meta.join(QUEUE_DAMAGED_FILE))
@@ -401,9 +434,18 @@ impl Agent {
                 )));
             }
         }
-        let runtime = self.executors_api.runtime(root);
-        let mut runtime = lock_runtime(&runtime);
+        let entry = self.executors_api.runtime(root);
+        let mut runtime = lock_runtime(&entry);
         if self.executor(root).is_none() || !self.layout.executor_meta(root).is_dir() {
+            drop(runtime);
+            // The entry `runtime()` may just have added: no executor, no
+            // state (the map stays bounded by the executors there are).
+            if Arc::strong_count(&entry) <= 2 {
+                let mut all = self.executors_api.lock();
+                if all.get(root).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
+                    all.remove(root);
+                }
+            }
             return Err(ApiError::NotFound(format!(
                 "Executor of container {root} cannot be found"
             )));
@@ -434,8 +476,8 @@ impl Agent {
         }
         let mut launch = launch;
         if let Some((_, sender)) = &runtime.connection {
-            let group = group_of(&launch);
-            self.mark_staging(root, &group)?;
+            let ids = ids_of([&launch]);
+            self.mark_staging(root, &ids)?;
             match sender.try_send(launch) {
                 Ok(()) => {
                     runtime.ever_queued = true;
@@ -449,7 +491,7 @@ impl Agent {
                     runtime.connection = None;
                     launch = e.into_inner();
                     // Not sent: queued below, STAGING once delivered.
-                    self.unmark_staging(root, &group)?;
+                    self.unmark_staging(root, &ids)?;
                 }
             }
         }
@@ -459,10 +501,6 @@ impl Agent {
             .chain(std::iter::once(&launch))
             .map(|e| tasks_of(e).len())
             .sum();
-        let ids: Vec<String> = tasks_of(&launch)
-            .iter()
-            .map(|t| t.task_id.value.clone())
-            .collect();
         runtime.queued.push(launch);
         let body = queue_json(&runtime.queued);
         if tasks > QUEUED_TASKS_MAX || body.len() > QUEUED_BYTES_MAX {
@@ -473,14 +511,9 @@ impl Agent {
                  launch again once it is"
             )));
         }
-        // The IDs first: a queue checkpoint that is lost later still
-        // leaves them to report lost.
-        let written = self
-            .note_queued(root, Some(&ids), true)
-            .and_then(|()| self.write_queue_body(root, Some(&body)));
-        if let Err(e) = written {
+        if let Err(e) = self.write_queue_body(root, &runtime.queued, Some(&body)) {
             runtime.queued.pop();
-            if let Err(undo) = self.note_queued(root, Some(&ids), false) {
+            if let Err(undo) = self.set_queued(root, ids_of(&runtime.queued)) {
                 tracing::warn!(container_id = %root, error = ?undo, "forgetting queued task IDs failed");
             }
             return Err(e);
@@ -536,7 +569,11 @@ impl Agent {
 
     /// Mesos' TASK_DROPPED/TASK_LOST of the STAGING tasks a re-subscribing
     /// executor does not know (see [`Agent::subscribe_executor`]).
-    fn drop_lost_tasks(&self, record: &ExecutorRecord, known: &[String]) -> Result<(), ApiError> {
+    fn drop_lost_tasks(
+        &self,
+        record: &ExecutorRecord,
+        known: &HashSet<String>,
+    ) -> Result<(), ApiError> {
         let root = &record.container_id.value;
         let staging = v1::TaskState::TaskStaging as i32;
         for (task_id, _) in self
@@ -584,28 +621,36 @@ impl Agent {
         self.status_update(&record.container_id.value, status)
     }
 
-    /// Recovery found the queue of `root` unreadable: the tasks of its
-    /// launched group and the single tasks queued (their IDs are
+    /// Recovery of the queue of `root`: the tasks queued (their IDs are
     /// checkpointed with the status updates) that never reached the
-    /// executor (no state recorded) are reported lost to the framework, so
-    /// it can launch them again.
-    pub(super) fn lose_undelivered_tasks(&self, root: &str, error: &str) {
+    /// executor (no state recorded) and are not in the `recovered` queue
+    /// are reported lost to the framework, so it can launch them again.
+    /// With no queue recovered (its checkpoint damaged), the tasks of the
+    /// launched group with no state too (a group from before the IDs were
+    /// checkpointed). Not with a queue: a group delivered before its
+    /// STAGING was checkpointed (an updates checkpoint lost) is the
+    /// executor's, as it tells at re-subscription.
+    fn lose_undelivered_tasks(&self, root: &str, error: &str, recovered: Option<&[Event]>) {
         let Some(record) = self.executor(root) else {
             return;
         };
         let states = self.task_states(root);
-        let mut ids: Vec<String> = self
-            .launched_task_group(root)
+        let group = if recovered.is_none() {
+            self.launched_task_group(root)
+        } else {
+            None
+        };
+        let recovered: HashSet<String> =
+            ids_of(recovered.unwrap_or_default()).into_iter().collect();
+        let mut seen = HashSet::new();
+        let ids: Vec<String> = group
             .into_iter()
             .flat_map(|g| g.tasks)
             .map(|t| t.task_id.value)
-            .filter(|id| !states.contains_key(id))
+            .chain(self.queued_ids(root))
+            .filter(|id| !states.contains_key(id) && !recovered.contains(id))
+            .filter(|id| seen.insert(id.clone()))
             .collect();
-        for id in self.queued_ids(root) {
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
         for id in ids {
             tracing::warn!(container_id = %root, task_id = %id, error,
                 "a queued task is lost with the queue's checkpoint");
@@ -641,18 +686,8 @@ impl Agent {
     ) -> Result<EventReceiver, ApiError> {
         let root = record.container_id.value.clone();
         let already_acknowledged = self.resubmit_updates(&root, unacknowledged)?;
-        // Mesos' `everSentTask`: a task delivered (STAGING or later) or
-        // reported on by the executor, or one it lists as its own. Not "the
-        // queue is empty": that cannot tell an executor never sent a task
-        // from one whose tasks were all delivered.
-        let ever_sent = self.ever_sent_task(&root)? || !unacknowledged_tasks.is_empty();
-        // A queued task with a recorded state was delivered (the agent
-        // stopped before checkpointing the queue without it) or killed
-        // before delivery: it is never sent (again).
-        let mut done: Vec<String> = self.task_states(&root).into_keys().collect();
-        done.extend_from_slice(unacknowledged_tasks);
         // Tasks still queued are not lost: they are about to be sent.
-        let mut known = unacknowledged_tasks.to_vec();
+        let mut known: HashSet<String> = unacknowledged_tasks.iter().cloned().collect();
         // Room for everything sent below: the stream never drops a queued
         // task or an ACKNOWLEDGED.
         let (events, receiver) =
@@ -681,42 +716,45 @@ impl Agent {
             // sent below) or finds the new stream.
             let runtime = self.executors_api.runtime(&root);
             let mut runtime = lock_runtime(&runtime);
+            // Mesos' `everSentTask`: a task delivered (STAGING or later) or
+            // reported on by the executor, or one it lists as its own. Not
+            // "the queue is empty": that cannot tell an executor never sent
+            // a task from one whose tasks were all delivered. Read under the
+            // lock, so a launch or kill meanwhile is seen.
+            let ever_sent = self.ever_sent_task(&root)? || !unacknowledged_tasks.is_empty();
+            // A queued task with a recorded state was delivered (the agent
+            // stopped before checkpointing the queue without it) or killed
+            // before delivery: it is never sent (again).
+            let states = self.task_states(&root);
+            let done: HashSet<&str> = states
+                .keys()
+                .map(String::as_str)
+                .chain(unacknowledged_tasks.iter().map(String::as_str))
+                .collect();
             if drop_known(&mut runtime.queued, &done) {
                 self.write_queue(&root, &runtime.queued)?;
             }
             let delivering = std::mem::take(&mut runtime.queued);
-            known.extend(
-                delivering
-                    .iter()
-                    .flat_map(tasks_of)
-                    .map(|t| t.task_id.value.clone()),
-            );
-            // Delivered tasks are STAGING (checkpointed) before the queue's
+            let ids = ids_of(&delivering);
+            known.extend(ids.iter().cloned());
+            // Delivered tasks are STAGING (checkpointed, all at once, which
+            // also forgets their IDs as queued) before the queue's
             // checkpoint loses them, and that before they are sent: a crash
             // in between leaves them STAGING, reported lost on the next
-            // subscription unless the executor lists them.
-            let mut staged = Vec::new();
-            let mut failed = None;
-            for launch in &delivering {
-                let group = group_of(launch);
-                if let Err(e) = self.mark_staging(&root, &group) {
-                    failed = Some(e);
-                    break;
+            // subscription unless the executor lists them. The queue's
+            // removal is the last step that can fail.
+            let staged = if delivering.is_empty() {
+                Ok(())
+            } else {
+                self.mark_staging(&root, &ids)
+            };
+            if let Err(e) = staged.and_then(|()| self.write_queue(&root, &[])) {
+                if let Err(undo) = self.unmark_staging(&root, &ids) {
+                    tracing::warn!(container_id = %root, error = ?undo, "undoing STAGING failed");
                 }
-                staged.push(group);
-            }
-            if failed.is_none()
-                && let Err(e) = self
-                    .write_queue(&root, &[])
-                    .and_then(|()| self.note_queued(&root, None, false))
-            {
-                failed = Some(e);
-            }
-            if let Some(e) = failed {
-                for group in &staged {
-                    if let Err(undo) = self.unmark_staging(&root, group) {
-                        tracing::warn!(container_id = %root, error = ?undo, "undoing STAGING failed");
-                    }
+                // The queue as it was, on disk too.
+                if let Err(undo) = self.write_queue(&root, &delivering) {
+                    tracing::warn!(container_id = %root, error = ?undo, "restoring the queue's checkpoint failed");
                 }
                 runtime.queued = delivering;
                 return Err(e);
@@ -736,7 +774,7 @@ impl Agent {
                     "shutting down an executor never sent a task, all its queued tasks killed before delivery");
                 let _ = sender.try_send(event(event::Type::Shutdown));
             }
-            runtime.subscribed = true;
+            self.executors_api.subscribed().insert(root.clone());
             spawn_heartbeats(&sender.events);
             runtime.connection = Some((id, sender));
         }
@@ -773,11 +811,13 @@ impl Agent {
     /// `REASON_TASK_KILLED_DURING_LAUNCH`, "Killed before delivery to the
     /// executor" (slave.cpp:4125-4240). Any other goes to the executor as a
     /// KILL event (an executor ignores tasks it does not have). False when
-    /// the task was not queued and the executor has no live stream.
-    pub fn kill_task(&self, root: &str, task_id: &str) -> bool {
-        let killed: Vec<String> = {
+    /// the task was not queued and the executor has no live stream; an
+    /// error when the TASK_KILLED could not be recorded (the task stays
+    /// queued: the framework is never left without word of it).
+    pub fn kill_task(&self, root: &str, task_id: &str) -> Result<bool, ApiError> {
+        let queued = {
             let Some(runtime) = self.executors_api.existing(root) else {
-                return false;
+                return Ok(false);
             };
             let mut runtime = lock_runtime(&runtime);
             let at = runtime
@@ -786,62 +826,52 @@ impl Agent {
                 .position(|e| tasks_of(e).iter().any(|t| t.task_id.value == task_id));
             match at {
                 Some(at) => {
-                    let launch = runtime.queued.remove(at);
+                    // TASK_KILLED first, then the queue without the event,
+                    // both under this executor's lock (no relaunch of the
+                    // ID slips in): a crash in between leaves a queued
+                    // task with a state, which is never delivered.
+                    let executor_id = self.executor(root).map(|r| twin(&r.executor.executor_id));
+                    let killed = ids_of([&runtime.queued[at]])
+                        .iter()
+                        .map(|task| killed_before_delivery(task, task_id, executor_id.clone()))
+                        .collect();
+                    // Recorded directly: `status_update` would take this
+                    // executor's lock again (to send ACKNOWLEDGED).
+                    if let Err(e) = self.record_agent_updates(root, killed) {
+                        tracing::warn!(container_id = %root, task_id, error = ?e, "recording TASK_KILLED failed");
+                        return Err(e);
+                    }
+                    runtime.queued.remove(at);
                     if let Err(e) = self.write_queue(root, &runtime.queued) {
                         tracing::warn!(container_id = %root, task_id, error = ?e, "checkpointing the queue failed");
                     }
-                    tasks_of(&launch)
-                        .iter()
-                        .map(|t| t.task_id.value.clone())
-                        .collect()
+                    true
                 }
-                None => Vec::new(),
+                None => false,
             }
         };
-        if killed.is_empty() {
-            return self.send_event(
-                root,
-                Event {
-                    kill: Some(event::Kill {
-                        task_id: v1::TaskId {
-                            value: task_id.to_owned(),
-                        },
-                        kill_policy: None,
-                    }),
-                    ..event(event::Type::Kill)
-                },
-            );
+        if queued {
+            return Ok(true);
         }
-        let executor_id = self.executor(root).map(|r| twin(&r.executor.executor_id));
-        for task in killed {
-            // The framework hears of it from the agent.
-            let status = v1::TaskStatus {
-                task_id: v1::TaskId {
-                    value: task.clone(),
-                },
-                state: v1::TaskState::TaskKilled as i32,
-                message: Some(if task == task_id {
-                    "Killed before delivery to the executor".into()
-                } else {
-                    "A task within the task group was killed before delivery to the executor".into()
+        Ok(self.send_event(
+            root,
+            Event {
+                kill: Some(event::Kill {
+                    task_id: v1::TaskId {
+                        value: task_id.to_owned(),
+                    },
+                    kill_policy: None,
                 }),
-                source: Some(v1::task_status::Source::Agent as i32),
-                reason: Some(v1::task_status::Reason::TaskKilledDuringLaunch as i32),
-                uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
-                executor_id: executor_id.clone(),
-                ..Default::default()
-            };
-            if let Err(e) = self.status_update(root, status) {
-                tracing::warn!(container_id = %root, task_id = %task, error = ?e, "recording TASK_KILLED failed");
-            }
-        }
-        true
+                ..event(event::Type::Kill)
+            },
+        ))
     }
 
     /// Tells the executor to shut down (SHUTDOWN) and forgets its API state.
     pub(super) fn shutdown_executor(&self, root: &str) {
         self.send_event(root, event(event::Type::Shutdown));
         self.executors_api.lock().remove(root);
+        self.executors_api.subscribed().remove(root);
     }
 
     /// Delivers the framework's ACKNOWLEDGED for an update to the executor.
@@ -890,6 +920,31 @@ fn spawn_heartbeats(stream: &mpsc::Sender<Event>) {
     });
 }
 
+/// The agent's TASK_KILLED of `task`, queued and never delivered, killed
+/// by the framework's kill of `killed` (itself or a task of its group).
+fn killed_before_delivery(
+    task: &str,
+    killed: &str,
+    executor_id: Option<v1::ExecutorId>,
+) -> v1::TaskStatus {
+    v1::TaskStatus {
+        task_id: v1::TaskId {
+            value: task.to_owned(),
+        },
+        state: v1::TaskState::TaskKilled as i32,
+        message: Some(if task == killed {
+            "Killed before delivery to the executor".into()
+        } else {
+            "A task within the task group was killed before delivery to the executor".into()
+        }),
+        source: Some(v1::task_status::Source::Agent as i32),
+        reason: Some(v1::task_status::Reason::TaskKilledDuringLaunch as i32),
+        uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+        executor_id,
+        ..Default::default()
+    }
+}
+
 fn acknowledged(task_id: &str, uuid: Vec<u8>) -> Event {
     Event {
         acknowledged: Some(event::Acknowledged {
@@ -915,6 +970,38 @@ mod tests {
             launch: Some(event::Launch { task }),
             ..event(event::Type::Launch)
         }
+    }
+
+    fn group_of(ids: &[&str]) -> Event {
+        let tasks = ids
+            .iter()
+            .map(|id| v1::TaskInfo {
+                task_id: v1::TaskId {
+                    value: (*id).to_owned(),
+                },
+                ..Default::default()
+            })
+            .collect();
+        Event {
+            launch_group: Some(event::LaunchGroup {
+                task_group: v1::TaskGroupInfo { tasks },
+            }),
+            ..event(event::Type::LaunchGroup)
+        }
+    }
+
+    /// Known tasks leave the queue: a group keeps its other tasks, a group
+    /// with none left and a single known task go; nothing known, no change.
+    #[test]
+    fn known_tasks_leave_the_queue_and_empty_groups_go() {
+        let mut single = launch_of(1);
+        single.launch.as_mut().unwrap().task.task_id.value = "s".into();
+        let mut queued = vec![group_of(&["a", "b"]), single, group_of(&["c"])];
+        assert!(!drop_known(&mut queued, &HashSet::from(["x"])));
+        assert_eq!(ids_of(&queued), ["a", "b", "s", "c"]);
+        assert!(drop_known(&mut queued, &HashSet::from(["b", "s", "c"])));
+        assert_eq!(ids_of(&queued), ["a"]);
+        assert_eq!(queued.len(), 1);
     }
 
     /// A stream whose reader does not read is full once the tasks in

@@ -247,6 +247,7 @@ impl Agent {
             lock(&self.state).executors.remove(&id.value);
             self.shutdown_executor(&id.value);
             let _ = std::fs::remove_dir_all(self.layout.executor_meta(&id.value));
+            self.forget_updates(&id.value);
             return Err(e);
         }
         tracing::info!(container_id = %id.value, executor_id = %pod.executor.executor_id.value, "pod launched");

@@ -91,9 +91,8 @@ impl Agent {
                     // Tasks queued for it before the restart: delivered
                     // when it re-subscribes. A torn queue is reported and
                     // recovery goes on.
-                    if let Some(e) = self.recover_queue(&root) {
+                    if self.recover_queue(&root).is_some() {
                         queues_damaged += 1;
-                        self.lose_undelivered_tasks(&root, &e);
                     }
                 }
                 Err(e) => {

@@ -119,11 +119,42 @@ impl Agent {
         let Some(stream) = all.get_mut(root) else {
             return Err(ApiError::Internal("update stream vanished".into()));
         };
+        // Memory and disk never disagree: a change whose checkpoint fails
+        // is undone.
+        let before = stream.clone();
         let (value, changed) = f(stream);
-        if changed {
-            self.write_updates(root, stream)?;
+        if changed && let Err(e) = self.write_updates(root, stream) {
+            *stream = before;
+            return Err(e);
         }
         Ok(value)
+    }
+
+    /// Reads the update stream of `root` (as [`Agent::with_updates`],
+    /// without a change, so without a copy to undo one).
+    fn view_updates<T>(
+        &self,
+        root: &str,
+        f: impl FnOnce(&UpdateStream) -> T,
+    ) -> Result<T, ApiError> {
+        self.unsaved_updates(root, |stream| f(stream))
+    }
+
+    /// Runs `f` on the update stream of `root` for what is not
+    /// checkpointed (executor messages): no checkpoint, no copy.
+    fn unsaved_updates<T>(
+        &self,
+        root: &str,
+        f: impl FnOnce(&mut UpdateStream) -> T,
+    ) -> Result<T, ApiError> {
+        let mut all = self.status_updates.lock();
+        if !all.contains_key(root) {
+            let loaded = self.read_updates(root)?;
+            all.insert(root.to_owned(), loaded);
+        }
+        all.get_mut(root)
+            .map(f)
+            .ok_or_else(|| ApiError::Internal("update stream vanished".into()))
     }
 
     fn read_updates(&self, root: &str) -> Result<UpdateStream, ApiError> {
@@ -259,7 +290,7 @@ impl Agent {
 
     /// The updates of `root` the framework has not acknowledged yet.
     pub fn pending_updates(&self, root: &str) -> Result<Vec<v1::TaskStatus>, ApiError> {
-        self.with_updates(root, |stream| (stream.pending.clone(), false))
+        self.view_updates(root, |stream| stream.pending.clone())
     }
 
     /// The executor messages of `root` (oldest first).
@@ -279,13 +310,12 @@ impl Agent {
                 data.len()
             )));
         }
-        self.with_updates(root, |stream| {
+        self.unsaved_updates(root, |stream| {
             stream.messages.push_back(data);
             let mut kept: usize = stream.messages.iter().map(Vec::len).sum();
             while stream.messages.len() > MESSAGES_KEPT || kept > MESSAGES_MAX_BYTES {
                 kept -= stream.messages.pop_front().map_or(0, |m| m.len());
             }
-            ((), false)
         })
     }
 
@@ -324,19 +354,14 @@ impl Agent {
         Ok(())
     }
 
-    /// Records the tasks of a group delivered to the executor of `root` as
+    /// Records the tasks `ids` delivered to the executor of `root` as
     /// TASK_STAGING (Mesos' launched tasks), unless they have a state, and
-    /// that the executor was sent a task.
-    pub(super) fn mark_staging(
-        &self,
-        root: &str,
-        group: &v1::TaskGroupInfo,
-    ) -> Result<(), ApiError> {
+    /// that the executor was sent a task: one checkpoint for all.
+    pub(super) fn mark_staging(&self, root: &str, ids: &[String]) -> Result<(), ApiError> {
         self.with_updates(root, |stream| {
             let mut changed = !stream.ever_sent;
             stream.ever_sent = true;
-            for task in &group.tasks {
-                let id = &task.task_id.value;
+            for id in ids {
                 changed |= stream.queued.remove(id);
                 if stream.states.len() < STATES_MAX && !stream.states.contains_key(id) {
                     stream
@@ -349,72 +374,76 @@ impl Agent {
         })
     }
 
-    /// Undoes [`Agent::mark_staging`] for a group that was not delivered
-    /// after all (its tasks still STAGING lose their state).
-    pub(super) fn unmark_staging(
-        &self,
-        root: &str,
-        group: &v1::TaskGroupInfo,
-    ) -> Result<(), ApiError> {
+    /// Undoes [`Agent::mark_staging`] for tasks that were not delivered
+    /// after all (those still STAGING lose their state).
+    pub(super) fn unmark_staging(&self, root: &str, ids: &[String]) -> Result<(), ApiError> {
         let staging = v1::TaskState::TaskStaging as i32;
         self.with_updates(root, |stream| {
             let before = stream.states.len();
-            for task in &group.tasks {
-                if stream.states.get(&task.task_id.value) == Some(&staging) {
-                    stream.states.remove(&task.task_id.value);
+            for id in ids {
+                if stream.states.get(id) == Some(&staging) {
+                    stream.states.remove(id);
                 }
             }
             ((), before != stream.states.len())
         })
     }
 
-    /// Records (`queued`) or forgets the IDs of tasks queued for the
-    /// executor of `root` (see `UpdateStream::queued`); `None` forgets all.
-    pub(super) fn note_queued(
-        &self,
-        root: &str,
-        ids: Option<&[String]>,
-        queued: bool,
-    ) -> Result<(), ApiError> {
+    /// Records the IDs of the tasks queued for the executor of `root`, all
+    /// of them (see `UpdateStream::queued`): set each time the queue is
+    /// written, so the set is as bounded as the queue.
+    pub(super) fn set_queued(&self, root: &str, ids: Vec<String>) -> Result<(), ApiError> {
         self.with_updates(root, |stream| {
-            let before = stream.queued.clone();
-            match (ids, queued) {
-                (None, _) => stream.queued.clear(),
-                (Some(ids), true) => stream.queued.extend(ids.iter().cloned()),
-                (Some(ids), false) => {
-                    for id in ids {
-                        stream.queued.remove(id);
-                    }
-                }
-            }
-            ((), before != stream.queued)
+            let ids: std::collections::BTreeSet<String> = ids.into_iter().collect();
+            let changed = ids != stream.queued;
+            stream.queued = ids;
+            ((), changed)
         })
     }
 
     /// The IDs of tasks queued for the executor of `root` that have no
     /// state (see `UpdateStream::queued`).
     pub(super) fn queued_ids(&self, root: &str) -> Vec<String> {
-        self.with_updates(root, |stream| {
-            let ids = stream
+        self.view_updates(root, |stream| {
+            stream
                 .queued
                 .iter()
                 .filter(|id| !stream.states.contains_key(*id))
                 .cloned()
-                .collect();
-            (ids, false)
+                .collect()
         })
         .unwrap_or_default()
+    }
+
+    /// Records the agent's own updates (TASK_KILLED before delivery) for
+    /// `root`'s executor, all or none, in one checkpoint, without sending
+    /// the executor anything, so the caller may hold the executor's lock.
+    pub(super) fn record_agent_updates(
+        &self,
+        root: &str,
+        statuses: Vec<v1::TaskStatus>,
+    ) -> Result<(), ApiError> {
+        self.with_updates(root, |stream| {
+            let saved = stream.clone();
+            for status in statuses {
+                if let (Err(e), _) = submit(stream, status) {
+                    *stream = saved;
+                    return (Err(e), false);
+                }
+            }
+            (Ok(()), true)
+        })?
     }
 
     /// Whether a task was ever delivered to the executor of `root` or the
     /// executor reported on one (see `UpdateStream::ever_sent`).
     pub(super) fn ever_sent_task(&self, root: &str) -> Result<bool, ApiError> {
-        self.with_updates(root, |stream| (stream.ever_sent, false))
+        self.view_updates(root, |stream| stream.ever_sent)
     }
 
     /// The latest state each task of `root`'s executor was reported in.
     pub fn task_states(&self, root: &str) -> std::collections::BTreeMap<String, i32> {
-        self.with_updates(root, |stream| (stream.states.clone(), false))
+        self.view_updates(root, |stream| stream.states.clone())
             .unwrap_or_default()
     }
 
