@@ -270,10 +270,46 @@ fn looks_like_json(text: &str) -> bool {
     matches!(text.trim_start().chars().next(), Some('{' | '['))
 }
 
+/// Which reading of `text` applies. Mesos reads a credentials file as JSON
+/// only when it parses as a JSON object, and as text lines otherwise
+/// (`credentials.hpp`), so a text file whose first principal starts with
+/// `{` or `[` is text there, and is text here. Text that starts like JSON
+/// but is neither a JSON object nor valid text keeps the JSON error, which
+/// is what its author most likely meant to write.
+fn json_object(text: &str) -> bool {
+    looks_like_json(text) && matches!(serde_json::from_str::<Value>(text), Ok(Value::Object(_)))
+}
+
+/// The text reading of a file that starts like JSON but is no JSON object:
+/// the legacy lines if they parse into usable principals, else the JSON
+/// error.
+fn legacy_or_json_error<T>(
+    text: &str,
+    origin: &str,
+    json: impl FnOnce() -> Result<T, FileError>,
+) -> Result<Vec<(Credential, Location)>, FileError> {
+    let legacy = parse_legacy(text, origin).and_then(|list| {
+        for (c, at) in &list {
+            check_principal(c, at, origin)?;
+        }
+        Ok(list)
+    });
+    match legacy {
+        Ok(list) => Ok(list),
+        Err(legacy) => match json() {
+            Err(e) => Err(e),
+            Ok(_) => Err(legacy),
+        },
+    }
+}
+
 /// Parses the text of a credentials list; `origin` names it in errors.
 pub fn parse_credentials(text: &str, origin: &str) -> Result<(Vec<Credential>, Format), FileError> {
-    let (list, format) = if looks_like_json(text) {
+    let (list, format) = if json_object(text) {
         (parse_json_list(text, origin)?, Format::Json)
+    } else if looks_like_json(text) {
+        let list = legacy_or_json_error(text, origin, || parse_json_list(text, origin))?;
+        (list, Format::LegacyText)
     } else {
         (parse_legacy(text, origin)?, Format::LegacyText)
     };
@@ -288,13 +324,17 @@ pub fn parse_credentials(text: &str, origin: &str) -> Result<(Vec<Credential>, F
 
 /// Parses the text of a single-credential file.
 pub fn parse_credential(text: &str, origin: &str) -> Result<(Credential, Format), FileError> {
-    if looks_like_json(text) {
+    if json_object(text) {
         let mut value = parse_json(text, origin)?;
         let c = take_credential(&mut value, "$", origin)?;
         check_principal(&c, &Location::Path("$".into()), origin)?;
         return Ok((c, Format::Json));
     }
-    let mut list = parse_legacy(text, origin)?;
+    let mut list = if looks_like_json(text) {
+        legacy_or_json_error(text, origin, || parse_json(text, origin))?
+    } else {
+        parse_legacy(text, origin)?
+    };
     if list.len() > 1 {
         return Err(FileError::MoreThanOne {
             origin: origin.into(),
@@ -505,5 +545,33 @@ mod tests {
         assert!(err.contains("line 1"), "{err}");
         let (list, _) = parse_credentials("a b\r\n", "t").unwrap();
         assert!(list[0].secret.ct_eq(b"b\r"));
+    }
+
+    /// Found by the `credentials_file` fuzz target: text whose first
+    /// principal starts with `[` or `{` was read as JSON and refused, where
+    /// Mesos reads it as text (JSON only when it parses as an object).
+    #[test]
+    fn text_that_starts_like_json_is_text_as_in_mesos() {
+        let (list, f) = parse_credentials("[a v\n{b w\n", "t").unwrap();
+        assert_eq!(f, Format::LegacyText);
+        assert_eq!(list[0].principal, "[a");
+        assert_eq!(list[1].principal, "{b");
+        let (one, f) = parse_credential("{x y\n", "t").unwrap();
+        assert_eq!((one.principal.as_str(), f), ("{x", Format::LegacyText));
+        // A valid JSON array is no JSON object: text, as Mesos reads it.
+        let (list, f) = parse_credentials("[1, 2]", "t").unwrap();
+        assert_eq!((list[0].principal.as_str(), f), ("[1,", Format::LegacyText));
+    }
+
+    #[test]
+    fn broken_json_keeps_its_json_error() {
+        let err = parse_credentials("{\"credentials\": [\n", "t").unwrap_err();
+        assert!(matches!(err, FileError::JsonSyntax { .. }), "{err}");
+        let err = parse_credential("{\"principal\": \"a\", \"secret\":", "t").unwrap_err();
+        assert!(matches!(err, FileError::JsonSyntax { .. }), "{err}");
+        let err = parse_credentials("{\"other\": []}", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("$.other"), "a JSON object stays JSON: {err}");
     }
 }
