@@ -61,6 +61,40 @@ fn an_oom_killed_sub_container_is_a_memory_limitation_and_its_siblings_live_on()
     assert!(agent.cg().scan().unwrap().is_empty());
 }
 
+/// An agent watches after the launch returns: a command OOM-killed before
+/// the watch starts must still end as a MEMORY limitation (the watch
+/// compares the cgroup's `oom_kill` counter with zero, not with its value
+/// when the watch began; CI under load lost this race).
+#[test]
+fn an_oom_kill_before_the_watch_starts_is_still_reported() {
+    if !root_or_skip() {
+        return;
+    }
+    let agent = Agent::new("oomearly", &[]);
+    let (exec, _) = agent.launch("exec", config("exec sleep 120"));
+    let hog = id("exec.hog");
+    let mut hog_config = own_cgroups(config("head -c 67108864 /dev/zero | tail > /dev/null"));
+    hog_config.resources = vec![scalar("mem", 32.0), scalar("cpus", 0.5)];
+    agent.try_launch(&hog, hog_config).unwrap();
+    // The command is gone (killed) before anyone watches.
+    assert!(
+        agent.wait(&hog, Duration::from_secs(60)).is_some(),
+        "the hog ended within 60 s"
+    );
+    let mut watch = agent.watch(&hog);
+    let limitation = watch
+        .wait(Some(Duration::from_secs(5)))
+        .unwrap()
+        .expect("the earlier OOM kill is reported");
+    assert_eq!(
+        limitation.reason,
+        Some(Reason::ContainerLimitationMemory as i32)
+    );
+    agent.destroy(&hog, Some(limitation));
+    agent.destroy(&exec, None);
+    assert!(agent.cg().scan().unwrap().is_empty());
+}
+
 #[test]
 fn a_cpu_quota_throttles_a_sub_container() {
     if !root_or_skip() {

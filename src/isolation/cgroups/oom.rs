@@ -5,8 +5,13 @@
 //! `cgroup.event_control`; the kernel also signals it when the cgroup is
 //! removed, so every wake-up is confirmed against the `oom_kill` counter.
 //! v2 has no such registration: `memory.events.local` (or `memory.events`)
-//! changes raise inotify `IN_MODIFY`, and its `oom_kill` counter is
-//! compared with the value seen when the watch started. On v1 the counter
+//! changes raise inotify `IN_MODIFY`. Either way the `oom_kill` counter is
+//! compared with zero, its value when the isolator made the cgroup, not
+//! with its value when the watch started: an agent watches after the
+//! launch returns (and after a restart), and a command that exhausts its
+//! memory at once is OOM-killed before that; a baseline read then hid the
+//! kill (found by CI under load: the container ended as a plain SIGKILL).
+//! On v1 the counter
 //! and the eventfd only concern the cgroup's own limit, so an OOM in a
 //! nested container with its own limit is not reported for its parent.
 
@@ -101,7 +106,9 @@ impl OomWatcher {
             .map_err(|e| CgroupError::sys("create eventfd for", &control_path, e))?;
         let registration = format!("{} {}", efd.as_raw_fd(), oom_control.as_raw_fd());
         fsops::write(&memory_dir.join("cgroup.event_control"), &registration)?;
-        let baseline_kills = oom_kills(memory_dir, false)?;
+        // Zero, not the current value: see the module doc. `None` (no
+        // counter on this kernel) keeps trusting the eventfd.
+        let baseline_kills = oom_kills(memory_dir, false)?.map(|_| 0);
         Ok(Self {
             kind: Kind::V1 {
                 eventfd: efd,
@@ -121,12 +128,14 @@ impl OomWatcher {
             .map_err(|e| CgroupError::sys("create inotify for", &events, e))?;
         inotify::add_watch(&fd, &events, inotify::WatchFlags::MODIFY)
             .map_err(|e| CgroupError::sys("watch", &events, e))?;
-        let baseline_kills = oom_kills(memory_dir, true)?;
+        // Read once so that an unreadable file fails the watch now; the
+        // baseline is zero (see the module doc).
+        oom_kills(memory_dir, true)?;
         Ok(Self {
             kind: Kind::V2 { inotify: fd },
             memory_dir: memory_dir.to_owned(),
             v2: true,
-            baseline_kills: Some(baseline_kills.unwrap_or(0)),
+            baseline_kills: Some(0),
             fired: false,
         })
     }

@@ -200,11 +200,24 @@ mod tests {
     /// not chown the slave to root: EPERM broke every TTY launch).
     #[test]
     fn a_non_root_agent_gets_its_own_pty() {
+        use std::os::unix::fs::PermissionsExt;
         use std::os::unix::process::CommandExt;
         if !rustix::process::geteuid().is_root() {
             return; // the test above already ran as a non-root user
         }
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        // A copy of this test binary in a directory `nobody` can traverse:
+        // the checkout may sit below a private one (a CI clone in a 0700
+        // temporary directory), where `nobody` could not even exec it.
+        let dir = tempfile::Builder::new()
+            .prefix("nestguard-pty-test")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = dir.path().join("tests");
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new(&exe)
+            .current_dir(dir.path())
             .args([
                 "--exact",
                 "cli::agent::core::container_io::tests::the_pty_slave_is_the_agents_0600_and_has_the_window_size",
