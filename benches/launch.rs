@@ -21,6 +21,10 @@
 //!     `seccomp` isolator's default profile (Docker's) in the launch info:
 //!     the cached filter is sent to the helper and installed before
 //!     `execve`; compare with `nestguard_nested_tmpfs` for its cost.
+//!   - `nestguard_nested_defaults`: every default of the isolators (the
+//!     seccomp profile, Docker's capability set, `no_new_privs`, the masked
+//!     paths): what a container gets with no parameters; the number issue
+//!     24 holds against `unshare`.
 //!   - `nestguard_nested_with_destroy`: also times the destroy that follows
 //!     (kill, cgroup removal, `termination` checkpoint); the other
 //!     nestguard cases destroy outside the timed part, as `unshare` has
@@ -225,6 +229,26 @@ fn launch_exit(c: &mut Criterion) {
         seccomp_profile: Some(nestguard::isolation::seccomp::default_profile::profile()),
         ..true_info()
     };
+    // Every default of the isolators: Docker's seccomp profile and
+    // capability set, no_new_privs, the masked paths (as the mounts the
+    // composite makes of them).
+    let defaults = {
+        use nestguard::isolation::isolator::composite::mask_mounts;
+        use nestguard::isolation::isolator::hardening::{
+            DEFAULT_CAPABILITIES, DEFAULT_MASKED_PATHS,
+        };
+        let mut d = seccomp.clone();
+        d.bounding_capabilities = Some(nestguard::proto::mesos::CapabilityInfo {
+            capabilities: DEFAULT_CAPABILITIES.iter().map(|c| *c as i32).collect(),
+        });
+        d.no_new_privileges = Some(true);
+        let masked: Vec<String> = DEFAULT_MASKED_PATHS
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect();
+        d.mounts.extend(mask_mounts(&masked));
+        d
+    };
     let mut n = 0u64;
     let all = Defences::default();
     let no_read_only_paths = Defences {
@@ -256,6 +280,13 @@ fn launch_exit(c: &mut Criterion) {
     for (name, parent, share_cgroups, defences, info) in [
         ("nestguard_nested_tmpfs", "/dev/shm", true, all, &info),
         ("nestguard_nested_seccomp", "/dev/shm", true, all, &seccomp),
+        (
+            "nestguard_nested_defaults",
+            "/dev/shm",
+            true,
+            all,
+            &defaults,
+        ),
         (
             "nestguard_nested_no_read_only_paths",
             "/dev/shm",

@@ -52,6 +52,7 @@
 
 pub mod cgroups;
 pub mod channel;
+pub mod exec_stage;
 pub mod helper;
 pub mod isolator;
 pub mod launcher;

@@ -27,5 +27,6 @@ mod launcher_cgroups;
 mod launcher_core;
 mod launcher_restart;
 mod security_capabilities;
+mod security_exec_stage;
 mod security_isolation;
 mod security_seccomp;

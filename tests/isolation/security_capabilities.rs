@@ -2,15 +2,15 @@
 //! does not know (`cap_last_cap` > 37, kernels ≥ 5.8): nestguard's launcher
 //! drops exactly what the allow-list leaves out, new capabilities included
 //! (root); under Mesos' launcher (`launcher=mesos`, set by the C++ shim)
-//! an allow-list is refused at module load on such a kernel, with the way
-//! out in the error, and `hardening_capabilities=*` loads.
+//! the allow-list loads on any kernel, since nestguard's exec stage applies
+//! it, and Mesos' helper never sees a capability field.
 
 use crate::isolator_support;
 
 use std::time::Duration;
 
 use isolator_support::{Agent, config, read, root_or_skip};
-use nestguard::isolation::isolator::hardening::{MESOS_1_11_LAST_CAP, kernel_last_cap};
+use nestguard::isolation::isolator::hardening::kernel_last_cap;
 use nestguard::isolation::isolator::{Composite, IsolatorParams};
 
 #[test]
@@ -50,33 +50,25 @@ fn nestguard_launcher_drops_capabilities_mesos_does_not_know() {
 }
 
 #[test]
-fn mesos_launcher_refuses_an_allow_list_it_would_crash_on() {
-    let last = kernel_last_cap().unwrap();
-    let params = |caps: &'static str| {
-        IsolatorParams::parse([
-            ("isolation", "hardening"),
-            ("launcher", "mesos"),
-            ("hardening_capabilities", caps),
-        ])
-        .unwrap()
-    };
-    let refused = Composite::from_parameters(&params("CHOWN,KILL"));
-    if last > MESOS_1_11_LAST_CAP {
-        let e = refused.unwrap_err().to_string();
-        assert!(
-            e.contains("hardening_capabilities") && e.contains(&format!("cap_last_cap {last}")),
-            "{e}"
-        );
-    } else {
-        refused.unwrap();
-    }
-    let untouched = Composite::from_parameters(&params("*")).unwrap();
-    assert_eq!(untouched.names(), ["hardening"]);
-    // nestguard's launcher keeps the allow-list on any kernel.
-    let ours = IsolatorParams::parse([
-        ("isolation", "hardening"),
-        ("hardening_capabilities", "CHOWN"),
+fn mesos_launcher_loads_an_allow_list_on_any_kernel() {
+    let params = IsolatorParams::parse([
+        ("isolation", "hardening,seccomp"),
+        ("launcher", "mesos"),
+        ("hardening_capabilities", "CHOWN,KILL"),
     ])
     .unwrap();
-    Composite::from_parameters(&ours).unwrap();
+    let composite = Composite::from_parameters(&params).unwrap();
+    assert_eq!(composite.names(), ["hardening", "seccomp"]);
+    // A missing exec stage stops the module from loading.
+    let params = IsolatorParams::parse([
+        ("isolation", "hardening"),
+        ("launcher", "mesos"),
+        ("exec_stage", "/nonexistent/nestguard-exec"),
+    ])
+    .unwrap();
+    let e = Composite::from_parameters(&params).unwrap_err().to_string();
+    assert!(
+        e.contains("exec_stage") && e.contains("/nonexistent"),
+        "{e}"
+    );
 }

@@ -241,10 +241,10 @@ step_mains() {
 
 # libnestguard.so + the nestguard binary (executor, `nestguard agent`).
 step_nestguard() {
-  log "cargo build --release (libnestguard.so, nestguard, nestguard-launch)"
+  log "cargo build --release (libnestguard.so, nestguard, nestguard-launch, nestguard-exec)"
   (cd "$repo" && cargo build --release --workspace --quiet) || die "cargo build --release failed"
   local t="${CARGO_TARGET_DIR:-$repo/target}/release" f
-  for f in libnestguard.so nestguard nestguard-launch; do
+  for f in libnestguard.so nestguard nestguard-launch nestguard-exec; do
     cmp -s "$t/$f" "$NG/$f" || cp "$t/$f" "$NG/$f"
   done
 }

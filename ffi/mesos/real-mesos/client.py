@@ -50,6 +50,19 @@ def cmd_call(argv):
     print(status, data.replace("\n", " "))
 
 
+def cmd_session(argv):
+    """A LAUNCH_NESTED_CONTAINER_SESSION: the answer streams the session's
+    output (RecordIO) until its command exits; prints the status and the
+    number of bytes read."""
+    hostport, body, basic = argv[0], argv[1], argv[2]
+    headers = {"Accept": "application/recordio", "Message-Accept": "application/json",
+               "Authorization": "Basic " + base64.b64encode(basic.encode()).decode()}
+    conn, resp = post(hostport, "/api/v1", body, headers, stream=True, timeout=60)
+    data = resp.read()
+    conn.close()
+    print(resp.status, len(data), data[:300].decode("utf-8", "replace").replace("\n", " "))
+
+
 def records(resp):
     """RecordIO: '<length>\\n<bytes>' repeated."""
     while True:
@@ -203,4 +216,5 @@ def cmd_bench(argv):
 
 
 if __name__ == "__main__":
-    {"call": cmd_call, "framework": cmd_framework, "bench": cmd_bench}[sys.argv[1]](sys.argv[2:])
+    {"call": cmd_call, "session": cmd_session, "framework": cmd_framework,
+     "bench": cmd_bench}[sys.argv[1]](sys.argv[2:])

@@ -135,7 +135,9 @@ write_acls() {  # $1: "fw-kill" to let fw kill nested containers, "no-fw-kill" n
   "wait_nested_containers": [{"principals": {"values": ["fw"]}, "users": {"type": "ANY"}}],
   "kill_nested_containers": [$fwkill],
   "remove_nested_containers": [{"principals": {"values": ["fw"]}, "users": {"type": "ANY"}}],
-  "manage_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
+  "manage_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_container_sessions_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "launch_nested_container_sessions_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
 }
 JSON
   mv "$WORK/acls.json.tmp" "$WORK/acls.json"
@@ -166,16 +168,23 @@ for l in m["libraries"]:
 json.dump(m, open(out, "w"), indent=1)
 PY
 
-# The agent's --launcher_dir: Mesos' mesos-containerizer, and in place of
+# The agent's --launcher_dir: Mesos' mesos-containerizer behind nestguard's
+# wrapper, and in place of
 # Mesos' default executor (not in the binary) a wrapper that runs
 # `nestguard executor` (the agent runs the real path of
 # <launcher_dir>/mesos-default-executor, so the wrapper is copied and finds
 # `nestguard` next to it).
 LAUNCHER="$WORK/launcher"
 mkdir -p "$LAUNCHER"
-ln -s "$BIN/mesos-containerizer" "$LAUNCHER/mesos-containerizer"
+# nestguard's mesos-containerizer wrapper (a copy of nestguard-exec: it
+# finds Mesos' binary beside its own path, as mesos-containerizer.mesos)
+# hands the user switch of every container to the exec stage.
+cp "$NG/nestguard-exec" "$LAUNCHER/mesos-containerizer"
+ln -s "$BIN/mesos-containerizer" "$LAUNCHER/mesos-containerizer.mesos"
 cp "$here/mesos-default-executor" "$LAUNCHER/mesos-default-executor"
-ln -s "$NG/nestguard" "$LAUNCHER/nestguard"
+# A copy, not a link: the executor runs as the framework's user, who may
+# not traverse the cache's path (under a 0700 home, say).
+cp "$NG/nestguard" "$LAUNCHER/nestguard"
 chmod 755 "$LAUNCHER"
 
 CLIENT="$here/client.py"

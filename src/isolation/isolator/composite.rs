@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use prost::Message;
 
 use super::error::{IsolatorError, Result};
+use super::exec_stage::ExecStage;
 use super::watch::{LimitationSource, Watch};
 use super::{Isolator, ResourceLimits};
 use crate::container_id::{root, to_dotted};
@@ -30,6 +31,8 @@ pub struct Composite {
     roots: Mutex<HashMap<String, bool>>,
     /// The cgroups manager of the `cgroups` isolator, for the launcher.
     cgroups: Option<Arc<Cgroups>>,
+    /// Under Mesos' launcher: the stage that applies the defences.
+    exec_stage: Option<ExecStage>,
 }
 
 impl std::fmt::Debug for Composite {
@@ -158,7 +161,15 @@ impl Composite {
             isolators,
             roots: Mutex::new(HashMap::new()),
             cgroups: None,
+            exec_stage: None,
         }
+    }
+
+    /// Under Mesos' launcher: every prepared container's defences go
+    /// through `stage` ([`ExecStage::wrap`]).
+    pub fn with_exec_stage(mut self, stage: ExecStage) -> Self {
+        self.exec_stage = Some(stage);
+        self
     }
 
     /// The cgroups manager the `cgroups` isolator uses, to plug into the
@@ -310,6 +321,10 @@ impl Isolator for Composite {
         }
         if let Some(m) = merged.as_mut() {
             finish(m);
+        }
+        if let Some(stage) = &self.exec_stage {
+            let info = merged.get_or_insert_with(ContainerLaunchInfo::default);
+            stage.wrap(id, config, info)?;
         }
         tracing::debug!(container = %to_dotted(id), "isolators prepared");
         Ok(merged)

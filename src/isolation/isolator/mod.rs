@@ -97,6 +97,7 @@ pub mod composite;
 pub mod disk;
 pub mod environment;
 mod error;
+pub mod exec_stage;
 pub mod filesystem;
 pub mod hardening;
 pub mod namespace_policy;

@@ -4,7 +4,7 @@
 //!
 //! | key | default | meaning |
 //! |---|---|---|
-//! | `isolation` | `cgroups,namespaces,filesystem/linux,volume/sandbox_path,[environment/credentials,]hardening,disk/du` | isolators, in order |
+//! | `isolation` | `cgroups,namespaces,filesystem/linux,volume/sandbox_path,[environment/credentials,]hardening,seccomp,disk/du` | isolators, in order; a list without `hardening` or `seccomp` is logged as a warning at load |
 //! | `cgroups_mount_root` | `/sys/fs/cgroup` | where cgroup file systems are mounted |
 //! | `cgroups_root` | `nestguard` | our directory in each hierarchy |
 //! | `cgroups_destroy_timeout_secs` | `60` | how long killing may take |
@@ -15,7 +15,8 @@
 //! | `cgroups_skip_freezer` | `false`; `true` with `launcher=mesos` | v1: no freezer cgroups of ours; `isolate` leaves the freezer alone (the default under Mesos' launcher: its LinuxLauncher tracks and destroys processes through its own freezer cgroup) |
 //! | `disallow_sharing_agent_pid_namespace` | `true` | as Mesos' flag (whose default is `false`: we refuse by default) |
 //! | `hardening_no_new_privileges` | `true` | set `no_new_privileges` |
-//! | `hardening_capabilities` | Docker's default set | comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched |
+//! | `hardening_capabilities` | Docker's default set | what every container gets: comma list of `CapabilityInfo` names (`CHOWN,KILL`), `*` = untouched (a warning at load) |
+//! | `hardening_allowed_capabilities` | `hardening_capabilities` | what a container may ask for (`LinuxInfo.capability_info`, `effective_capabilities`, `bounding_capabilities`): a superset of `hardening_capabilities`, e.g. `SYS_PTRACE` for debuggers |
 //! | `hardening_masked_paths` | Mesos' list | comma list of absolute paths, empty = none |
 //! | `credentials_jwt_key` | none | executor-token signing key file, a path or `file://` URL (token mode) |
 //! | `credentials_http_credentials` | none | `--http_credentials` file, a path or `file://` URL (secret mode: fails closed for nested containers, whose `ContainerConfig` has no `FrameworkInfo.principal`) |
@@ -25,11 +26,13 @@
 //! | `seccomp_profile_name` | Docker's default (built in) | default profile, a file in `seccomp_config_dir` (Mesos' `--seccomp_profile_name`) |
 //! | `seccomp_allow_unconfined` | `false` | honour `LinuxInfo.seccomp.unconfined` |
 //! | `launcher` | `nestguard` | what runs the containers: `nestguard`, or `mesos` (Mesos 1.11's launch helper; the C++ shim sets it) |
+//! | `exec_stage` | `nestguard-exec` beside the library | with `launcher=mesos`: the exec stage that applies capabilities, `no_new_privileges`, seccomp and read-only kernel paths (see `exec_stage`); the module does not load without it |
 //!
 //! `environment/credentials` is in the default list only when a key or
 //! credentials file is given; listing it without either is an error.
-//! `seccomp` is enabled by listing it in `isolation` (as Mesos'
-//! `linux/seccomp`); its parameters without it are an error.
+//! `seccomp` is in the default list (Mesos has it off unless `linux/seccomp`
+//! is listed): an explicit `isolation` without it is the one way to run
+//! containers without a filter, and its parameters without it are an error.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -42,8 +45,9 @@ use super::composite::Composite;
 use super::disk::DiskIsolator;
 use super::environment::CredentialsIsolator;
 use super::error::{IsolatorError, Result};
+use super::exec_stage::{ExecStage, default_stage_path};
 use super::filesystem::FilesystemIsolator;
-use super::hardening::{HardeningIsolator, MESOS_1_11_LAST_CAP, kernel_last_cap};
+use super::hardening::HardeningIsolator;
 use super::namespace_policy::NamespacesIsolator;
 use super::seccomp::SeccompIsolator;
 use super::volume::{SandboxPathIsolator, SandboxRegistry};
@@ -66,7 +70,7 @@ pub const ISOLATORS: [&str; 8] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 23] = [
     "isolation",
     "cgroups_owner",
     "cgroups_mount_root",
@@ -79,6 +83,7 @@ const KEYS: [&str; 21] = [
     "disallow_sharing_agent_pid_namespace",
     "hardening_no_new_privileges",
     "hardening_capabilities",
+    "hardening_allowed_capabilities",
     "hardening_masked_paths",
     "credentials_jwt_key",
     "credentials_http_credentials",
@@ -88,6 +93,7 @@ const KEYS: [&str; 21] = [
     "seccomp_profile_name",
     "seccomp_allow_unconfined",
     "launcher",
+    "exec_stage",
 ];
 
 /// Parsed isolator parameters.
@@ -123,6 +129,8 @@ pub struct IsolatorParams {
     pub mesos_launcher: bool,
     /// `disk/du`'s sampling interval (`None`: a walk per `usage`).
     pub disk_watch_interval: Option<Duration>,
+    /// The exec stage under Mesos' launcher (`None`: beside the library).
+    pub exec_stage: Option<PathBuf>,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -146,6 +154,17 @@ fn number(key: &str, v: &str) -> Result<u64> {
         .ok()
         .filter(|n| *n > 0)
         .ok_or_else(|| parameter(key, "a positive integer", v))
+}
+
+fn capability_list(key: &str, v: &str) -> Result<BTreeSet<i32>> {
+    let mut set = BTreeSet::new();
+    for name in list(v) {
+        let cap = Capability::from_str_name(&name)
+            .filter(|c| *c != Capability::Unknown)
+            .ok_or_else(|| parameter(key, "capability names such as CHOWN,KILL", &name))?;
+        set.insert(cap as i32);
+    }
+    Ok(set)
 }
 
 fn list(v: &str) -> Vec<String> {
@@ -258,22 +277,26 @@ impl IsolatorParams {
             hardening.capabilities = if v.trim() == "*" {
                 None
             } else {
-                let mut set = BTreeSet::new();
-                for name in list(v) {
-                    let cap = Capability::from_str_name(&name)
-                        .filter(|c| *c != Capability::Unknown)
-                        .ok_or_else(|| {
-                            parameter(
-                                "hardening_capabilities",
-                                "capability names such as CHOWN,KILL",
-                                &name,
-                            )
-                        })?;
-                    set.insert(cap as i32);
-                }
-                Some(set)
+                Some(capability_list("hardening_capabilities", v)?)
             };
         }
+        hardening.allowed = match map.get("hardening_allowed_capabilities") {
+            None => hardening.capabilities.clone(),
+            Some(v) if v.trim() == "*" => None,
+            Some(v) => {
+                let allowed = capability_list("hardening_allowed_capabilities", v)?;
+                if let Some(given) = &hardening.capabilities
+                    && let Some(missing) = given.difference(&allowed).next()
+                {
+                    return Err(parameter(
+                        "hardening_allowed_capabilities",
+                        "a superset of hardening_capabilities",
+                        &format!("{v} (without {})", super::hardening::cap_name(*missing)),
+                    ));
+                }
+                Some(allowed)
+            }
+        };
         if let Some(v) = map.get("hardening_masked_paths") {
             let paths = list(v);
             if let Some(bad) = paths
@@ -315,7 +338,6 @@ impl IsolatorParams {
             None => ISOLATORS
                 .iter()
                 .filter(|n| with_credentials || **n != "environment/credentials")
-                .filter(|n| **n != "seccomp")
                 .map(|n| (*n).to_owned())
                 .collect(),
         };
@@ -376,6 +398,7 @@ impl IsolatorParams {
                 .map_or(Ok(false), |v| boolean("seccomp_allow_unconfined", v))?,
             mesos_launcher,
             disk_watch_interval,
+            exec_stage: file("exec_stage"),
         })
     }
 
@@ -387,6 +410,38 @@ impl IsolatorParams {
                 .iter()
                 .map(|p| (p.key.as_str(), p.value.as_str())),
         )
+    }
+
+    /// Every defence left off by a parameter, as a warning at load: opting
+    /// out is allowed, never silent.
+    pub fn warn_about_opt_outs(&self) {
+        let listed = |name: &str| self.isolation.iter().any(|n| n == name);
+        let mut off: Vec<&'static str> = Vec::new();
+        if !listed("seccomp") {
+            off.push("seccomp (not in 'isolation'): containers run without a syscall filter");
+        }
+        if !listed("hardening") {
+            off.push(
+                "hardening (not in 'isolation'): containers keep every capability, \
+                 no no_new_privileges, no masked paths",
+            );
+        } else {
+            if self.hardening.capabilities.is_none() {
+                off.push("hardening_capabilities=*: containers keep every capability");
+            }
+            if !self.hardening.no_new_privileges {
+                off.push("hardening_no_new_privileges=false");
+            }
+            if self.hardening.masked_paths.is_empty() {
+                off.push("hardening_masked_paths is empty: /proc/kcore and the rest are visible");
+            }
+        }
+        if self.seccomp_allow_unconfined {
+            off.push("seccomp_allow_unconfined=true: a container may ask for no filter");
+        }
+        for what in off {
+            tracing::warn!(defence = what, "isolation weaker than nestguard's default");
+        }
     }
 
     fn injector(&self) -> Result<Injector> {
@@ -424,16 +479,16 @@ impl Composite {
         let sandboxes = Arc::new(SandboxRegistry::default());
         let mut isolators: Vec<Arc<dyn Isolator>> = Vec::new();
         let mut cgroups = None;
-        if params.mesos_launcher && params.isolation.iter().any(|n| n == "seccomp") {
-            // Mesos 1.11's launcher would apply our profile with libseccomp,
-            // without our per-rule errno (clone3 → ENOSYS), and aborts on any
-            // profile where cap_last_cap > 37 (see `hardening`).
-            return Err(parameter(
-                "isolation",
-                "no 'seccomp' under Mesos' launcher (nestguard's filters need nestguard's launcher)",
-                "seccomp",
-            ));
-        }
+        params.warn_about_opt_outs();
+        // Under Mesos' launcher the stage applies what Mesos 1.11's helper
+        // aborts on (capabilities, seccomp where cap_last_cap > 37).
+        let exec_stage = if params.mesos_launcher {
+            Some(ExecStage::new(
+                params.exec_stage.clone().unwrap_or_else(default_stage_path),
+            )?)
+        } else {
+            None
+        };
         for name in &params.isolation {
             let isolator: Arc<dyn Isolator> = match name.as_str() {
                 "cgroups" => {
@@ -451,14 +506,7 @@ impl Composite {
                 "filesystem/linux" => Arc::new(FilesystemIsolator::new(sandboxes.clone())),
                 "volume/sandbox_path" => Arc::new(SandboxPathIsolator::new(sandboxes.clone())),
                 "environment/credentials" => Arc::new(CredentialsIsolator::new(params.injector()?)),
-                "hardening" => {
-                    let mut hardening = params.hardening.clone();
-                    if params.mesos_launcher {
-                        hardening.launcher_last_cap = Some(MESOS_1_11_LAST_CAP);
-                        hardening.check_launcher(kernel_last_cap()?)?;
-                    }
-                    Arc::new(hardening)
-                }
+                "hardening" => Arc::new(params.hardening.clone()),
                 "seccomp" => Arc::new(SeccompIsolator::new(
                     params.seccomp_config_dir.clone(),
                     params.seccomp_profile_name.clone(),
@@ -474,7 +522,10 @@ impl Composite {
             };
             isolators.push(isolator);
         }
-        let composite = Composite::with_cgroups(isolators, cgroups);
+        let mut composite = Composite::with_cgroups(isolators, cgroups);
+        if let Some(stage) = exec_stage {
+            composite = composite.with_exec_stage(stage);
+        }
         tracing::info!(isolators = ?composite.names(), "isolators configured");
         Ok(composite)
     }
@@ -509,28 +560,49 @@ mod tests {
     }
 
     #[test]
-    fn mesos_launcher_refuses_seccomp_and_checks_the_kernel() {
+    fn mesos_launcher_takes_seccomp_through_the_exec_stage() {
         let e = IsolatorParams::parse([("launcher", "docker")]).unwrap_err();
         assert!(e.to_string().contains("'docker'"), "{e}");
-        let p = IsolatorParams::parse([("isolation", "seccomp"), ("launcher", "mesos")]).unwrap();
-        let e = Composite::from_parameters(&p).unwrap_err();
-        assert!(
-            e.to_string().contains("no 'seccomp' under Mesos' launcher"),
-            "{e}"
+        // Any executable stands in for the stage at load.
+        let p = IsolatorParams::parse([
+            ("isolation", "hardening,seccomp"),
+            ("launcher", "mesos"),
+            ("exec_stage", "/bin/true"),
+        ])
+        .unwrap();
+        assert_eq!(
+            Composite::from_parameters(&p).unwrap().names(),
+            ["hardening", "seccomp"]
         );
-        let e = IsolatorParams::parse([("seccomp_allow_unconfined", "true")]).unwrap_err();
+        let p = IsolatorParams::parse([
+            ("isolation", "hardening"),
+            ("launcher", "mesos"),
+            ("exec_stage", "/etc/passwd"),
+        ])
+        .unwrap();
+        let e = Composite::from_parameters(&p).unwrap_err().to_string();
+        assert!(e.contains("executable regular file"), "{e}");
+        let e = IsolatorParams::parse([
+            ("isolation", "hardening"),
+            ("seccomp_allow_unconfined", "true"),
+        ])
+        .unwrap_err();
         assert!(
             e.to_string().contains("'seccomp' in the isolation list"),
             "{e}"
         );
-        // With capabilities untouched, hardening loads whatever the kernel.
-        let p = IsolatorParams::parse([
-            ("isolation", "hardening"),
-            ("launcher", "mesos"),
-            ("hardening_capabilities", "*"),
-        ])
+        let e = IsolatorParams::parse([("hardening_allowed_capabilities", "KILL")]).unwrap_err();
+        assert!(
+            e.to_string().contains("superset of hardening_capabilities"),
+            "{e}"
+        );
+        let p = IsolatorParams::parse([(
+            "hardening_allowed_capabilities",
+            "CHOWN,DAC_OVERRIDE,FSETID,FOWNER,MKNOD,NET_RAW,SETGID,SETUID,SETFCAP,SETPCAP,\
+             NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE,SYS_PTRACE",
+        )])
         .unwrap();
-        assert!(Composite::from_parameters(&p).is_ok());
+        assert_eq!(p.hardening.allowed.as_ref().map(|a| a.len()), Some(15));
     }
 
     #[test]
@@ -590,6 +662,7 @@ mod tests {
                 "filesystem/linux",
                 "volume/sandbox_path",
                 "hardening",
+                "seccomp",
                 "disk/du"
             ]
         );

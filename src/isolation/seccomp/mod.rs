@@ -361,13 +361,16 @@ pub fn bounding_mask(info: &ContainerLaunchInfo) -> u64 {
         .bounding_capabilities
         .as_ref()
         .or(info.effective_capabilities.as_ref());
-    set.map_or(u64::MAX, |s| {
-        s.capabilities
-            .iter()
-            .filter_map(|c| c.checked_sub(1000).and_then(|n| u32::try_from(n).ok()))
-            .filter_map(|n| 1u64.checked_shl(n))
-            .fold(0, |acc, bit| acc | bit)
-    })
+    set.map_or(u64::MAX, |s| capability_mask(&s.capabilities))
+}
+
+/// `CapabilityInfo` values (capability + 1000) as a bit mask.
+pub fn capability_mask(capabilities: &[i32]) -> u64 {
+    capabilities
+        .iter()
+        .filter_map(|c| c.checked_sub(1000).and_then(|n| u32::try_from(n).ok()))
+        .filter_map(|n| 1u64.checked_shl(n))
+        .fold(0, |acc, bit| acc | bit)
 }
 
 /// Encoded filters with the (profile, bounding set) they were compiled for.

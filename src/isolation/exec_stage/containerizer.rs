@@ -1,0 +1,197 @@
+//! The `mesos-containerizer` wrapper: lets the stage switch the user itself.
+//!
+//! Mesos' launch helper switches to the container's user before it
+//! `execve`s the command, and a non-root process cannot reduce its bounding
+//! set any more (that needs `CAP_SETPCAP`). So, installed as
+//! `<--launcher_dir>/mesos-containerizer` with Mesos' binary beside it as
+//! `mesos-containerizer.mesos`, this wrapper rewrites the launch info of
+//! every `launch` whose command is the stage: the `user` (and
+//! `supplementary_groups`) leave the launch info and become the stage's
+//! `--user=uid:gid:groups`, resolved here, on the host, exactly as Mesos'
+//! helper resolves them before any `chroot` (`getpwnam`, `getgrouplist`,
+//! plus the supplementary groups). Mesos' helper then runs as root to the
+//! end and the stage drops everything in the right order.
+//!
+//! Everything else passes through untouched: other subcommands, launches
+//! whose command is not the stage, and a launch info that does not parse
+//! (Mesos' helper reports that itself). Without the wrapper the stage still
+//! runs, as the container's user, and refuses to start a command whose
+//! bounding set it cannot reduce: no path runs a command less confined.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::STAGE_NAME;
+use super::plan::StageUser;
+
+/// The environment variable that carries the launch info (Mesos' flag
+/// `--launch_info` read from the environment with the helper's prefix).
+pub const LAUNCH_INFO_ENV: &str = "MESOS_CONTAINERIZER_LAUNCH_INFO";
+
+/// Mesos' own binary, beside the wrapper.
+pub const REAL_SUFFIX: &str = ".mesos";
+
+/// Whether `command` (the launch info's) runs the stage.
+fn runs_the_stage(command: &Value) -> bool {
+    let value = command.get("value").and_then(Value::as_str).unwrap_or("");
+    let first = command
+        .get("arguments")
+        .and_then(Value::as_array)
+        .and_then(|a| a.get(1))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    value.rsplit('/').next() == Some(STAGE_NAME) && first.starts_with("--plan=")
+}
+
+/// The user as Mesos' helper resolves it; `None` when it is the current
+/// effective user (Mesos then switches nothing either).
+fn resolve(name: &str, extra: &[u32]) -> Result<Option<StageUser>, String> {
+    let user = nix::unistd::User::from_name(name)
+        .map_err(|e| format!("getpwnam({name:?}): {e}"))?
+        .ok_or_else(|| format!("Failed to get the uid of user '{name}': not found"))?;
+    if user.uid == nix::unistd::geteuid() {
+        return Ok(None);
+    }
+    let cname = CString::new(name).map_err(|_| "the user name has a NUL byte".to_owned())?;
+    let mut groups: Vec<u32> = nix::unistd::getgrouplist(&cname, user.gid)
+        .map_err(|e| format!("getgrouplist({name:?}): {e}"))?
+        .into_iter()
+        .map(|g| g.as_raw())
+        .collect();
+    groups.extend_from_slice(extra);
+    Ok(Some(StageUser {
+        uid: user.uid.as_raw(),
+        gid: user.gid.as_raw(),
+        groups,
+    }))
+}
+
+/// Rewrites one launch info (JSON text); `Ok(None)`: leave it as it is.
+pub fn rewrite(text: &str) -> Result<Option<String>, String> {
+    let Ok(mut info) = serde_json::from_str::<Value>(text) else {
+        return Ok(None);
+    };
+    let Some(obj) = info.as_object_mut() else {
+        return Ok(None);
+    };
+    let (Some(command), Some(name)) = (obj.get("command"), obj.get("user")) else {
+        return Ok(None);
+    };
+    if !runs_the_stage(command) {
+        return Ok(None);
+    }
+    let name = name.as_str().unwrap_or("").to_owned();
+    let extra: Vec<u32> = obj
+        .get("supplementary_groups")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_u64)
+                .filter_map(|g| u32::try_from(g).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let user = resolve(&name, &extra)?;
+    obj.remove("user");
+    obj.remove("supplementary_groups");
+    if let Some(user) = user
+        && let Some(args) = obj
+            .get_mut("command")
+            .and_then(|c| c.get_mut("arguments"))
+            .and_then(Value::as_array_mut)
+    {
+        args.insert(2, Value::String(user.to_arg()));
+    }
+    Ok(Some(info.to_string()))
+}
+
+/// Runs the wrapper: returns only on failure, with the message to print.
+pub fn run(args: &[OsString]) -> String {
+    let real = match std::env::current_exe() {
+        Ok(exe) => {
+            let mut name = exe.file_name().unwrap_or_default().to_os_string();
+            name.push(REAL_SUFFIX);
+            exe.with_file_name(name)
+        }
+        Err(e) => return format!("cannot find its own binary: {e}"),
+    };
+    if args.get(1).map(|a| a.as_bytes()) == Some(b"launch")
+        && let Some(text) = std::env::var_os(LAUNCH_INFO_ENV)
+    {
+        match rewrite(&text.to_string_lossy()) {
+            Ok(Some(new)) => {
+                // SAFETY: single-threaded here (the wrapper's main, before
+                // any thread), as set_var requires.
+                unsafe { std::env::set_var(LAUNCH_INFO_ENV, new) };
+            }
+            Ok(None) => {}
+            Err(e) => return e,
+        }
+    }
+    exec_real(&real, args)
+}
+
+fn exec_real(real: &Path, args: &[OsString]) -> String {
+    let path = match CString::new(real.as_os_str().as_bytes()) {
+        Ok(p) => p,
+        Err(_) => return "its path has a NUL byte".to_owned(),
+    };
+    let argv: Result<Vec<CString>, _> = args
+        .iter()
+        .map(|a| CString::new(a.clone().into_vec()))
+        .collect();
+    let Ok(argv) = argv else {
+        return "an argument has a NUL byte".to_owned();
+    };
+    let e = nix::unistd::execv(&path, &argv).unwrap_err();
+    format!("execv {}: {e}", real.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(user: &str, value: &str) -> String {
+        serde_json::json!({
+            "command": {"shell": false, "value": value,
+                        "arguments": ["nestguard-exec", "--plan=e30=", "--", "/bin/true"]},
+            "user": user,
+            "supplementary_groups": [4242],
+            "working_directory": "/tmp"
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn moves_the_user_into_the_stage() {
+        let out = rewrite(&info("nobody", "/opt/ng/nestguard-exec"))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert!(v.get("user").is_none() && v.get("supplementary_groups").is_none());
+        let args = v["command"]["arguments"].as_array().unwrap();
+        let user = args[2].as_str().unwrap();
+        let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
+        assert!(
+            user.starts_with(&format!("--user={}:{}:", nobody.uid, nobody.gid)),
+            "{user}"
+        );
+        assert!(user.ends_with(",4242"), "{user}");
+        assert_eq!(args[3], "--");
+        assert_eq!(v["working_directory"], "/tmp");
+    }
+
+    #[test]
+    fn leaves_other_launches_alone() {
+        assert_eq!(rewrite(&info("nobody", "/bin/sleep")).unwrap(), None);
+        assert_eq!(rewrite("not json").unwrap(), None);
+        let no_user = serde_json::json!({"command": {"value": "/x/nestguard-exec",
+            "arguments": ["nestguard-exec", "--plan=e30=", "--", "/bin/true"]}});
+        assert_eq!(rewrite(&no_user.to_string()).unwrap(), None);
+        let e = rewrite(&info("no-such-user-ng", "/opt/ng/nestguard-exec")).unwrap_err();
+        assert!(e.contains("not found"), "{e}");
+    }
+}

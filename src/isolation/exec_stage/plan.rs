@@ -1,0 +1,230 @@
+//! What the stage applies, as the agent computed it, and its argv form.
+//!
+//! The plan travels in the command's arguments (Mesos passes them through
+//! untouched and they vanish at the stage's `execve`): base64 of JSON, one
+//! argument. The stage decodes it bounded and refuses anything malformed.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::{Deserialize, Serialize};
+
+/// The largest plan argument accepted (Docker's profile compiles to about
+/// 10 KiB of BPF; the kernel takes 4096 instructions per filter).
+pub const MAX_PLAN_BYTES: usize = 1 << 20;
+
+/// Why a stage argv cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The arguments are not of the stage's form.
+    #[error("usage: {0}")]
+    Usage(&'static str),
+    /// The plan argument does not decode.
+    #[error("the --plan argument is not a valid plan: {0}")]
+    Plan(String),
+    /// The `--user` argument does not parse.
+    #[error("--user takes uid:gid[:group,group…], found {0:?}")]
+    User(String),
+}
+
+/// The defences of one container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecPlan {
+    /// The container (dotted), for messages.
+    pub container: String,
+    /// Bounding set as a bit mask (bit n = capability n).
+    pub bounding: u64,
+    /// Effective (and permitted, inheritable, ambient) set, when asked for.
+    pub effective: Option<u64>,
+    /// Set `PR_SET_NO_NEW_PRIVS`.
+    pub no_new_privs: bool,
+    /// Seccomp filters, encoded as the launcher's (installed in order).
+    pub filters: Vec<String>,
+    /// Make the kernel's knobs read-only (own mount namespace only).
+    pub read_only_paths: bool,
+    /// The agent's mount namespace (inode of `/proc/self/ns/mnt`).
+    pub agent_mnt_ns: u64,
+}
+
+/// A user to switch to, resolved on the host by the wrapper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageUser {
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+}
+
+impl StageUser {
+    /// `uid:gid:g,g` (the `--user` value).
+    pub fn to_arg(&self) -> String {
+        let groups: Vec<String> = self.groups.iter().map(u32::to_string).collect();
+        format!("--user={}:{}:{}", self.uid, self.gid, groups.join(","))
+    }
+
+    fn parse(value: &str) -> Result<Self, PlanError> {
+        let bad = || PlanError::User(value.to_owned());
+        let mut parts = value.splitn(3, ':');
+        let uid = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let gid = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let groups = match parts.next() {
+            None | Some("") => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(|g| g.parse().map_err(|_| bad()))
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(StageUser { uid, gid, groups })
+    }
+}
+
+/// A decoded stage argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageArgs {
+    /// The defences.
+    pub plan: ExecPlan,
+    /// The user to switch to, if the wrapper moved it here.
+    pub user: Option<StageUser>,
+    /// The command's executable (searched on `PATH` as Mesos does).
+    pub path: Vec<u8>,
+    /// The command's argv, verbatim.
+    pub argv: Vec<Vec<u8>>,
+}
+
+impl ExecPlan {
+    /// The `--plan=` argument.
+    pub fn to_arg(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        format!("--plan={}", BASE64.encode(json))
+    }
+
+    fn from_arg(value: &[u8]) -> Result<Self, PlanError> {
+        if value.len() > MAX_PLAN_BYTES {
+            return Err(PlanError::Plan(format!(
+                "{} bytes, more than {MAX_PLAN_BYTES}",
+                value.len()
+            )));
+        }
+        let json = BASE64
+            .decode(value)
+            .map_err(|e| PlanError::Plan(format!("base64: {e}")))?;
+        serde_json::from_slice(&json).map_err(|e| PlanError::Plan(format!("JSON: {e}")))
+    }
+}
+
+const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] -- <path> [argv0 args…]";
+
+/// Parses the stage's arguments (without `argv[0]`).
+pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
+    let mut plan = None;
+    let mut user = None;
+    let mut rest = args.iter();
+    for arg in rest.by_ref() {
+        if *arg == b"--" {
+            break;
+        } else if let Some(v) = arg.strip_prefix(b"--plan=") {
+            if plan.replace(ExecPlan::from_arg(v)?).is_some() {
+                return Err(PlanError::Usage(USAGE));
+            }
+        } else if let Some(v) = arg.strip_prefix(b"--user=") {
+            let text = std::str::from_utf8(v)
+                .map_err(|_| PlanError::User(String::from_utf8_lossy(v).into_owned()))?;
+            if user.replace(StageUser::parse(text)?).is_some() {
+                return Err(PlanError::Usage(USAGE));
+            }
+        } else {
+            return Err(PlanError::Usage(USAGE));
+        }
+    }
+    let plan = plan.ok_or(PlanError::Usage(USAGE))?;
+    let path = rest.next().ok_or(PlanError::Usage(USAGE))?.to_vec();
+    if path.is_empty() {
+        return Err(PlanError::Usage(USAGE));
+    }
+    Ok(StageArgs {
+        plan,
+        user,
+        path,
+        argv: rest.map(|a| a.to_vec()).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> ExecPlan {
+        ExecPlan {
+            container: "pod.task".into(),
+            bounding: 0b1010,
+            effective: None,
+            no_new_privs: true,
+            filters: vec!["AAAA".into()],
+            read_only_paths: true,
+            agent_mnt_ns: 4026531840,
+        }
+    }
+
+    #[test]
+    fn round_trips_with_and_without_a_user() {
+        let p = plan();
+        let plan_arg = p.to_arg();
+        let user = StageUser {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![65534, 4],
+        };
+        let user_arg = user.to_arg();
+        let args: Vec<&[u8]> = vec![
+            plan_arg.as_bytes(),
+            user_arg.as_bytes(),
+            b"--",
+            b"/bin/sh",
+            b"sh",
+            b"-c",
+            b"exit 3",
+        ];
+        let parsed = parse_args(&args).unwrap();
+        assert_eq!(parsed.plan, p);
+        assert_eq!(parsed.user, Some(user));
+        assert_eq!(parsed.path, b"/bin/sh");
+        assert_eq!(
+            parsed.argv,
+            vec![b"sh".to_vec(), b"-c".to_vec(), b"exit 3".to_vec()]
+        );
+        let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--", b"/bin/true"];
+        let parsed = parse_args(&args).unwrap();
+        assert_eq!(parsed.user, None);
+        assert!(parsed.argv.is_empty());
+    }
+
+    #[test]
+    fn refuses_malformed_arguments() {
+        let plan_arg = plan().to_arg();
+        let cases: Vec<Vec<&[u8]>> = vec![
+            vec![],
+            vec![b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--"],
+            vec![
+                plan_arg.as_bytes(),
+                plan_arg.as_bytes(),
+                b"--",
+                b"/bin/true",
+            ],
+            vec![b"--plan=!!!", b"--", b"/bin/true"],
+            vec![b"--plan=e30=", b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--user=0", b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--user=a:b", b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--other", b"--", b"/bin/true"],
+        ];
+        for case in cases {
+            assert!(parse_args(&case).is_err(), "{case:?}");
+        }
+        let huge = vec![b'A'; MAX_PLAN_BYTES + 4];
+        let mut arg = b"--plan=".to_vec();
+        arg.extend_from_slice(&huge);
+        let e = parse_args(&[&arg, b"--", b"/bin/true"]).unwrap_err();
+        assert!(e.to_string().contains("more than"), "{e}");
+    }
+}

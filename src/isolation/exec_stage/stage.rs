@@ -1,0 +1,190 @@
+//! The stage itself: applies an [`ExecPlan`] to the calling process and
+//! `execve`s the container's command in place (see the module doc of
+//! [`super`] for the order and why).
+
+use std::ffi::{CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+
+use super::plan::{StageArgs, StageUser, parse_args};
+use crate::isolation::helper::mounts::read_only_kernel_paths;
+use crate::isolation::seccomp;
+
+/// The kernel's last capability number (`/proc/sys/kernel/cap_last_cap`).
+fn cap_last_cap() -> Result<u32, String> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .map_err(|e| format!("read /proc/sys/kernel/cap_last_cap: {e}"))?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("cap_last_cap is {:?}", text.trim()))
+}
+
+/// The current bounding set as a mask (`CapBnd` of `/proc/self/status`).
+fn current_bounding() -> Result<u64, String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("read /proc/self/status: {e}"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapBnd:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .ok_or_else(|| "no CapBnd in /proc/self/status".to_owned())
+}
+
+fn mask_to_set(mask: u64) -> caps::CapsHashSet {
+    caps::all()
+        .into_iter()
+        .filter(|c| mask & (1u64 << c.index()) != 0)
+        .collect()
+}
+
+/// Step 1: read-only kernel paths, in the container's own mount namespace
+/// only.
+fn read_only_paths(args: &StageArgs) -> Result<(), String> {
+    if !args.plan.read_only_paths {
+        return Ok(());
+    }
+    let own = std::fs::metadata("/proc/self/ns/mnt")
+        .map_err(|e| format!("stat /proc/self/ns/mnt: {e}"))?
+        .ino();
+    if own == args.plan.agent_mnt_ns {
+        // The agent's own mount namespace: never remount the host's.
+        return Ok(());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        // Unprivileged: the knobs are root's files, already unwritable.
+        return Ok(());
+    }
+    if already_read_only() {
+        // A debug session in its parent's namespace, or a nested container
+        // in a copy of it: binding again would only stack mounts.
+        return Ok(());
+    }
+    read_only_kernel_paths().map_err(|e| e.to_string())
+}
+
+/// Whether `/proc/sys` and `/sys` are read-only mount points here already.
+fn already_read_only() -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    // The last mount at a target is the one the container sees.
+    let read_only = |target: &str| {
+        info.lines()
+            .rev()
+            .map(|l| l.split(' ').skip(4))
+            .find_map(|mut f| (f.next() == Some(target)).then(|| f.next()).flatten())
+            .is_some_and(|options| options.split(',').any(|o| o == "ro"))
+    };
+    read_only("/proc/sys") && read_only("/sys")
+}
+
+/// Step 2: the bounding set (every capability the kernel has) and the
+/// inheritable set clipped to it. A stage that cannot drop (not root, no
+/// `CAP_SETPCAP`) refuses unless the set is already within the plan's.
+fn bounding(args: &StageArgs) -> Result<(), String> {
+    let wanted = args.plan.bounding;
+    let current = current_bounding()?;
+    let extra = current & !wanted;
+    if extra == 0 {
+        return Ok(());
+    }
+    let can_drop = caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP)
+        .unwrap_or(false);
+    if !can_drop {
+        return Err(format!(
+            "container '{}': runs as uid {} without CAP_SETPCAP and cannot reduce its bounding \
+             set (CapBnd {current:016x}, wanted {wanted:016x}); the agent's --launcher_dir \
+             must hold nestguard's mesos-containerizer wrapper, which lets the stage switch \
+             the user itself",
+            args.plan.container,
+            nix::unistd::geteuid()
+        ));
+    }
+    for cap in 0..=cap_last_cap()?.min(63) {
+        if extra & (1u64 << cap) != 0 {
+            // SAFETY: prctl(PR_CAPBSET_DROP) takes a capability number only.
+            let rc =
+                unsafe { libc::prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap), 0, 0, 0) };
+            if rc != 0 {
+                return Err(format!(
+                    "prctl(PR_CAPBSET_DROP, {cap}): {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+    }
+    let inheritable = caps::read(None, caps::CapSet::Inheritable)
+        .map_err(|e| format!("capget: {e}"))?
+        .intersection(&mask_to_set(wanted))
+        .copied()
+        .collect();
+    caps::set(None, caps::CapSet::Inheritable, &inheritable)
+        .map_err(|e| format!("capset(inheritable): {e}"))
+}
+
+/// Steps 3 and 4: the user switch and the effective set.
+fn identity(args: &StageArgs) -> Result<(), String> {
+    let effective = args.plan.effective.map(mask_to_set);
+    if let Some(user) = &args.user {
+        switch_user(user, effective.is_some())?;
+    }
+    if let Some(set) = &effective {
+        for which in [
+            caps::CapSet::Effective,
+            caps::CapSet::Permitted,
+            caps::CapSet::Inheritable,
+            caps::CapSet::Ambient,
+        ] {
+            caps::set(None, which, set).map_err(|e| format!("capset({which:?}): {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn switch_user(user: &StageUser, keep_caps: bool) -> Result<(), String> {
+    use nix::unistd::{Gid, Uid};
+    if keep_caps {
+        nix::sys::prctl::set_keepcaps(true).map_err(|e| format!("prctl(PR_SET_KEEPCAPS): {e}"))?;
+    }
+    let groups: Vec<Gid> = user.groups.iter().map(|g| Gid::from_raw(*g)).collect();
+    nix::unistd::setgroups(&groups).map_err(|e| format!("setgroups: {e}"))?;
+    nix::unistd::setgid(Gid::from_raw(user.gid))
+        .map_err(|e| format!("setgid({}): {e}", user.gid))?;
+    nix::unistd::setuid(Uid::from_raw(user.uid)).map_err(|e| format!("setuid({}): {e}", user.uid))
+}
+
+/// Steps 5 and 6, then 7: `execvp` with the environment Mesos set.
+fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String> {
+    let filters = seccomp::decode(&args.plan.filters).map_err(|e| e.to_string())?;
+    let path = CString::new(args.path.clone()).map_err(|_| "the path has a NUL byte")?;
+    let argv: Vec<CString> = args
+        .argv
+        .iter()
+        .map(|a| CString::new(a.clone()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| "an argument has a NUL byte")?;
+    if args.plan.no_new_privs {
+        nix::sys::prctl::set_no_new_privs()
+            .map_err(|e| format!("prctl(PR_SET_NO_NEW_PRIVS): {e}"))?;
+    }
+    seccomp::install(&filters)?;
+    let e = nix::unistd::execvp(&path, &argv).unwrap_err();
+    Err(format!(
+        "execvp {:?}: {e}",
+        OsStr::from_bytes(&args.path).to_string_lossy()
+    ))
+}
+
+/// Runs the stage: returns only on failure, with the message to print.
+pub fn run(args: &[&[u8]]) -> String {
+    let result = (|| -> Result<std::convert::Infallible, String> {
+        let args = parse_args(args).map_err(|e| e.to_string())?;
+        read_only_paths(&args)?;
+        bounding(&args)?;
+        identity(&args)?;
+        confine_and_exec(&args)
+    })();
+    match result {
+        Err(text) => text,
+    }
+}

@@ -1,0 +1,208 @@
+//! nestguard's exec stage, as it runs under Mesos' launch helper
+//! (`launcher=mesos`): the isolators' launch info goes through the stage,
+//! and the stage — run here the way Mesos' helper runs a container's command,
+//! in a mount namespace of its own — applies seccomp, the capability sets,
+//! `no_new_privs` and read-only kernel paths before it `execve`s the command
+//! in place. The real agent runs the same in `ffi/mesos/real-mesos/`.
+
+use crate::isolator_support;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use isolator_support::{config, root_or_skip};
+use nestguard::isolation::exec_stage::containerizer;
+use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
+use nestguard::proto::mesos::slave::ContainerConfig;
+use nestguard::proto::mesos::{
+    CapabilityInfo, ContainerId, ContainerInfo, LinuxInfo, TaskInfo, capability_info,
+};
+
+const STAGE: &str = env!("CARGO_BIN_EXE_nestguard-exec");
+/// Docker's default set, as `hardening_capabilities` gives it.
+const DEFAULT_CAPS: &str = "00000000a80425fb";
+
+struct Dir(PathBuf);
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mesos_composite(extra: &[(&str, &str)]) -> Composite {
+    let mut pairs = vec![
+        ("isolation", "filesystem/linux,hardening,seccomp"),
+        ("launcher", "mesos"),
+        ("exec_stage", STAGE),
+    ];
+    pairs.extend_from_slice(extra);
+    Composite::from_parameters(&IsolatorParams::parse(pairs).unwrap()).unwrap()
+}
+
+fn sandbox(tag: &str) -> Dir {
+    let dir = std::env::temp_dir().join(format!("ng-exec-stage-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    nix::unistd::chown(&dir, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+    Dir(dir)
+}
+
+fn prepared(composite: &Composite, c: ContainerConfig, dir: &Path) -> Vec<String> {
+    let id = ContainerId {
+        value: "stage".into(),
+        parent: None,
+    };
+    let mut c = c;
+    c.directory = dir.display().to_string();
+    let info = composite.prepare(&id, &c).unwrap().unwrap();
+    assert!(info.seccomp_profile.is_none() && info.bounding_capabilities.is_none());
+    assert!(info.effective_capabilities.is_none() && info.no_new_privileges.is_none());
+    let command = info.command.unwrap();
+    assert_eq!(command.value.as_deref(), Some(STAGE));
+    assert_eq!(command.shell, Some(false));
+    command.arguments
+}
+
+/// Runs the stage as Mesos' helper would: in a new mount namespace, `cwd`
+/// the sandbox; `as_nobody`: after Mesos switched the user itself.
+fn run(arguments: &[String], dir: &Path, as_nobody: bool) -> Output {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "--propagation", "private"]);
+    if as_nobody {
+        cmd.args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]);
+    }
+    cmd.arg(STAGE).args(&arguments[1..]).current_dir(dir);
+    cmd.output().unwrap()
+}
+
+fn status_lines(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("status")).unwrap_or_default()
+}
+
+const PROBE: &str = "grep -E '^(Seccomp|NoNewPrivs|Cap(Bnd|Eff|Amb)):' /proc/self/status > status; \
+    unshare -U true 2>/dev/null && echo userns >> status; \
+    (echo x > /proc/sys/kernel/domainname) 2>/dev/null && echo procsys >> status; \
+    grep -E ' /(proc/sys|sys) ' /proc/self/mountinfo | awk '{print $5, $6}' >> status; exit 3";
+
+#[test]
+fn stage_applies_every_defence_and_keeps_the_exit_status() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = sandbox("root");
+    let args = prepared(&mesos_composite(&[]), config(PROBE), &dir.0);
+    let out = run(&args, &dir.0, false);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let s = status_lines(&dir.0);
+    for want in [
+        "Seccomp:\t2".to_owned(),
+        "NoNewPrivs:\t1".to_owned(),
+        format!("CapBnd:\t{DEFAULT_CAPS}"),
+        format!("CapEff:\t{DEFAULT_CAPS}"),
+        "CapAmb:\t0000000000000000".to_owned(),
+        "/proc/sys ro".to_owned(),
+        "/sys ro".to_owned(),
+    ] {
+        assert!(s.contains(&want), "{want:?} not in {s}");
+    }
+    assert!(!s.contains("userns") && !s.contains("procsys"), "{s}");
+    // A signal stays a signal.
+    let dir = sandbox("signal");
+    let args = prepared(&mesos_composite(&[]), config("kill -KILL $$"), &dir.0);
+    assert_eq!(run(&args, &dir.0, false).status.signal(), Some(9));
+}
+
+#[test]
+fn the_wrapper_hands_the_user_switch_to_the_stage() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = sandbox("user");
+    let args = prepared(&mesos_composite(&[]), config(PROBE), &dir.0);
+    let info = serde_json::json!({
+        "command": {"shell": false, "value": STAGE, "arguments": args},
+        "user": "nobody",
+    });
+    let rewritten = containerizer::rewrite(&info.to_string()).unwrap().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
+    assert!(v.get("user").is_none());
+    let args: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
+    assert!(args[2].starts_with("--user=65534:"), "{args:?}");
+    let out = run(&args, &dir.0, false);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let s = status_lines(&dir.0);
+    assert!(s.contains(&format!("CapBnd:\t{DEFAULT_CAPS}")), "{s}");
+    assert!(s.contains("CapEff:\t0000000000000000"), "{s}");
+    assert!(
+        s.contains("Seccomp:\t2") && s.contains("NoNewPrivs:\t1"),
+        "{s}"
+    );
+    assert!(!s.contains("userns"), "{s}");
+}
+
+#[test]
+fn without_the_wrapper_a_non_root_stage_fails_closed() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = sandbox("closed");
+    let args = prepared(&mesos_composite(&[]), config("touch ran; exit 0"), &dir.0);
+    let out = run(&args, &dir.0, true);
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--launcher_dir") && err.contains("bounding"),
+        "{err}"
+    );
+    assert!(!dir.0.join("ran").exists(), "the command ran unconfined");
+    // A plan that does not decode never runs the command either.
+    let mut bad = args.clone();
+    bad[1] = "--plan=not-a-plan".into();
+    let out = run(&bad, &dir.0, false);
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    assert!(!dir.0.join("ran").exists());
+}
+
+#[test]
+fn capabilities_beyond_the_operators_and_command_tasks_are_refused() {
+    // Refused at prepare: the sandbox is never created.
+    let dir = std::env::temp_dir().join("ng-exec-stage-refused-never-made");
+    let composite = mesos_composite(&[]);
+    let id = ContainerId {
+        value: "refused".into(),
+        parent: None,
+    };
+    let mut asking = config("true");
+    asking.directory = dir.display().to_string();
+    asking.container_info = Some(ContainerInfo {
+        linux_info: Some(LinuxInfo {
+            effective_capabilities: Some(CapabilityInfo {
+                capabilities: vec![capability_info::Capability::SysAdmin as i32],
+            }),
+            ..LinuxInfo::default()
+        }),
+        ..ContainerInfo::default()
+    });
+    let e = composite.prepare(&id, &asking).unwrap_err().to_string();
+    assert!(
+        e.contains("SYS_ADMIN") && e.contains("hardening_allowed_capabilities"),
+        "{e}"
+    );
+    // Allowed by the operator: the stage grants it.
+    let allowing = mesos_composite(&[(
+        "hardening_allowed_capabilities",
+        "CHOWN,DAC_OVERRIDE,FSETID,FOWNER,MKNOD,NET_RAW,SETGID,SETUID,SETFCAP,SETPCAP,\
+         NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE,SYS_ADMIN",
+    )]);
+    allowing.prepare(&id, &asking).unwrap();
+    let mut task = config("true");
+    task.directory = dir.display().to_string();
+    task.task_info = Some(TaskInfo::default());
+    let e = composite.prepare(&id, &task).unwrap_err().to_string();
+    assert!(e.contains("command task"), "{e}");
+}
