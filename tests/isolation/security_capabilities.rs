@@ -51,14 +51,18 @@ fn nestguard_launcher_drops_capabilities_mesos_does_not_know() {
 
 #[test]
 fn mesos_launcher_loads_an_allow_list_on_any_kernel() {
+    let keys = std::env::temp_dir().join(format!("ng-caps-keys-{}", std::process::id()));
+    let keys_arg = keys.display().to_string();
     let params = IsolatorParams::parse([
         ("isolation", "hardening,seccomp"),
         ("launcher", "mesos"),
         ("hardening_capabilities", "CHOWN,KILL"),
+        ("exec_stage_keys", &keys_arg),
     ])
     .unwrap();
-    let composite = Composite::from_parameters(&params).unwrap();
-    assert_eq!(composite.names(), ["hardening", "seccomp"]);
+    let composite = Composite::from_parameters(&params);
+    let _ = std::fs::remove_dir_all(&keys);
+    assert_eq!(composite.unwrap().names(), ["hardening", "seccomp"]);
     // A missing exec stage stops the module from loading.
     let params = IsolatorParams::parse([
         ("isolation", "hardening"),

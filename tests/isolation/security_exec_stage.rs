@@ -30,14 +30,30 @@ impl Drop for Dir {
     }
 }
 
-fn mesos_composite(extra: &[(&str, &str)]) -> Composite {
+/// A composite as the shim makes it, with its sealing key in a directory
+/// of the test's (removed with it).
+struct Mesos {
+    composite: Composite,
+    keys: Dir,
+}
+
+fn mesos_composite(extra: &[(&str, &str)]) -> Mesos {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let keys = std::env::temp_dir().join(format!("ng-stage-keys-{}-{n}", std::process::id()));
+    let keys_arg = keys.display().to_string();
     let mut pairs = vec![
         ("isolation", "filesystem/linux,hardening,seccomp"),
         ("launcher", "mesos"),
         ("exec_stage", STAGE),
+        ("exec_stage_keys", keys_arg.as_str()),
     ];
     pairs.extend_from_slice(extra);
-    Composite::from_parameters(&IsolatorParams::parse(pairs).unwrap()).unwrap()
+    let composite = Composite::from_parameters(&IsolatorParams::parse(pairs).unwrap()).unwrap();
+    Mesos {
+        composite,
+        keys: Dir(keys),
+    }
 }
 
 fn sandbox(tag: &str) -> Dir {
@@ -47,14 +63,14 @@ fn sandbox(tag: &str) -> Dir {
     Dir(dir)
 }
 
-fn prepared(composite: &Composite, c: ContainerConfig, dir: &Path) -> Vec<String> {
+fn prepared(mesos: &Mesos, c: ContainerConfig, dir: &Path) -> Vec<String> {
     let id = ContainerId {
         value: "stage".into(),
         parent: None,
     };
     let mut c = c;
     c.directory = dir.display().to_string();
-    let info = composite.prepare(&id, &c).unwrap().unwrap();
+    let info = mesos.composite.prepare(&id, &c).unwrap().unwrap();
     assert!(info.seccomp_profile.is_none() && info.bounding_capabilities.is_none());
     assert!(info.effective_capabilities.is_none() && info.no_new_privileges.is_none());
     let command = info.command.unwrap();
@@ -123,16 +139,27 @@ fn the_wrapper_hands_the_user_switch_to_the_stage() {
         return;
     }
     let dir = sandbox("user");
-    let args = prepared(&mesos_composite(&[]), config(PROBE), &dir.0);
+    let mesos = mesos_composite(&[]);
+    let mut asking = config(PROBE);
+    asking.user = Some("nobody".into());
+    let args = prepared(&mesos, asking, &dir.0);
     let info = serde_json::json!({
         "command": {"shell": false, "value": STAGE, "arguments": args},
         "user": "nobody",
     });
-    let rewritten = containerizer::rewrite(&info.to_string()).unwrap().unwrap();
+    let rewritten = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
+        .unwrap()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
     assert!(v.get("user").is_none());
     let args: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
-    assert!(args[2].starts_with("--user=65534:"), "{args:?}");
+    assert!(args[3].starts_with("--user=65534:"), "{args:?}");
+    // The same command claimed for root is not the isolator's: untouched.
+    let forged = info.to_string().replace("\"nobody\"", "\"root\"");
+    assert_eq!(
+        containerizer::rewrite(&forged, &mesos.keys.0).unwrap(),
+        None
+    );
     let out = run(&args, &dir.0, false);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let s = status_lines(&dir.0);
@@ -172,7 +199,8 @@ fn without_the_wrapper_a_non_root_stage_fails_closed() {
 fn capabilities_beyond_the_operators_and_command_tasks_are_refused() {
     // Refused at prepare: the sandbox is never created.
     let dir = std::env::temp_dir().join("ng-exec-stage-refused-never-made");
-    let composite = mesos_composite(&[]);
+    let mesos = mesos_composite(&[]);
+    let composite = &mesos.composite;
     let id = ContainerId {
         value: "refused".into(),
         parent: None,
@@ -199,7 +227,7 @@ fn capabilities_beyond_the_operators_and_command_tasks_are_refused() {
         "CHOWN,DAC_OVERRIDE,FSETID,FOWNER,MKNOD,NET_RAW,SETGID,SETUID,SETFCAP,SETPCAP,\
          NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE,SYS_ADMIN",
     )]);
-    allowing.prepare(&id, &asking).unwrap();
+    allowing.composite.prepare(&id, &asking).unwrap();
     let mut task = config("true");
     task.directory = dir.display().to_string();
     task.task_info = Some(TaskInfo::default());

@@ -326,8 +326,13 @@ fi
 check iso-recovered-keep-defences "$r"
 call ops "$(kill_json "$ISOREC")" >/dev/null
 # (the holder executor is gone: Mesos kills a CUSTOM executor that never
-# re-subscribes; the recovered standalone $RP is the parent, ops the caller)
-iso_checks "-after-restart" "$RP" ops nobody
+# re-subscribes; a standalone container launched now is the parent, ops the
+# caller, the nested container's user nobody)
+ISOP="iso-parent-$RID"
+r="$(expect x 200 ops "$(launch_json "$ISOP" "" "exec sleep 600")")"
+if [ "$r" = ok ]; then iso_checks "-after-restart" "$ISOP" ops nobody
+else iso_checks "-after-restart" "" ops; fi
+call ops "$(kill_json "$ISOP")" >/dev/null
 
 # ---- teardown: nothing left
 stop_pid "$(cat "$WORK/framework.pid")"; rm -f "$WORK/framework.pid"

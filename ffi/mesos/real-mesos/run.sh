@@ -86,6 +86,8 @@ cleanup() {
   fi
   # The isolator's claim files (named after the escaped cgroup path).
   rm -f /run/nestguard/cgroups-roots/*"nestguard-$RID".lock /run/nestguard/cgroups-roots/*"nestguard-$RID-ng".lock 2>/dev/null
+  # The isolator's sealing keys (named after its cgroups_root).
+  rm -f /run/nestguard/exec-stage/"nestguard-$RID".key 2>/dev/null
   if [ "$FAILED" -gt 0 ] || [ "$rc" != 0 ]; then
     rm -rf "$CACHE/last-run"; mkdir -p "$CACHE/last-run"
     cp "$WORK"/*.log "$WORK"/*.json "$CACHE/last-run/" 2>/dev/null

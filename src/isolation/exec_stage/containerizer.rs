@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use super::STAGE_NAME;
 use super::plan::StageUser;
+use super::seal::{self, SealKey};
 
 /// The environment variable that carries the launch info (Mesos' flag
 /// `--launch_info` read from the environment with the helper's prefix).
@@ -34,16 +35,21 @@ pub const LAUNCH_INFO_ENV: &str = "MESOS_CONTAINERIZER_LAUNCH_INFO";
 /// Mesos' own binary, beside the wrapper.
 pub const REAL_SUFFIX: &str = ".mesos";
 
-/// Whether `command` (the launch info's) runs the stage.
-fn runs_the_stage(command: &Value) -> bool {
+/// Whether `command` (the launch info's) is a stage command the isolator
+/// sealed for `user`.
+fn sealed_stage(command: &Value, user: &str, keys: &[SealKey]) -> bool {
     let value = command.get("value").and_then(Value::as_str).unwrap_or("");
-    let first = command
-        .get("arguments")
-        .and_then(Value::as_array)
-        .and_then(|a| a.get(1))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    value.rsplit('/').next() == Some(STAGE_NAME) && first.starts_with("--plan=")
+    let arg = |i: usize| {
+        command
+            .get("arguments")
+            .and_then(Value::as_array)
+            .and_then(|a| a.get(i))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    value.rsplit('/').next() == Some(STAGE_NAME)
+        && arg(1).starts_with("--plan=")
+        && seal::verified(keys, arg(1), user, arg(2))
 }
 
 /// The user as Mesos' helper resolves it; `None` when it is the current
@@ -69,8 +75,9 @@ fn resolve(name: &str, extra: &[u32]) -> Result<Option<StageUser>, String> {
     }))
 }
 
-/// Rewrites one launch info (JSON text); `Ok(None)`: leave it as it is.
-pub fn rewrite(text: &str) -> Result<Option<String>, String> {
+/// Rewrites one launch info (JSON text) with the sealing keys in
+/// `key_dir`; `Ok(None)`: leave it as it is.
+pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
     let Ok(mut info) = serde_json::from_str::<Value>(text) else {
         return Ok(None);
     };
@@ -80,10 +87,10 @@ pub fn rewrite(text: &str) -> Result<Option<String>, String> {
     let (Some(command), Some(name)) = (obj.get("command"), obj.get("user")) else {
         return Ok(None);
     };
-    if !runs_the_stage(command) {
+    let name = name.as_str().unwrap_or("").to_owned();
+    if !sealed_stage(command, &name, &seal::read_keys(key_dir)) {
         return Ok(None);
     }
-    let name = name.as_str().unwrap_or("").to_owned();
     let extra: Vec<u32> = obj
         .get("supplementary_groups")
         .and_then(Value::as_array)
@@ -103,7 +110,7 @@ pub fn rewrite(text: &str) -> Result<Option<String>, String> {
             .and_then(|c| c.get_mut("arguments"))
             .and_then(Value::as_array_mut)
     {
-        args.insert(2, Value::String(user.to_arg()));
+        args.insert(3, Value::String(user.to_arg()));
     }
     Ok(Some(info.to_string()))
 }
@@ -121,7 +128,7 @@ pub fn run(args: &[OsString]) -> String {
     if args.get(1).map(|a| a.as_bytes()) == Some(b"launch")
         && let Some(text) = std::env::var_os(LAUNCH_INFO_ENV)
     {
-        match rewrite(&text.to_string_lossy()) {
+        match rewrite(&text.to_string_lossy(), Path::new(seal::KEY_DIR)) {
             Ok(Some(new)) => {
                 // SAFETY: single-threaded here (the wrapper's main, before
                 // any thread), as set_var requires.
@@ -154,10 +161,23 @@ fn exec_real(real: &Path, args: &[OsString]) -> String {
 mod tests {
     use super::*;
 
-    fn info(user: &str, value: &str) -> String {
+    struct Keys(std::path::PathBuf, SealKey);
+    impl Drop for Keys {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    fn keys(tag: &str) -> Keys {
+        let dir = std::env::temp_dir().join(format!("ng-wrapper-{tag}-{}", std::process::id()));
+        let key = SealKey::create(&dir, "test").unwrap();
+        Keys(dir, key)
+    }
+
+    fn info(key: &SealKey, user: &str, value: &str) -> String {
+        let plan = "--plan=e30=";
         serde_json::json!({
             "command": {"shell": false, "value": value,
-                        "arguments": ["nestguard-exec", "--plan=e30=", "--", "/bin/true"]},
+                        "arguments": ["nestguard-exec", plan, key.seal(plan, user), "--", "/bin/true"]},
             "user": user,
             "supplementary_groups": [4242],
             "working_directory": "/tmp"
@@ -166,32 +186,46 @@ mod tests {
     }
 
     #[test]
-    fn moves_the_user_into_the_stage() {
-        let out = rewrite(&info("nobody", "/opt/ng/nestguard-exec"))
+    fn moves_the_user_of_a_sealed_stage_command() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // the keys must be root's to be read
+        }
+        let k = keys("move");
+        let out = rewrite(&info(&k.1, "nobody", "/opt/ng/nestguard-exec"), &k.0)
             .unwrap()
             .unwrap();
         let v: Value = serde_json::from_str(&out).unwrap();
         assert!(v.get("user").is_none() && v.get("supplementary_groups").is_none());
         let args = v["command"]["arguments"].as_array().unwrap();
-        let user = args[2].as_str().unwrap();
+        let user = args[3].as_str().unwrap();
         let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
         assert!(
             user.starts_with(&format!("--user={}:{}:", nobody.uid, nobody.gid)),
             "{user}"
         );
         assert!(user.ends_with(",4242"), "{user}");
-        assert_eq!(args[3], "--");
+        assert_eq!(args[4], "--");
         assert_eq!(v["working_directory"], "/tmp");
+        let e = rewrite(&info(&k.1, "no-such-user-ng", "/x/nestguard-exec"), &k.0).unwrap_err();
+        assert!(e.contains("not found"), "{e}");
     }
 
     #[test]
-    fn leaves_other_launches_alone() {
-        assert_eq!(rewrite(&info("nobody", "/bin/sleep")).unwrap(), None);
-        assert_eq!(rewrite("not json").unwrap(), None);
+    fn leaves_other_and_forged_launches_alone() {
+        let k = keys("alone");
+        assert_eq!(
+            rewrite(&info(&k.1, "nobody", "/bin/sleep"), &k.0).unwrap(),
+            None
+        );
+        assert_eq!(rewrite("not json", &k.0).unwrap(), None);
+        // A tenant's look-alike: sealed with another key, or for another user.
+        let forged = SealKey::create(&k.0.join("other"), "forged").unwrap();
+        let text = info(&forged, "nobody", "/opt/ng/nestguard-exec");
+        assert_eq!(rewrite(&text, &k.0).unwrap(), None);
+        let text = info(&k.1, "root", "/opt/ng/nestguard-exec").replace("\"root\"", "\"nobody\"");
+        assert_eq!(rewrite(&text, &k.0).unwrap(), None);
         let no_user = serde_json::json!({"command": {"value": "/x/nestguard-exec",
             "arguments": ["nestguard-exec", "--plan=e30=", "--", "/bin/true"]}});
-        assert_eq!(rewrite(&no_user.to_string()).unwrap(), None);
-        let e = rewrite(&info("no-such-user-ng", "/opt/ng/nestguard-exec")).unwrap_err();
-        assert!(e.contains("not found"), "{e}");
+        assert_eq!(rewrite(&no_user.to_string(), &k.0).unwrap(), None);
     }
 }

@@ -11,7 +11,7 @@
 //! the launch info and replaces the container's command with this stage:
 //!
 //! ```text
-//! <stage> --plan=<base64 JSON> [--user=uid:gid:g,g] -- <path> <argv0> <args…>
+//! <stage> --plan=<base64 JSON> --seal=<hmac> [--user=uid:gid:g,g] -- <path> <argv0> <args…>
 //! ```
 //!
 //! Mesos' helper still does everything it always did (namespaces, mounts,
@@ -33,6 +33,8 @@
 //!    wrapper ([`containerizer`]): it moves the launch info's `user` into
 //!    `--user` (resolved on the host, as Mesos does before `chroot`), so the
 //!    bounding set is dropped while the stage still holds `CAP_SETPCAP`;
+//!    only for a command the isolator sealed ([`seal`]), so a tenant's
+//!    look-alike command never gets root from it;
 //! 4. the effective set, if the container asked for one (kept across the
 //!    user switch, then raised as ambient so a non-root command keeps it);
 //! 5. `no_new_privs`; 6. the seccomp filters (compiled by the agent for the
@@ -49,6 +51,7 @@
 
 pub mod containerizer;
 pub mod plan;
+pub mod seal;
 pub mod stage;
 
 pub use plan::{ExecPlan, PlanError};

@@ -127,6 +127,8 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             if plan.replace(ExecPlan::from_arg(v)?).is_some() {
                 return Err(PlanError::Usage(USAGE));
             }
+        } else if arg.starts_with(b"--seal=") {
+            // The wrapper's business (see `seal`); nothing for the stage.
         } else if let Some(v) = arg.strip_prefix(b"--user=") {
             let text = std::str::from_utf8(v)
                 .map_err(|_| PlanError::User(String::from_utf8_lossy(v).into_owned()))?;

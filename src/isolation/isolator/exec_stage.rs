@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::{IsolatorError, Result};
 use crate::container_id::to_dotted;
+use crate::isolation::exec_stage::seal::SealKey;
 use crate::isolation::exec_stage::{ExecPlan, STAGE_NAME};
 use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
@@ -31,6 +32,7 @@ use crate::proto::mesos::{CommandInfo, ContainerId};
 pub struct ExecStage {
     path: PathBuf,
     agent_mnt_ns: u64,
+    key: SealKey,
 }
 
 /// The stage beside the running library (or executable).
@@ -41,8 +43,10 @@ pub fn default_stage_path() -> PathBuf {
 
 impl ExecStage {
     /// At module load: the stage must be an executable regular file (a
-    /// module that could only launch failing containers should not load).
-    pub fn new(path: PathBuf) -> Result<Self> {
+    /// module that could only launch failing containers should not load);
+    /// the sealing key is written as `<key_dir>/<key_name>.key` (the agent's
+    /// cgroups root names it: one agent claims a root).
+    pub fn new(path: PathBuf, key_dir: &Path, key_name: &str) -> Result<Self> {
         let meta = std::fs::metadata(&path).map_err(|e| IsolatorError::Parameter {
             key: "exec_stage".into(),
             expected: "the nestguard-exec binary (installed beside libnestguard.so)",
@@ -58,8 +62,17 @@ impl ExecStage {
         let agent_mnt_ns = std::fs::metadata("/proc/self/ns/mnt")
             .map_err(IsolatorError::io("stat", Path::new("/proc/self/ns/mnt")))?
             .ino();
+        let key = SealKey::create(key_dir, key_name).map_err(|e| IsolatorError::Parameter {
+            key: "exec_stage_keys".into(),
+            expected: "a directory where root can write the stage's sealing key",
+            found: format!("{}: {e}", key_dir.display()),
+        })?;
         tracing::info!(stage = %path.display(), "defences applied by nestguard's exec stage under Mesos' launcher");
-        Ok(Self { path, agent_mnt_ns })
+        Ok(Self {
+            path,
+            agent_mnt_ns,
+            key,
+        })
     }
 
     /// Moves the defences of `info` into the stage and makes the stage the
@@ -111,7 +124,11 @@ impl ExecStage {
         } else {
             (value, command.arguments.clone())
         };
-        let mut arguments = vec![STAGE_NAME.to_owned(), plan.to_arg(), "--".to_owned(), path];
+        let plan_arg = plan.to_arg();
+        let seal = self
+            .key
+            .seal(&plan_arg, config.user.as_deref().unwrap_or(""));
+        let mut arguments = vec![STAGE_NAME.to_owned(), plan_arg, seal, "--".to_owned(), path];
         arguments.extend(argv);
         info.command = Some(CommandInfo {
             value: Some(self.path.display().to_string()),

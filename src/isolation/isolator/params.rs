@@ -26,6 +26,7 @@
 //! | `seccomp_profile_name` | Docker's default (built in) | default profile, a file in `seccomp_config_dir` (Mesos' `--seccomp_profile_name`) |
 //! | `seccomp_allow_unconfined` | `false` | honour `LinuxInfo.seccomp.unconfined` |
 //! | `launcher` | `nestguard` | what runs the containers: `nestguard`, or `mesos` (Mesos 1.11's launch helper; the C++ shim sets it) |
+//! | `exec_stage_keys` | `/run/nestguard/exec-stage` | with `launcher=mesos`: where the module writes the key that seals its stage commands (root only); the `mesos-containerizer` wrapper reads the keys there and hands the user switch only to sealed commands |
 //! | `exec_stage` | `nestguard-exec` beside the library | with `launcher=mesos`: the exec stage that applies capabilities, `no_new_privileges`, seccomp and read-only kernel paths (see `exec_stage`); the module does not load without it |
 //!
 //! `environment/credentials` is in the default list only when a key or
@@ -70,7 +71,7 @@ pub const ISOLATORS: [&str; 8] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 23] = [
+const KEYS: [&str; 24] = [
     "isolation",
     "cgroups_owner",
     "cgroups_mount_root",
@@ -94,6 +95,7 @@ const KEYS: [&str; 23] = [
     "seccomp_allow_unconfined",
     "launcher",
     "exec_stage",
+    "exec_stage_keys",
 ];
 
 /// Parsed isolator parameters.
@@ -131,6 +133,8 @@ pub struct IsolatorParams {
     pub disk_watch_interval: Option<Duration>,
     /// The exec stage under Mesos' launcher (`None`: beside the library).
     pub exec_stage: Option<PathBuf>,
+    /// Where the stage's sealing key is written (the wrapper reads there).
+    pub exec_stage_keys: PathBuf,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -399,6 +403,8 @@ impl IsolatorParams {
             mesos_launcher,
             disk_watch_interval,
             exec_stage: file("exec_stage"),
+            exec_stage_keys: file("exec_stage_keys")
+                .unwrap_or_else(|| PathBuf::from(crate::isolation::exec_stage::seal::KEY_DIR)),
         })
     }
 
@@ -485,6 +491,8 @@ impl Composite {
         let exec_stage = if params.mesos_launcher {
             Some(ExecStage::new(
                 params.exec_stage.clone().unwrap_or_else(default_stage_path),
+                &params.exec_stage_keys,
+                &params.cgroups.cgroups_root.display().to_string(),
             )?)
         } else {
             None
@@ -564,10 +572,13 @@ mod tests {
         let e = IsolatorParams::parse([("launcher", "docker")]).unwrap_err();
         assert!(e.to_string().contains("'docker'"), "{e}");
         // Any executable stands in for the stage at load.
+        let keys = std::env::temp_dir().join(format!("ng-params-keys-{}", std::process::id()));
+        let keys_arg = keys.display().to_string();
         let p = IsolatorParams::parse([
             ("isolation", "hardening,seccomp"),
             ("launcher", "mesos"),
             ("exec_stage", "/bin/true"),
+            ("exec_stage_keys", &keys_arg),
         ])
         .unwrap();
         assert_eq!(
@@ -582,6 +593,8 @@ mod tests {
         .unwrap();
         let e = Composite::from_parameters(&p).unwrap_err().to_string();
         assert!(e.contains("executable regular file"), "{e}");
+        assert!(keys.join("nestguard.key").exists());
+        std::fs::remove_dir_all(&keys).unwrap();
         let e = IsolatorParams::parse([
             ("isolation", "hardening"),
             ("seccomp_allow_unconfined", "true"),

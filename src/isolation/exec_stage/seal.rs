@@ -1,0 +1,158 @@
+//! The seal: proof that a stage command was made by the isolator.
+//!
+//! The wrapper gives the stage root for the user switch. A tenant who can
+//! choose a container's command could otherwise write a command that looks
+//! like the stage, with a plan of its own (every capability kept as an
+//! effective set), and have the wrapper run it as root. So the isolator
+//! seals each plan: HMAC-SHA256 over the plan argument and the user it was
+//! made for, keyed by a random key of the module's that only root can read
+//! (`<key dir>/<name>.key`, 0600, written at load). The wrapper moves the
+//! user only for a command whose seal verifies under one of the keys there
+//! (one per agent on the host); any other command passes through untouched,
+//! so Mesos switches the user and the stage, unprivileged, cannot widen
+//! anything.
+
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+/// Where the module writes its key and the wrapper reads the keys.
+pub const KEY_DIR: &str = "/run/nestguard/exec-stage";
+
+/// The most key files the wrapper reads (one per agent on a host).
+const MAX_KEYS: usize = 64;
+
+/// A sealing key.
+#[derive(Clone)]
+pub struct SealKey([u8; 32]);
+
+impl std::fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealKey(..)")
+    }
+}
+
+fn mac(key: &SealKey, plan_arg: &str, user: &str) -> Hmac<Sha256> {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).expect("any key length");
+    m.update(plan_arg.as_bytes());
+    m.update(b"\0");
+    m.update(user.as_bytes());
+    m
+}
+
+impl SealKey {
+    /// A new random key, written as `<dir>/<name>.key` (0600, atomically).
+    pub fn create(dir: &Path, name: &str) -> std::io::Result<SealKey> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        let path = key_path(dir, name);
+        let tmp = path.with_extension("key.tmp");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&key)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(SealKey(key))
+    }
+
+    /// The `--seal=` argument for `plan_arg` made for `user` ("" for none).
+    pub fn seal(&self, plan_arg: &str, user: &str) -> String {
+        let tag = mac(self, plan_arg, user).finalize().into_bytes();
+        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        format!("--seal={hex}")
+    }
+
+    fn verifies(&self, plan_arg: &str, user: &str, seal_arg: &str) -> bool {
+        let Some(hex) = seal_arg.strip_prefix("--seal=") else {
+            return false;
+        };
+        let bytes: Option<Vec<u8>> = (0..hex.len())
+            .step_by(2)
+            .map(|i| {
+                hex.get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            })
+            .collect();
+        match bytes {
+            Some(tag) if tag.len() == 32 => mac(self, plan_arg, user).verify_slice(&tag).is_ok(),
+            _ => false,
+        }
+    }
+}
+
+/// `<dir>/<name>.key`, the name made a plain file name.
+pub fn key_path(dir: &Path, name: &str) -> PathBuf {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    dir.join(format!("{safe}.key"))
+}
+
+/// The keys in `dir`: regular files of 32 bytes, root's, not readable by
+/// others (anything else is skipped).
+pub fn read_keys(dir: &Path) -> Vec<SealKey> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "key"))
+        .filter_map(|e| {
+            let meta = std::fs::symlink_metadata(e.path()).ok()?;
+            let private = meta.is_file()
+                && meta.len() == 32
+                && meta.uid() == 0
+                && meta.permissions().mode() & 0o077 == 0;
+            private.then(|| std::fs::read(e.path()).ok())?
+        })
+        .filter_map(|bytes| <[u8; 32]>::try_from(bytes.as_slice()).ok().map(SealKey))
+        .take(MAX_KEYS)
+        .collect()
+}
+
+/// Whether any of `keys` sealed `plan_arg` for `user`.
+pub fn verified(keys: &[SealKey], plan_arg: &str, user: &str, seal_arg: &str) -> bool {
+    keys.iter().any(|k| k.verifies(plan_arg, user, seal_arg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seal_verifies_only_for_its_plan_and_user() {
+        let dir = std::env::temp_dir().join(format!("ng-seal-{}", std::process::id()));
+        let key = SealKey::create(&dir, "nestguard/a b").unwrap();
+        assert!(key_path(&dir, "nestguard/a b").ends_with("nestguard_a_b.key"));
+        let seal = key.seal("--plan=abc", "nobody");
+        let keys = if nix::unistd::geteuid().is_root() {
+            read_keys(&dir)
+        } else {
+            vec![key.clone()]
+        };
+        assert_eq!(keys.len(), 1);
+        assert!(verified(&keys, "--plan=abc", "nobody", &seal));
+        assert!(!verified(&keys, "--plan=abd", "nobody", &seal));
+        assert!(!verified(&keys, "--plan=abc", "root", &seal));
+        assert!(!verified(&keys, "--plan=abc", "nobody", "--seal=00"));
+        assert!(!verified(&keys, "--plan=abc", "nobody", "--seal=zz"));
+        assert!(!verified(&[], "--plan=abc", "nobody", &seal));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
