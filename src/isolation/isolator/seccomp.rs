@@ -169,7 +169,7 @@ impl Isolator for SeccompIsolator {
                 }
                 (true, None) => {
                     return Err(IsolatorError::Invalid(format!(
-                        "container '{}' asks to run without seccomp (unconfined), which the \
+                        "container '{}' asks to run without seccomp (LinuxInfo.seccomp.unconfined), which the \
                          operator does not allow (isolator parameter seccomp_allow_unconfined)",
                         to_dotted(id)
                     )));
