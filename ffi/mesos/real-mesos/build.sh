@@ -24,7 +24,7 @@ B="$S/build"                      # its "build" tree (generated headers, 3rdpart
 T="$B/3rdparty"
 P="$CACHE/src/protobuf-3.5.0"
 LIB="$CACHE/lib"                  # every non-glibc library the binaries load
-BIN="$CACHE/bin"                  # mesos-agent, mesos-master, mesos-containerizer
+BIN="$CACHE/bin"                  # mesos-agent, mesos-master, mesos-containerizer, mesos-io-switchboard
 NG="$CACHE/ng"                    # libnestguard.so, libnestguard_mesos.so, nestguard
 mkdir -p "$CACHE"/{dl,stamps,build} "$LIB" "$BIN" "$NG"
 
@@ -210,22 +210,32 @@ mesos_includes() {
     -isystem "$T/libseccomp-2.3.3/include"
 }
 
+# mains/<m>.cpp -> $BIN/mesos-<m>
+MAINS="agent master containerizer io-switchboard"
+all_mains_built() {
+  local m
+  for m in $MAINS; do [ -x "$BIN/mesos-$m" ] || return 1; done
+}
+
 step_mains() {
-  local h; h="$(hash_of "$(files_hash "$here"/mains/*.cpp "$here"/include/grpcpp/*.h)" \
+  local h; h="$(hash_of "$(files_hash "$here"/mains/*.cpp "$here"/include/grpcpp/*.h)" "$MAINS" \
     "$(cat "$CACHE/stamps/protos")" "$(cat "$CACHE/stamps/stubs")" "$MESOS_DEFINES" v1)"
-  fresh mains "$h" && return
-  log "mains: mesos-agent mesos-master mesos-containerizer (-O1, a minute or two)"
+  fresh mains "$h" && all_mains_built && return
+  log "mains: mesos-agent mesos-master mesos-containerizer mesos-io-switchboard (-O1, a minute or two)"
   local o="$CACHE/build/mains"; mkdir -p "$o"
   local m pids=()
-  for m in agent master containerizer; do
+  for m in $MAINS; do
+    # A failed compile leaves an old object behind; the check below must not link it.
+    rm -f "$o/$m.o"
     # shellcheck disable=SC2046
     g++ -std=c++11 -O1 -w $MESOS_DEFINES $(mesos_includes) -MD -c -o "$o/$m.o" "$here/mains/$m.cpp" \
       2>"$o/$m.log" &
     pids+=($!)
-    [ "${#pids[@]}" -ge "$JOBS" ] && { wait "${pids[0]}" || die "compile failed: $o/${pids[0]}"; pids=("${pids[@]:1}"); }
+    # A failure shows below, with its log, as a missing object.
+    [ "${#pids[@]}" -ge "$JOBS" ] && { wait "${pids[0]}" || true; pids=("${pids[@]:1}"); }
   done
   for m in "${pids[@]}"; do wait "$m" || true; done
-  for m in agent master containerizer; do
+  for m in $MAINS; do
     [ -s "$o/$m.o" ] || die "compiling $m.cpp failed: $(head -c 3000 "$o/$m.log")"
     if grep -qE '/usr/include/(google|glog|boost|picojson\.h|rapidjson)' "$o/$m.d"; then
       die "$m.cpp picked up a system header instead of Mesos' bundled one ($o/$m.d)"
@@ -235,7 +245,7 @@ step_mains() {
       -Wl,--allow-shlib-undefined -lpthread -ldl 2>"$o/$m.link.log" ||
       die "linking mesos-$m failed: $(head -c 3000 "$o/$m.link.log")"
   done
-  copy_deps "$BIN"/mesos-agent "$BIN"/mesos-master "$BIN"/mesos-containerizer
+  copy_deps "$BIN"/mesos-agent "$BIN"/mesos-master "$BIN"/mesos-containerizer "$BIN"/mesos-io-switchboard
   stamp mains "$h"
 }
 

@@ -183,6 +183,9 @@ mkdir -p "$LAUNCHER"
 # hands the user switch of every container to the exec stage.
 cp "$NG/nestguard-exec" "$LAUNCHER/mesos-containerizer"
 ln -s "$BIN/mesos-containerizer" "$LAUNCHER/mesos-containerizer.mesos"
+# The agent's IOSwitchboard runs <launcher_dir>/mesos-io-switchboard (as the
+# agent's user) for every container with a session or attach.
+ln -s "$BIN/mesos-io-switchboard" "$LAUNCHER/mesos-io-switchboard"
 cp "$here/mesos-default-executor" "$LAUNCHER/mesos-default-executor"
 # A copy, not a link: the executor runs as the framework's user, who may
 # not traverse the cache's path (under a 0700 home, say).
