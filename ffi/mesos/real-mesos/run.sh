@@ -139,7 +139,8 @@ write_acls() {  # $1: "fw-kill" to let fw kill nested containers, "no-fw-kill" n
   "remove_nested_containers": [{"principals": {"values": ["fw"]}, "users": {"type": "ANY"}}],
   "manage_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "launch_nested_container_sessions_under_parent_with_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
-  "launch_nested_container_sessions_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
+  "launch_nested_container_sessions_as_user": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "attach_containers_output": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}]
 }
 JSON
   mv "$WORK/acls.json.tmp" "$WORK/acls.json"
