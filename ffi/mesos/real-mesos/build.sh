@@ -254,9 +254,19 @@ step_nestguard() {
   log "cargo build --release (libnestguard.so, nestguard, nestguard-launch, nestguard-exec)"
   (cd "$repo" && cargo build --release --workspace --quiet) || die "cargo build --release failed"
   local t="${CARGO_TARGET_DIR:-$repo/target}/release" f
-  for f in libnestguard.so nestguard nestguard-launch nestguard-exec; do
+  for f in libnestguard.so nestguard nestguard-launch; do
     cmp -s "$t/$f" "$NG/$f" || cp "$t/$f" "$NG/$f"
   done
+  # The exec stage statically linked: it runs as root in containers whose
+  # environment the tenant chose, so no dynamic loader may read LD_PRELOAD
+  # and the like for it (an explicit --target keeps the flag off build
+  # scripts and the cdylib).
+  log "cargo build --release nestguard-exec, statically linked"
+  (cd "$repo" && RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --quiet \
+    --bin nestguard-exec --target x86_64-unknown-linux-gnu) || die "static nestguard-exec failed"
+  f="${CARGO_TARGET_DIR:-$repo/target}/x86_64-unknown-linux-gnu/release/nestguard-exec"
+  file "$f" | grep -q 'static' || die "$f is not statically linked"
+  cmp -s "$f" "$NG/nestguard-exec" || cp "$f" "$NG/nestguard-exec"
 }
 
 step_shim() {

@@ -35,12 +35,14 @@ impl std::fmt::Debug for SealKey {
     }
 }
 
-fn mac(key: &SealKey, plan_arg: &str, user: &str) -> Hmac<Sha256> {
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).expect("any key length");
+/// HMAC takes keys of any length, so `None` never happens; a seal that
+/// could not be made is one that never verifies.
+fn mac(key: &SealKey, plan_arg: &str, user: &str) -> Option<Hmac<Sha256>> {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).ok()?;
     m.update(plan_arg.as_bytes());
     m.update(b"\0");
     m.update(user.as_bytes());
-    m
+    Some(m)
 }
 
 impl SealKey {
@@ -66,8 +68,15 @@ impl SealKey {
 
     /// The `--seal=` argument for `plan_arg` made for `user` ("" for none).
     pub fn seal(&self, plan_arg: &str, user: &str) -> String {
-        let tag = mac(self, plan_arg, user).finalize().into_bytes();
-        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        let hex: String = mac(self, plan_arg, user)
+            .map(|m| {
+                m.finalize()
+                    .into_bytes()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect()
+            })
+            .unwrap_or_default();
         format!("--seal={hex}")
     }
 
@@ -83,7 +92,9 @@ impl SealKey {
             })
             .collect();
         match bytes {
-            Some(tag) if tag.len() == 32 => mac(self, plan_arg, user).verify_slice(&tag).is_ok(),
+            Some(tag) if tag.len() == 32 => {
+                mac(self, plan_arg, user).is_some_and(|m| m.verify_slice(&tag).is_ok())
+            }
             _ => false,
         }
     }

@@ -10,15 +10,6 @@ use super::plan::{StageArgs, StageUser, parse_args};
 use crate::isolation::helper::mounts::read_only_kernel_paths;
 use crate::isolation::seccomp;
 
-/// The kernel's last capability number (`/proc/sys/kernel/cap_last_cap`).
-fn cap_last_cap() -> Result<u32, String> {
-    let text = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .map_err(|e| format!("read /proc/sys/kernel/cap_last_cap: {e}"))?;
-    text.trim()
-        .parse()
-        .map_err(|_| format!("cap_last_cap is {:?}", text.trim()))
-}
-
 /// The current bounding set as a mask (`CapBnd` of `/proc/self/status`).
 fn current_bounding() -> Result<u64, String> {
     let status = std::fs::read_to_string("/proc/self/status")
@@ -47,7 +38,15 @@ fn read_only_paths(args: &StageArgs) -> Result<(), String> {
         .map_err(|e| format!("stat /proc/self/ns/mnt: {e}"))?
         .ino();
     if own == args.plan.agent_mnt_ns {
-        // The agent's own mount namespace: never remount the host's.
+        // The agent's own mount namespace: never remount the host's; and a
+        // command that stays root there could write the host's knobs.
+        if args.user.is_none() && nix::unistd::geteuid().is_root() {
+            return Err(format!(
+                "container '{}' would run as root in the agent's mount namespace, where /proc/sys \
+                 cannot be made read-only (list nestguard's filesystem/linux isolator)",
+                args.plan.container
+            ));
+        }
         return Ok(());
     }
     if !nix::unistd::geteuid().is_root() {
@@ -100,7 +99,8 @@ fn bounding(args: &StageArgs) -> Result<(), String> {
             nix::unistd::geteuid()
         ));
     }
-    for cap in 0..=cap_last_cap()?.min(63) {
+    // Every bit CapBnd shows, not `cap_last_cap` (a file a mount could cover).
+    for cap in 0..64u32 {
         if extra & (1u64 << cap) != 0 {
             // SAFETY: prctl(PR_CAPBSET_DROP) takes a capability number only.
             let rc =
@@ -112,6 +112,13 @@ fn bounding(args: &StageArgs) -> Result<(), String> {
                 ));
             }
         }
+    }
+    let left = current_bounding()? & !wanted;
+    if left != 0 {
+        return Err(format!(
+            "container '{}': capabilities {left:016x} are still in the bounding set",
+            args.plan.container
+        ));
     }
     let inheritable = caps::read(None, caps::CapSet::Inheritable)
         .map_err(|e| format!("capget: {e}"))?

@@ -319,12 +319,14 @@ impl Isolator for Composite {
                 ))?;
             }
         }
-        if let Some(m) = merged.as_mut() {
-            finish(m);
-        }
+        // The stage checks the isolators' mounts before the masked paths
+        // (ours, onto /proc) join them.
         if let Some(stage) = &self.exec_stage {
             let info = merged.get_or_insert_with(ContainerLaunchInfo::default);
             stage.wrap(id, config, info)?;
+        }
+        if let Some(m) = merged.as_mut() {
+            finish(m);
         }
         tracing::debug!(container = %to_dotted(id), "isolators prepared");
         Ok(merged)

@@ -35,6 +35,40 @@ pub struct ExecStage {
     key: SealKey,
 }
 
+/// What the stage needs intact until it has applied the defences: itself,
+/// the dynamic loader and libraries, their configuration, `/proc`.
+const PROTECTED: [&str; 5] = ["/lib", "/lib64", "/usr", "/etc", "/proc"];
+
+/// Refuses a mount (a volume's `container_path`) onto, above or below
+/// anything the stage runs from: a tenant's file there would run as the
+/// stage, before any defence.
+fn check_mount_targets(id: &ContainerId, info: &ContainerLaunchInfo, stage: &Path) -> Result<()> {
+    let overlaps = |target: &Path, protected: &Path| {
+        target.starts_with(protected) || protected.starts_with(target)
+    };
+    for mount in &info.mounts {
+        if mount.target.is_empty() {
+            continue;
+        }
+        let target = Path::new(&mount.target);
+        let hit = PROTECTED
+            .iter()
+            .map(Path::new)
+            .chain(std::iter::once(stage))
+            .find(|p| overlaps(target, p));
+        if let Some(p) = hit {
+            return Err(IsolatorError::Invalid(format!(
+                "container '{}': a mount onto '{}' would cover '{}', which nestguard's exec \
+                 stage runs from under Mesos' launcher",
+                to_dotted(id),
+                target.display(),
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The stage beside the running library (or executable).
 pub fn default_stage_path() -> PathBuf {
     let helper = crate::isolation::launcher::default_helper_path();
@@ -91,6 +125,15 @@ impl ExecStage {
                 to_dotted(id)
             )));
         }
+        if config.rootfs.is_some() {
+            // After Mesos' chroot the stage path would resolve in the image.
+            return Err(IsolatorError::Invalid(format!(
+                "container '{}' has its own rootfs: under Mesos' launcher nestguard cannot run \
+                 its exec stage inside an image",
+                to_dotted(id)
+            )));
+        }
+        check_mount_targets(id, info, &self.path)?;
         let command = &config.command_info;
         let Some(value) = command.value.clone() else {
             return Err(IsolatorError::Invalid(format!(
@@ -137,5 +180,43 @@ impl ExecStage {
             ..CommandInfo::default()
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::mesos::slave::ContainerMountInfo;
+
+    #[test]
+    fn mounts_over_what_the_stage_runs_from_are_refused() {
+        let id = ContainerId {
+            value: "c".into(),
+            parent: None,
+        };
+        let stage = Path::new("/opt/ng/nestguard-exec");
+        let with = |target: &str| ContainerLaunchInfo {
+            mounts: vec![ContainerMountInfo {
+                target: target.into(),
+                ..ContainerMountInfo::default()
+            }],
+            ..ContainerLaunchInfo::default()
+        };
+        for bad in [
+            "/opt/ng/nestguard-exec",
+            "/opt",
+            "/",
+            "/usr/local/lib",
+            "/lib64",
+            "/etc",
+        ] {
+            let e = check_mount_targets(&id, &with(bad), stage)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("exec"), "{bad}: {e}");
+        }
+        for good in ["/sandbox/vol", "/dev/shm", "/opt/other", "/srv/data"] {
+            check_mount_targets(&id, &with(good), stage).unwrap();
+        }
     }
 }
