@@ -217,12 +217,26 @@ wait_update a-ok TASK_FINISHED 30 && pass pods-finished || fail pods-finished "a
 wait_update b-fail TASK_FAILED 30 && pass pods-failed || fail pods-failed "b-fail: no TASK_FAILED; $(pod_diag)"
 # a-long: a nested container of pod-a's executor container, in Mesos'
 # freezer cgroup under it.
-PODA="$(containers | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")=="pod-a" and "parent" not in c["container_id"]][0]')"
+pods_answer="$(call ops "$CONTAINERS")"
+printf '%s\n' "$pods_answer" >"$WORK/pods-get-containers.log"
+kill -0 "$(cat "$WORK/framework.pid")" 2>/dev/null || echo "framework process gone" >>"$WORK/pods-get-containers.log"
+{ date +%T.%N; cat "$WORK/framework.json"; echo
+  for f in "$WORK"/agent/slaves/*/frameworks/*/executors/pod-*/runs/latest/std*; do echo "== $f"; tail -n 20 "$f"; done
+  grep -n "pod-a\|pod-b\|Failed\|limitation\|Destroying container\|has exited" "$WORK/agent.log" | tail -n 60; } >>"$WORK/pods-get-containers.log" 2>&1
+PODA="$(body_of "$pods_answer" | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")=="pod-a" and "parent" not in c["container_id"]][0]')"
 ALONG="$(task_updates a-long | awk '$1=="TASK_RUNNING" {print $3}' | tail -n1)"
 ALONG="${ALONG##*.}"
 ALONGPID=""
 r=ok
-if [ -z "$PODA" ]; then r="no executor container for pod-a; $(pod_diag)"
+if [ -z "$PODA" ]; then
+  # What the one GET_CONTAINERS answer said (an executor is listed from its
+  # launch until it terminates, so with its tasks running this is either a
+  # failed call or an executor container already gone), with the
+  # framework's liveness; the whole answer and the executors' logs are in
+  # pods-get-containers.log (copied to $CACHE/last-run).
+  listed="$(body_of "$pods_answer" | json_get '" ".join(c["executor_id"]["value"] for c in d["get_containers"].get("containers",[]) if "executor_id" in c) or "none"' 2>/dev/null)"
+  fwup=alive; kill -0 "$(cat "$WORK/framework.pid")" 2>/dev/null || fwup=gone
+  r="no executor container for pod-a (GET_CONTAINERS answered $(status_of "$pods_answer"), executors listed: ${listed:-unparsable}, framework $fwup); $(pod_diag)"
 elif [ -z "$ALONG" ]; then r="a-long's TASK_RUNNING names no container; $(pod_diag)"
 else
   ALONGPID="$(container_pid "$PODA/mesos/$ALONG")"
