@@ -25,17 +25,9 @@ pub unsafe extern "C" fn main(
     argc: std::ffi::c_int,
     argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
-    let count = usize::try_from(argc).unwrap_or(0);
-    let args: Vec<OsString> = (0..count)
-        .filter_map(|i| {
-            // SAFETY: the C runtime passes `argc` valid, NUL-terminated
-            // strings in `argv`, alive for the whole process.
-            let arg = unsafe { *argv.add(i) };
-            (!arg.is_null()).then(|| {
-                OsString::from_vec(unsafe { std::ffi::CStr::from_ptr(arg) }.to_bytes().to_vec())
-            })
-        })
-        .collect();
+    // SAFETY: the C runtime's argc and argv, as `c_args` requires.
+    let raw = unsafe { nestguard::isolation::helper::c_args(argc, argv) };
+    let args: Vec<OsString> = raw.iter().map(|a| OsString::from_vec(a.to_vec())).collect();
     let invoked = args
         .first()
         .map(|a| a.as_bytes().rsplit(|b| *b == b'/').next().unwrap_or(b""))

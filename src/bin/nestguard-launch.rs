@@ -25,14 +25,8 @@ pub unsafe extern "C" fn main(
     argc: std::ffi::c_int,
     argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
-    let count = usize::try_from(argc).unwrap_or(0);
-    let args: Vec<&[u8]> = (1..count)
-        .filter_map(|i| {
-            // SAFETY: the C runtime passes `argc` valid, NUL-terminated
-            // strings in `argv`, alive for the whole process.
-            let arg = unsafe { *argv.add(i) };
-            (!arg.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(arg) }.to_bytes())
-        })
-        .collect();
-    nestguard::isolation::helper::supervisor::helper_main(&args)
+    // SAFETY: the C runtime's argc and argv, as `c_args` requires.
+    let all = unsafe { nestguard::isolation::helper::c_args(argc, argv) };
+    let args = all.get(1..).unwrap_or_default();
+    nestguard::isolation::helper::supervisor::helper_main(args)
 }
