@@ -7,6 +7,7 @@
 
 use crate::isolator_support;
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -196,7 +197,7 @@ fn without_the_wrapper_a_non_root_stage_fails_closed() {
 }
 
 #[test]
-fn capabilities_beyond_the_operators_and_command_tasks_are_refused() {
+fn capabilities_beyond_the_operators_and_images_are_refused() {
     // Refused at prepare: the sandbox is never created.
     let dir = std::env::temp_dir().join("ng-exec-stage-refused-never-made");
     let mesos = mesos_composite(&[]);
@@ -228,9 +229,93 @@ fn capabilities_beyond_the_operators_and_command_tasks_are_refused() {
          NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE,SYS_ADMIN",
     )]);
     allowing.composite.prepare(&id, &asking).unwrap();
-    let mut task = config("true");
+    let mut image = config("true");
+    image.directory = dir.display().to_string();
+    image.rootfs = Some("/nonexistent-image-rootfs".into());
+    let e = composite.prepare(&id, &image).unwrap_err().to_string();
+    assert!(e.contains("rootfs"), "{e}");
+    assert!(!dir.exists());
+}
+
+/// The executor command Mesos' agent gives a command task, with what the
+/// isolator added (only arguments), as the final launch info has it.
+fn command_task_launch(mesos: &Mesos, executor: &Path, dir: &Path, user: &str) -> String {
+    let id = ContainerId {
+        value: "command-task".into(),
+        parent: None,
+    };
+    let mut task = config("unused: the executor's own command runs");
     task.directory = dir.display().to_string();
     task.task_info = Some(TaskInfo::default());
-    let e = composite.prepare(&id, &task).unwrap_err().to_string();
-    assert!(e.contains("command task"), "{e}");
+    task.user = Some(user.into());
+    let info = mesos.composite.prepare(&id, &task).unwrap().unwrap();
+    assert!(info.seccomp_profile.is_none() && info.bounding_capabilities.is_none());
+    let added = info.command.unwrap();
+    assert!(added.value.is_none() && added.shell.is_none() && added.user.is_none());
+    let mut arguments = vec!["mesos-executor".to_owned(), "--launcher_dir=/x".to_owned()];
+    arguments.extend(added.arguments);
+    serde_json::json!({
+        "command": {"shell": false, "value": executor.display().to_string(), "arguments": arguments},
+        "user": user,
+    })
+    .to_string()
+}
+
+#[test]
+fn a_command_tasks_executor_and_its_task_run_confined() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = sandbox("command-task");
+    // Stands in for mesos-executor: checks its arguments (the isolator's
+    // must be gone), then "forks the task", which probes.
+    let executor = dir.0.join("mesos-executor");
+    std::fs::write(dir.0.join("probe.sh"), PROBE).unwrap();
+    std::fs::write(
+        &executor,
+        "#!/bin/sh\n[ \"$*\" = \"--launcher_dir=/x\" ] || { echo \"args: $*\" > args; exit 1; }\n\
+         exec sh ./probe.sh\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&executor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mesos = mesos_composite(&[]);
+    let text = command_task_launch(&mesos, &executor, &dir.0, "nobody");
+    let rewritten = containerizer::rewrite(&text, &mesos.keys.0)
+        .unwrap()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
+    assert_eq!(v["command"]["value"], STAGE);
+    assert!(v.get("user").is_none(), "the stage switches the user");
+    let args: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
+    let out = run(&args, &dir.0, false);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        !dir.0.join("args").exists(),
+        "{:?}",
+        std::fs::read_to_string(dir.0.join("args"))
+    );
+    let s = status_lines(&dir.0);
+    for want in [
+        "Seccomp:\t2",
+        "NoNewPrivs:\t1",
+        &format!("CapBnd:\t{DEFAULT_CAPS}"),
+        "CapEff:\t0000000000000000",
+        "/proc/sys ro",
+    ] {
+        assert!(s.contains(want), "{want:?} not in {s}");
+    }
+    assert!(!s.contains("userns") && !s.contains("procsys"), "{s}");
+    // Sealed for another user, or with the wrapper missing: never runs.
+    let forged = text.replace("\"user\":\"nobody\"", "\"user\":\"root\"");
+    let e = containerizer::rewrite(&forged, &mesos.keys.0).unwrap_err();
+    assert!(e.contains("not sealed"), "{e}");
+    let raw: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let unwrapped: Vec<String> =
+        serde_json::from_value(raw["command"]["arguments"].clone()).unwrap();
+    let out = Command::new(&executor)
+        .args(&unwrapped[1..])
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
 }

@@ -127,3 +127,93 @@ iso_exit_checks() {
   [ -n "$(cgroup_dirs_named "$S")" ] && r="cgroup left: $(cgroup_dirs_named "$S" | head -1)"
   check iso-capability-refused "$r"
 }
+
+# ---- command tasks: the agent runs each in the container of its command
+# executor (<launcher_dir>/mesos-executor); the isolator may only add
+# arguments to that executor's command, and nestguard's mesos-containerizer
+# wrapper makes the stage confine the executor and so its task.
+command_tasks_json() {  # the framework's $COMMAND_TASKS
+  printf '[["cmd-probe","%s"],["cmd-exit","sleep 2; exit 3"],["cmd-sig","sleep 2; kill -KILL $$"]]' \
+    "$(probe_cmd "cmd-probe-$RID" "sleep 600 & exec sleep 600")"
+}
+task_message() {  # task_message <task> <state>: the executor's message with it
+  python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+print(next((u[3] for u in d.get("tasks",{}).get(sys.argv[2],[]) if u[0]==sys.argv[3] and u[1]=="SOURCE_EXECUTOR"), ""))' \
+    "$WORK/framework.json" "$1" "$2" 2>/dev/null
+}
+command_task_container() {  # command_task_container <task>: its executor's container
+  containers | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")==sys.argv[2] and "parent" not in c["container_id"]][0]' "$1"
+}
+# "ok" when every `sleep` of <container> has the defences, or what is wrong.
+sleeps_keep_defences() {  # sleeps_keep_defences <container path under freezer/$MCG>
+  local pids="" pid st r=ok
+  for pid in $(cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null); do
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] && pids="$pids $pid"
+  done
+  [ -z "$pids" ] && { echo "$1 has no sleep process"; return; }
+  for pid in $pids; do
+    st="$(grep -E '^(Seccomp|NoNewPrivs|CapBnd):' "/proc/$pid/status" 2>/dev/null | tr -s '\t\n' '  ')"
+    { grep -q "Seccomp: 2" <<<"$st" && grep -q "NoNewPrivs: 1" <<<"$st" &&
+      grep -q "CapBnd: $DEFAULT_CAPS" <<<"$st"; } || r="pid $pid of $1: $st"
+  done
+  echo "$r"
+}
+
+CMDC=""
+CMDPIDS=""
+iso_command_task_checks() {
+  local r msg
+  r=ok
+  if ! wait_update cmd-probe TASK_RUNNING 60; then
+    r="no TASK_RUNNING from the command executor: $(task_updates cmd-probe | tr '\n' ' ')"
+  else
+    r="$(report_ok "cmd-probe-$RID" "$ZERO_CAPS")"
+  fi
+  CMDC="$(command_task_container cmd-probe)"
+  [ "$r" = ok ] && [ -z "$CMDC" ] && r="GET_CONTAINERS lists no container for cmd-probe's executor"
+  [ "$r" = ok ] && r="$(sleeps_keep_defences "$CMDC")"
+  CMDPIDS="$(cat "$CG/freezer/$MCG/$CMDC/cgroup.procs" 2>/dev/null | sort | tr '\n' ' ')"
+  check iso-command-task-defences "$r"
+  r=ok
+  if ! wait_update cmd-exit TASK_FAILED 60; then r="no TASK_FAILED: $(task_updates cmd-exit | tr '\n' ' ')"
+  else
+    msg="$(task_message cmd-exit TASK_FAILED)"
+    [ "$msg" = "Command exited with status 3" ] || r="message: $msg"
+  fi
+  check iso-command-task-exit-status "$r"
+  r=ok
+  if ! wait_update cmd-sig TASK_FAILED 60; then r="no TASK_FAILED: $(task_updates cmd-sig | tr '\n' ' ')"
+  else
+    msg="$(task_message cmd-sig TASK_FAILED)"
+    [ "$msg" = "Command terminated with signal Killed" ] || r="message: $msg"
+  fi
+  check iso-command-task-signal "$r"
+}
+
+# After the agent restart: the command executor re-subscribed (its
+# processes are the same), they keep their defences, and KILL_CONTAINER
+# ends every process of the container.
+iso_command_task_recovery_checks() {
+  local r now i
+  r=ok
+  if [ -z "$CMDC" ] || [ -z "$CMDPIDS" ]; then r="no cmd-probe container before the restart (see iso-command-task-defences)"
+  else
+    now="$(cat "$CG/freezer/$MCG/$CMDC/cgroup.procs" 2>/dev/null | sort | tr '\n' ' ')"
+    [ "$now" = "$CMDPIDS" ] || r="processes changed: $CMDPIDS -> ${now:-none}"
+    [ "$r" = ok ] && r="$(sleeps_keep_defences "$CMDC")"
+  fi
+  check iso-command-task-recovered "$r"
+  r=ok
+  if [ -z "$CMDC" ]; then r="no cmd-probe container (see iso-command-task-defences)"
+  else
+    r="$(expect x 200 ops "$(kill_json "$CMDC")")"
+    for i in $(seq 50); do [ -z "$(cat "$CG/freezer/$MCG/$CMDC/cgroup.procs" 2>/dev/null)" ] && break; sleep 0.2; done
+    [ -n "$(cat "$CG/freezer/$MCG/$CMDC/cgroup.procs" 2>/dev/null)" ] && r="processes left in freezer/$MCG/$CMDC"
+    # The agent reports the task's end (its executor is gone with it).
+    for i in $(seq 150); do task_updates cmd-probe | grep -qE "^TASK_(KILLED|FAILED) " && break; sleep 0.2; done
+    [ "$r" = ok ] && ! task_updates cmd-probe | grep -qE "^TASK_(KILLED|FAILED) " &&
+      r="no terminal update for cmd-probe: $(task_updates cmd-probe | tr '\n' ' ')"
+  fi
+  check iso-command-task-kill "$r"
+}

@@ -8,7 +8,7 @@ try:
     v=eval(sys.argv[1])
 except Exception:
     v=None
-print("" if v is None else v)' "$1"
+print("" if v is None else v)' "$@"
 }
 body_of() { cut -d' ' -f2- <<<"$1"; }
 containers() { body_of "$(call ops "$CONTAINERS")"; }
@@ -62,6 +62,9 @@ check authz-standalone-kill-wait "$(wait_then_kill "$SA")"
 # ---- a framework with an executor (parent of the nested containers)
 # The framework (and so its executors and tasks) runs as FRAMEWORK_USER
 # (default nobody): nestguard's executor must work as a user other than root.
+# It also launches command tasks (checks-isolation.sh checks them).
+source "$here/checks-isolation.sh"
+COMMAND_TASKS="$(command_tasks_json)" \
 FRAMEWORK_USER="${FRAMEWORK_USER:-nobody}" python3 "$CLIENT" framework "$MASTER" fw "$WORK/framework.json" >"$WORK/framework.log" 2>&1 &
 echo $! >"$WORK/framework.pid"
 EXEC=""
@@ -246,9 +249,9 @@ fi
 check pods-nested-containers "$r"
 
 # ---- strict isolation in every container kind (checks-isolation.sh)
-source "$here/checks-isolation.sh"
 iso_checks "" "$EXEC" fw
 iso_exit_checks
+iso_command_task_checks
 # A container that lives across the agent restart below keeps its defences.
 ISOREC="iso-rec-$RID"
 r="$(expect x 200 ops "$(launch_json "$ISOREC" "" "$(probe_cmd "$ISOREC")")")"
@@ -332,19 +335,11 @@ if [ -z "$ISORECPID" ]; then r="no $ISOREC before the restart (see iso-recovery-
 else
   # The container's command (its sleep), not Mesos' launch helper, which
   # stays as the init of the container's pid namespace.
-  pids=""
-  for pid in $(cat "$CG/freezer/$MCG/$ISOREC/cgroup.procs" 2>/dev/null); do
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] && pids="$pids $pid"
-  done
-  [ -z "$pids" ] && r="$ISOREC has no sleep process after the restart"
-  for pid in $pids; do
-    st="$(grep -E '^(Seccomp|NoNewPrivs|CapBnd):' "/proc/$pid/status" 2>/dev/null | tr -s '\t\n' '  ')"
-    { grep -q "Seccomp: 2" <<<"$st" && grep -q "NoNewPrivs: 1" <<<"$st" &&
-      grep -q "CapBnd: $DEFAULT_CAPS" <<<"$st"; } || r="pid $pid of $ISOREC: $st"
-  done
+  r="$(sleeps_keep_defences "$ISOREC")"
 fi
 check iso-recovered-keep-defences "$r"
 call ops "$(kill_json "$ISOREC")" >/dev/null
+iso_command_task_recovery_checks
 
 # ---- teardown: nothing left
 stop_pid "$(cat "$WORK/framework.pid")"; rm -f "$WORK/framework.pid"

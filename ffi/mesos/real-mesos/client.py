@@ -11,7 +11,9 @@
       it launches two task groups (LAUNCH_GROUP) with DEFAULT executors,
       which the agent runs as <launcher_dir>/mesos-default-executor:
       "pod-a" (a-ok finishes, a-long runs until killed) and "pod-b"
-      (b-fail exits 3). Every status update is recorded per task in the
+      (b-fail exits 3); and each command task of $COMMAND_TASKS (JSON
+      [[task_id, shell command], ...]; the agent runs its executor as
+      <launcher_dir>/mesos-executor). Every status update is recorded per task in the
       state file ("tasks": {task_id: [[state, source, reason, message, container]]}).
 """
 import base64
@@ -153,6 +155,8 @@ def cmd_framework(argv):
                                   [("a-ok", "sleep 1"), ("a-long", "exec sleep 3600")]),
                         pod_group(state["framework_id"], agent, "pod-b",
                                   [("b-fail", "sleep 1; exit 3")])]
+                ops += [{"type": "LAUNCH", "launch": {"task_infos": [command_task(agent, t, cmd)]}}
+                        for t, cmd in json.loads(os.environ.get("COMMAND_TASKS", "[]"))]
                 send({"type": "ACCEPT", "accept": {"offer_ids": [offer["id"]], "operations": ops}})
         elif t == "UPDATE":
             st = ev["update"]["status"]
@@ -174,6 +178,13 @@ def scalar(name, value):
             "allocation_info": {"role": "*"}}
 
 
+def command_task(agent, task_id, cmd):
+    """A command task: no executor, the agent's command executor runs it."""
+    return {"name": task_id, "task_id": {"value": task_id}, "agent_id": {"value": agent},
+            "resources": [scalar("cpus", 0.1), scalar("mem", 32)],
+            "command": {"shell": True, "value": cmd}}
+
+
 def pod_group(framework_id, agent, executor_id, tasks):
     """A LAUNCH_GROUP operation: one task group under a DEFAULT executor."""
     executor = {"type": "DEFAULT", "executor_id": {"value": executor_id},
@@ -187,13 +198,14 @@ def pod_group(framework_id, agent, executor_id, tasks):
 
 
 def cmd_bench(argv):
-    """bench <host:port> <n> <prefix> [user:secret]: n standalone containers
-    running /bin/true; prints the median and p90 of LAUNCH_CONTAINER ->
-    WAIT_CONTAINER answered, in ms, or "error <text>"."""
-    hostport, n, prefix = argv[0], int(argv[1]), argv[2]
+    """bench <host:port> <n> <prefix> <samples file> [user:secret]: n
+    standalone containers running /bin/true, one after the other; appends
+    each LAUNCH_CONTAINER -> WAIT_CONTAINER answered, in ms, to the samples
+    file (one per line); prints "ok", or "error <text>"."""
+    hostport, n, prefix, samples = argv[0], int(argv[1]), argv[2], argv[3]
     headers = {}
-    if len(argv) > 3:
-        headers["Authorization"] = "Basic " + base64.b64encode(argv[3].encode()).decode()
+    if len(argv) > 4:
+        headers["Authorization"] = "Basic " + base64.b64encode(argv[4].encode()).decode()
     times = []
     for i in range(n):
         cid = {"value": "%s-%d" % (prefix, i)}
@@ -211,10 +223,22 @@ def cmd_bench(argv):
             return
         times.append((time.monotonic() - t) * 1000)
         # No REMOVE_CONTAINER: Mesos 1.11 aborts on it for a standalone one.
-    times.sort()
-    print("%.0f %.0f" % (times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.9))]))
+    with open(samples, "a") as f:
+        f.writelines("%.3f\n" % x for x in times)
+    print("ok")
+
+
+def cmd_summary(argv):
+    """summary <samples file>...: per file "n median p90 mean" in ms."""
+    for path in argv:
+        xs = sorted(float(x) for x in open(path) if x.strip())
+        if not xs:
+            print("0 - - -")
+            continue
+        print("%d %.0f %.0f %.1f" % (len(xs), xs[len(xs) // 2],
+                                     xs[min(len(xs) - 1, int(len(xs) * 0.9))], sum(xs) / len(xs)))
 
 
 if __name__ == "__main__":
     {"call": cmd_call, "session": cmd_session, "framework": cmd_framework,
-     "bench": cmd_bench}[sys.argv[1]](sys.argv[2:])
+     "bench": cmd_bench, "summary": cmd_summary}[sys.argv[1]](sys.argv[2:])

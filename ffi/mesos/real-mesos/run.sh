@@ -9,7 +9,8 @@
 #
 # Environment: SKIP_BUILD=1 (use the cache as it is), KEEP_WORK=1 (keep the
 # work dir; logs are copied to $CACHE/last-run on failure anyway),
-# NUMBERS_N (launches per configuration for the numbers table, default 10),
+# NUMBERS_N (launches per configuration for the numbers table, default 100,
+# in NUMBERS_ROUNDS rounds, default 4, alternating the two Mesos agents),
 # FRAMEWORK_USER (the framework's user, so its executors' and tasks',
 # default nobody).
 #
@@ -188,6 +189,9 @@ ln -s "$BIN/mesos-containerizer" "$LAUNCHER/mesos-containerizer.mesos"
 # agent's user) for every container with a session or attach.
 ln -s "$BIN/mesos-io-switchboard" "$LAUNCHER/mesos-io-switchboard"
 cp "$here/mesos-default-executor" "$LAUNCHER/mesos-default-executor"
+# And in place of Mesos' command executor (not in the binary either), one
+# that runs `nestguard command-executor` (command tasks).
+cp "$here/mesos-executor" "$LAUNCHER/mesos-executor"
 # A copy, not a link: the executor runs as the framework's user, who may
 # not traverse the cache's path (under a 0700 home, say).
 cp "$NG/nestguard" "$LAUNCHER/nestguard"
@@ -253,7 +257,7 @@ agent_flags() {  # common flags; $1 = with | without (the nestguard modules)
     --no-systemd_enable_support --resources="cpus:4;mem:4096;disk:1024"
     --fetcher_cache_dir="$WORK/fetch" --appc_store_dir="$WORK/appc"
     --docker_store_dir="$WORK/docker" --docker_volume_checkpoint_dir="$WORK/dvc"
-    --cgroups_root="$MCG" --executor_registration_timeout=10mins
+    --cgroups_root="$MCG" --executor_registration_timeout=10mins --http_command_executor
     --http_credentials="$WORK/creds.json" --jwt_secret_key="$WORK/jwt.key")
   if [ "$1" = with ]; then
     f+=(--modules="file://${MODULES_FILE:-$WORK/modules.json}" --authorizer=io_nestguard_Authorizer

@@ -51,6 +51,9 @@ pub enum Command {
     Agent(agent::flags::AgentFlags),
     /// Run nestguard's default executor (inside a pod's executor container).
     Executor,
+    /// Run a stand-in for Mesos' command executor (`mesos-executor`): one
+    /// command task, in its executor's container.
+    CommandExecutor(executor::command::CommandExecutorFlags),
     /// Run a command in a new nested container of a running container
     /// (a debug session, like `mesos task exec`).
     Exec(exec::ExecArgs),
@@ -237,6 +240,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Smoke { library } => smoke::run(library),
         Command::Agent(flags) => agent::run(flags),
         Command::Executor => executor::run(),
+        Command::CommandExecutor(flags) => executor::command::run(flags),
         Command::Demo => demo::run(),
         Command::Exec(args) => exec::run(args),
         Command::Pod(command) => pod::run(command),

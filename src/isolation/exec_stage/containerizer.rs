@@ -12,6 +12,10 @@
 //! plus the supplementary groups). Mesos' helper then runs as root to the
 //! end and the stage drops everything in the right order.
 //!
+//! A command task's executor command, which the isolator may only add
+//! arguments to, first becomes a stage command here
+//! ([`super::command_task`]); it then gets the same user hand-over.
+//!
 //! Everything else passes through untouched: other subcommands, launches
 //! whose command is not the stage, and a launch info that does not parse
 //! (Mesos' helper reports that itself). Without the wrapper the stage still
@@ -25,6 +29,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::STAGE_NAME;
+use super::command_task;
 use super::plan::StageUser;
 use super::seal::{self, SealKey};
 
@@ -76,7 +81,8 @@ fn resolve(name: &str, extra: &[u32]) -> Result<Option<StageUser>, String> {
 }
 
 /// Rewrites one launch info (JSON text) with the sealing keys in
-/// `key_dir`; `Ok(None)`: leave it as it is.
+/// `key_dir`; `Ok(None)`: leave it as it is. A command task's executor
+/// command first becomes the stage form ([`command_task`]).
 pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
     let Ok(mut info) = serde_json::from_str::<Value>(text) else {
         return Ok(None);
@@ -84,13 +90,20 @@ pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
     let Some(obj) = info.as_object_mut() else {
         return Ok(None);
     };
-    let (Some(command), Some(name)) = (obj.get("command"), obj.get("user")) else {
-        return Ok(None);
+    let name = obj.get("user").and_then(Value::as_str).map(str::to_owned);
+    let keys = seal::read_keys(key_dir);
+    let staged = match obj.get_mut("command") {
+        Some(command) => command_task::into_stage(command, name.as_deref().unwrap_or(""), &keys)?,
+        None => false,
     };
-    let name = name.as_str().unwrap_or("").to_owned();
-    if !sealed_stage(command, &name, &seal::read_keys(key_dir)) {
-        return Ok(None);
+    let sealed = match (obj.get("command"), &name) {
+        (Some(command), Some(name)) => sealed_stage(command, name, &keys),
+        _ => false,
+    };
+    if !sealed {
+        return Ok(staged.then(|| info.to_string()));
     }
+    let name = name.unwrap_or_default();
     let extra: Vec<u32> = obj
         .get("supplementary_groups")
         .and_then(Value::as_array)

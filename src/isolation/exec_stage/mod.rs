@@ -46,9 +46,14 @@
 //! status [`SETUP_FAILURE`]; the command never runs unconfined. A missing
 //! stage binary fails Mesos' own `execve`, so nothing runs either.
 //!
+//! A command task's container gets the stage through the wrapper instead
+//! ([`command_task`]): Mesos lets an isolator add only arguments to a
+//! command executor's command.
+//!
 //! The stage does no lookup by name (no NSS inside a container's mount
 //! namespace) and reads nothing but its arguments and `/proc/self`.
 
+pub mod command_task;
 pub mod containerizer;
 pub mod plan;
 pub mod seal;

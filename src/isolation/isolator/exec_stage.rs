@@ -12,9 +12,12 @@
 //!
 //! The container's command becomes `<stage> --plan=… -- <path> <argv…>`:
 //! a shell command as Mesos runs it (`/bin/sh sh -c <value>`), any other
-//! as `value` with `arguments` verbatim. A command task is refused: Mesos
-//! CHECK-fails (aborts the agent) when an isolator changes the command
-//! executor's `value`, so its task could only run unconfined.
+//! as `value` with `arguments` verbatim. A command task's executor command
+//! may only get arguments (Mesos CHECK-fails when an isolator changes its
+//! `value`): the sealed plan goes there, and the `mesos-containerizer`
+//! wrapper makes that container's command the stage
+//! ([`crate::isolation::exec_stage::command_task`]), so the executor and
+//! the task it starts are confined alike.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -22,7 +25,7 @@ use std::path::{Path, PathBuf};
 use super::error::{IsolatorError, Result};
 use crate::container_id::to_dotted;
 use crate::isolation::exec_stage::seal::SealKey;
-use crate::isolation::exec_stage::{ExecPlan, STAGE_NAME};
+use crate::isolation::exec_stage::{ExecPlan, STAGE_NAME, command_task};
 use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{CommandInfo, ContainerId};
@@ -117,16 +120,10 @@ impl ExecStage {
         config: &ContainerConfig,
         info: &mut ContainerLaunchInfo,
     ) -> Result<()> {
-        if config.task_info.is_some() {
-            return Err(IsolatorError::Invalid(format!(
-                "container '{}' is a command task: under Mesos' launcher nestguard cannot confine \
-                 it (Mesos aborts when an isolator changes a command executor's command); run \
-                 the task through an executor (e.g. the default executor, as a task group)",
-                to_dotted(id)
-            )));
-        }
         if config.rootfs.is_some() {
-            // After Mesos' chroot the stage path would resolve in the image.
+            // After Mesos' chroot the stage path would resolve in the
+            // image; a command task's executor needs root and mounts to
+            // enter the task's image.
             return Err(IsolatorError::Invalid(format!(
                 "container '{}' has its own rootfs: under Mesos' launcher nestguard cannot run \
                  its exec stage inside an image",
@@ -134,13 +131,6 @@ impl ExecStage {
             )));
         }
         check_mount_targets(id, info, &self.path)?;
-        let command = &config.command_info;
-        let Some(value) = command.value.clone() else {
-            return Err(IsolatorError::Invalid(format!(
-                "container '{}' has no command to run",
-                to_dotted(id)
-            )));
-        };
         let filters = seccomp::filters_for(info)
             .map_err(|e| IsolatorError::Invalid(format!("container '{}': {e}", to_dotted(id))))?;
         let plan = ExecPlan {
@@ -159,28 +149,52 @@ impl ExecStage {
         info.effective_capabilities = None;
         info.seccomp_profile = None;
         info.no_new_privileges = None;
-        let (path, argv) = if command.shell() {
-            (
-                "/bin/sh".to_owned(),
-                vec!["sh".to_owned(), "-c".to_owned(), value],
-            )
-        } else {
-            (value, command.arguments.clone())
-        };
         let plan_arg = plan.to_arg();
         let seal = self
             .key
             .seal(&plan_arg, config.user.as_deref().unwrap_or(""));
+        let stage = self.path.display().to_string();
+        if config.task_info.is_some() {
+            // Only arguments may be added to a command executor's command;
+            // the wrapper makes it the stage (`exec_stage::command_task`).
+            let mut command = info.command.take().unwrap_or_default();
+            command
+                .arguments
+                .extend(command_task::arguments(&stage, &plan_arg, &seal));
+            info.command = Some(command);
+            return Ok(());
+        }
+        let (path, argv) = command_path_and_argv(id, &config.command_info)?;
         let mut arguments = vec![STAGE_NAME.to_owned(), plan_arg, seal, "--".to_owned(), path];
         arguments.extend(argv);
         info.command = Some(CommandInfo {
-            value: Some(self.path.display().to_string()),
+            value: Some(stage),
             shell: Some(false),
             arguments,
             ..CommandInfo::default()
         });
         Ok(())
     }
+}
+
+/// The executable and argv the stage runs for `command`: a shell command as
+/// Mesos runs it (`/bin/sh sh -c <value>`), any other as `value` with its
+/// `arguments` verbatim.
+fn command_path_and_argv(id: &ContainerId, command: &CommandInfo) -> Result<(String, Vec<String>)> {
+    let Some(value) = command.value.clone() else {
+        return Err(IsolatorError::Invalid(format!(
+            "container '{}' has no command to run",
+            to_dotted(id)
+        )));
+    };
+    Ok(if command.shell() {
+        (
+            "/bin/sh".to_owned(),
+            vec!["sh".to_owned(), "-c".to_owned(), value],
+        )
+    } else {
+        (value, command.arguments.clone())
+    })
 }
 
 #[cfg(test)]

@@ -192,6 +192,39 @@ impl ExecutorApi {
         })
     }
 
+    /// A status update of this executor's: a fresh uuid, now, source
+    /// SOURCE_EXECUTOR.
+    pub fn status(
+        &self,
+        task: &str,
+        state: v1::TaskState,
+        message: Option<String>,
+        container: Option<v1::ContainerId>,
+    ) -> v1::TaskStatus {
+        v1::TaskStatus {
+            task_id: v1::TaskId {
+                value: task.to_owned(),
+            },
+            state: state as i32,
+            message,
+            timestamp: Some(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64()),
+            ),
+            executor_id: Some(v1::ExecutorId {
+                value: self.env.executor_id.clone(),
+            }),
+            source: Some(v1::task_status::Source::Executor as i32),
+            uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+            container_status: container.map(|c| v1::ContainerStatus {
+                container_id: Some(c),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
     /// UPDATE; Ok once the agent accepted it (202).
     pub fn update(&self, status: &v1::TaskStatus) -> anyhow::Result<()> {
         let mut call = self.call(call::Type::Update);

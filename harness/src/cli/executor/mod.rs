@@ -19,6 +19,7 @@
 //! state for), for people and tests reading the sandbox.
 
 pub mod api;
+pub mod command;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -356,28 +357,12 @@ impl Executor {
         let Some(mesos_state) = v1::TaskState::from_str_name(state) else {
             return; // TASK_RESTARTING: nestguard's, printed only
         };
-        let status = v1::TaskStatus {
-            task_id: v1::TaskId {
-                value: task.to_owned(),
-            },
-            state: mesos_state as i32,
-            message: line["message"].as_str().map(str::to_owned),
-            timestamp: Some(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64()),
-            ),
-            executor_id: Some(v1::ExecutorId {
-                value: self.api.env().executor_id.clone(),
-            }),
-            source: Some(v1::task_status::Source::Executor as i32),
-            uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
-            container_status: container.map(|c| v1::ContainerStatus {
-                container_id: Some(from_dotted(c)),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+        let status = self.api.status(
+            task,
+            mesos_state,
+            line["message"].as_str().map(str::to_owned),
+            container.map(from_dotted),
+        );
         self.lock().unacknowledged.push(status.clone());
         // Kept until acknowledged; a failure here is retried a few times (a
         // re-subscription in progress), then left to the next SUBSCRIBE.
