@@ -21,6 +21,7 @@ pub const INTRUDER: (&str, &str) = ("intruder", "intruder-secret-1");
 pub const ACLS: &str = r#"{
   "permissive": false,
   "run_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "get_endpoints": [{"principals": {"values": ["ops"]}, "paths": {"values": ["/metrics/snapshot"]}}],
   "kill_nested_containers": [
     {"principals": {"values": ["ops"]}, "users": {"type": "ANY"}},
     {"principals": {"type": "ANY"}, "users": {"type": "NONE"}}
