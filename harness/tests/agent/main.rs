@@ -19,6 +19,7 @@ mod closed_stdout;
 mod debug_sessions;
 mod executor_api;
 mod executor_queue;
+mod framework_binding;
 #[path = "../../src/cli/recordio.rs"]
 mod recordio;
 mod security_http;

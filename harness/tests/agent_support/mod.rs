@@ -21,6 +21,7 @@ pub const INTRUDER: (&str, &str) = ("intruder", "intruder-secret-1");
 pub const ACLS: &str = r#"{
   "permissive": false,
   "run_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
+  "get_endpoints": [{"principals": {"values": ["ops"]}, "paths": {"values": ["/metrics/snapshot"]}}],
   "kill_nested_containers": [
     {"principals": {"values": ["ops"]}, "users": {"type": "ANY"}},
     {"principals": {"type": "ANY"}, "users": {"type": "NONE"}}
@@ -142,6 +143,25 @@ impl TestAgent {
 
     /// Starts (or restarts) the agent process on the same directories.
     pub fn spawn(&mut self) {
+        let (child, line) = spawn_logged(&mut self.command(), self.dir.path());
+        // Kept before the address is checked: an agent that printed
+        // something else is still stopped and reaped by `Drop`.
+        self.child = Some(child);
+        self.address = expect_address(&line, || self.log());
+    }
+
+    /// Restarts the agent, which must refuse to start (within 60 s);
+    /// returns what it wrote to stderr.
+    pub fn refused_restart(&mut self) -> String {
+        refused_start(
+            self.command().env("RUST_LOG", "info"),
+            Duration::from_secs(60),
+            "the agent neither served nor exited",
+        )
+    }
+
+    /// The agent's command line on this agent's directories.
+    fn command(&self) -> Command {
         // A restart keeps the port, as a Mesos agent's does: executors
         // reconnect to the address they were given.
         let port = self
@@ -149,15 +169,14 @@ impl TestAgent {
             .rsplit_once(':')
             .map_or("0".to_owned(), |(_, p)| p.trim_end_matches('/').to_owned());
         let d = self.dir.path();
-        let (child, line) = spawn_logged(
-            agent_command_at(
-                &self
-                    .public_bin
-                    .as_ref()
-                    .map(|b| b.path().join("nestguard"))
-                    .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_nestguard"))),
-            )
-            .arg(format!("--work_dir={}", d.join("work").display()))
+        let mut cmd = agent_command_at(
+            &self
+                .public_bin
+                .as_ref()
+                .map(|b| b.path().join("nestguard"))
+                .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_nestguard"))),
+        );
+        cmd.arg(format!("--work_dir={}", d.join("work").display()))
             .arg(format!("--modules={}", d.join("modules.json").display()))
             .arg("--authorizer=io_nestguard_Authorizer")
             .arg("--hooks=io_nestguard_CredentialHook")
@@ -173,13 +192,8 @@ impl TestAgent {
             .arg("--authenticate_http_readwrite")
             .arg(format!("--port={port}"))
             .args(&self.extra_args)
-            .envs(self.extra_env.iter().map(|(k, v)| (k, v))),
-            d,
-        );
-        // Kept before the address is checked: an agent that printed
-        // something else is still stopped and reaped by `Drop`.
-        self.child = Some(child);
-        self.address = expect_address(&line, || self.log());
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)));
+        cmd
     }
 
     /// SIGKILLs the agent (containers keep running).
@@ -247,6 +261,11 @@ impl TestAgent {
         let (status, body) = self.get("/metrics/snapshot");
         assert_eq!(status, 200, "/metrics/snapshot: {body}");
         serde_json::from_str(&body).unwrap()
+    }
+
+    /// A request without a body as `who`.
+    pub fn curl_with_method(&self, who: (&str, &str), method: &str, path: &str) -> (u16, String) {
+        self.curl_with(&["-X", method, "-u", &format!("{}:{}", who.0, who.1)], path)
     }
 
     /// A DELETE as ops.

@@ -7,6 +7,7 @@ mod authorization;
 mod container_io;
 mod containers;
 mod executors;
+mod frameworks;
 mod pods;
 mod recovery;
 mod registry;

@@ -3,9 +3,10 @@
 //! authentication), `/version` (libprocess' VersionProcess: a JSON object
 //! of the version info), `/flags` (:955-1000: `{"flags": {...}}`, VIEW_FLAGS
 //! or 403), `/state` (:1331, the frameworks and executors the principal
-//! may view), `/metrics/snapshot` (a flat JSON object of metric values),
-//! `/metrics` (the same in the Prometheus text format, for scrapers; behind
-//! the same front door) and `/files/{browse,read,download}` (src/files/files.cpp:380-800; the
+//! may view), `/metrics/snapshot` (a flat JSON object of metric values;
+//! GET_ENDPOINT_WITH_PATH or 403, see [`authorize_metrics`]), `/metrics`
+//! (the same in the Prometheus text format, for scrapers; the same guard)
+//! and `/files/{browse,read,download}` (src/files/files.cpp:380-800; the
 //! sandbox lookup is shared with LIST_FILES/READ_FILE in [`files`]).
 
 mod files;
@@ -20,6 +21,7 @@ use axum::routing::{any, get};
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 
 use super::api::{AgentDetails, version_info};
+use super::core::{Agent, ApiError};
 use super::http::{Principal, Server};
 use super::negotiation::APPLICATION_JSON;
 
@@ -80,7 +82,32 @@ async fn flags(
     }
 }
 
-async fn metrics(State(server): State<Arc<Server>>) -> Response {
+/// The path Mesos authorizes its metrics as: libprocess' `/metrics/snapshot`
+/// is one of `AUTHORIZABLE_ENDPOINTS` (src/common/authorization.cpp:47-53).
+pub const METRICS_ENDPOINT: &str = "/metrics/snapshot";
+
+/// Whether `subject` may read the agent's metrics: GET_ENDPOINT_WITH_PATH
+/// on [`METRICS_ENDPOINT`], as Mesos' authorization callback for
+/// `/metrics/snapshot` asks (src/common/authorization.cpp:114-144; libprocess
+/// answers `Forbidden()` on a refusal, process.cpp:3844-3882). An executor
+/// token (claims, no principal) is refused by the authorizer, as Mesos'
+/// local authorizer refuses it outside the implicit executor actions.
+/// `/metrics` and GET_METRICS carry the same values under the same guard.
+pub(super) fn authorize_metrics(agent: &Agent, subject: Option<&Subject>) -> Result<(), ApiError> {
+    let object = Object {
+        value: Some(METRICS_ENDPOINT.to_owned()),
+        ..Default::default()
+    };
+    agent.authorize_action(subject, Action::GetEndpointWithPath, Some(object))
+}
+
+async fn metrics(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+) -> Response {
+    if let Err(e) = authorize_metrics(&server.agent, subject.as_ref()) {
+        return e.into_response();
+    }
     let snapshot: serde_json::Map<String, serde_json::Value> = server
         .metrics
         .snapshot()
@@ -93,7 +120,13 @@ async fn metrics(State(server): State<Arc<Server>>) -> Response {
 /// The content type of the Prometheus text format 0.0.4.
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-async fn prometheus(State(server): State<Arc<Server>>) -> Response {
+async fn prometheus(
+    State(server): State<Arc<Server>>,
+    Extension(Principal(subject)): Extension<Principal>,
+) -> Response {
+    if let Err(e) = authorize_metrics(&server.agent, subject.as_ref()) {
+        return e.into_response();
+    }
     // The library's part is read through the ABI: off the async workers.
     match tokio::task::spawn_blocking(move || server.metrics.prometheus()).await {
         Ok(text) => ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], text).into_response(),

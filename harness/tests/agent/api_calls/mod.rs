@@ -3,6 +3,7 @@
 //! authorization Mesos applies; the operator endpoints; and Mesos' refusal
 //! texts on the wire. This module holds the shared client and ACLs.
 
+mod endpoint_guards;
 mod files;
 mod info;
 mod state;
@@ -24,6 +25,7 @@ pub(super) const ACLS: &str = r#"{
   "run_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "kill_nested_containers": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_flags": [{"principals": {"values": ["ops"]}, "flags": {"type": "ANY"}}],
+  "get_endpoints": [{"principals": {"values": ["ops"]}, "paths": {"values": ["/metrics/snapshot"]}}],
   "set_log_level": [{"principals": {"values": ["ops"]}, "level": {"type": "ANY"}}],
   "view_frameworks": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],
   "view_executors": [{"principals": {"values": ["ops"]}, "users": {"type": "ANY"}}],

@@ -98,8 +98,16 @@ pub(super) fn version(format: Format) -> Response {
 }
 
 /// GET_METRICS: the registry's snapshot (the timeout has nothing to wait
-/// for: every gauge answers at once).
-pub(super) fn metrics(server: &Arc<Server>, format: Format) -> Response {
+/// for: every gauge answers at once), to those who may read
+/// `/metrics/snapshot`. Stricter than Mesos, whose `Http::getMetrics`
+/// (src/slave/http.cpp:1055) authorizes nothing: the same values must not
+/// be open here and guarded there.
+pub(super) fn metrics(
+    server: &Arc<Server>,
+    subject: Option<&Subject>,
+    format: Format,
+) -> Result<Response, ApiError> {
+    crate::cli::agent::endpoints::authorize_metrics(&server.agent, subject)?;
     let metrics = server
         .metrics
         .snapshot()
@@ -109,14 +117,14 @@ pub(super) fn metrics(server: &Arc<Server>, format: Format) -> Response {
             value: Some(value),
         })
         .collect();
-    encoded(
+    Ok(encoded(
         format,
         &AgentResponse {
             r#type: Some(response::Type::GetMetrics as i32),
             get_metrics: Some(response::GetMetrics { metrics }),
             ..Default::default()
         },
-    )
+    ))
 }
 
 /// GET_LOGGING_LEVEL: the verbosity now in effect.

@@ -66,7 +66,7 @@ pub(super) async fn dispatch(
         Type::GetHealth => Ok(info::health(format)),
         Type::GetFlags => info::flags(server, subject, format),
         Type::GetVersion => Ok(info::version(format)),
-        Type::GetMetrics => Ok(info::metrics(server, format)),
+        Type::GetMetrics => info::metrics(server, subject, format),
         Type::GetLoggingLevel => Ok(info::logging_level(format)),
         Type::SetLoggingLevel => info::set_logging_level(server, subject, call),
         Type::GetAgent => Ok(info::agent(server, format)),

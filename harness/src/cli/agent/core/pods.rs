@@ -124,6 +124,8 @@ impl Agent {
         for object in pod_admission::run_task_objects(&pod) {
             self.authorize_object(subject.as_ref(), Action::RunTask, object)?;
         }
+        // Authorized: the framework ID is (or becomes) this principal's.
+        self.claim_framework(subject.as_ref(), &pod.framework)?;
         if let Some(why) = clash(&lock(&self.state).executors, &pod) {
             return Err(ApiError::Conflict(why));
         }

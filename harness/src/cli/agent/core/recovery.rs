@@ -59,6 +59,10 @@ impl Agent {
         use std::os::unix::ffi::OsStringExt;
         /// The largest `sandbox` checkpoint read: it holds one path.
         const SANDBOX_CHECKPOINT_MAX: u64 = 64 * 1024;
+        // First: a framework ID must never be free for another principal,
+        // not even while the rest recovers.
+        let bound = self.frameworks.load()?;
+        tracing::info!(count = bound, "framework bindings recovered");
         let mut known = Vec::new();
         // Root container → why its checkpoint could not be read.
         let mut damaged: HashMap<String, String> = HashMap::new();
@@ -104,6 +108,13 @@ impl Agent {
                 }
             }
         }
+        // Executors of an agent from before framework bindings bind theirs.
+        let frameworks: Vec<_> = lock(&self.state)
+            .executors
+            .values()
+            .map(|e| e.framework.clone())
+            .collect();
+        self.adopt_frameworks(&frameworks)?;
         // Standalone containers: their config says where their sandbox is
         // and which user they run as.
         let mut standalone: HashMap<String, ContainerConfig> = HashMap::new();

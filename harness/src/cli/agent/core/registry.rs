@@ -121,6 +121,8 @@ pub struct Agent {
     pub(super) status_updates: super::status_updates::StatusUpdates,
     /// The IO switchboards of DEBUG and TTY containers.
     pub(super) switchboards: super::switchboard::Boards,
+    /// The framework IDs bound to their principals.
+    pub(super) frameworks: super::frameworks::Bindings,
 }
 
 #[derive(Default)]
@@ -151,6 +153,7 @@ impl Agent {
     /// Creates the agent; call [`Agent::recover`] before serving.
     pub fn new(modules: Modules, layout: Layout, nestguard_exe: PathBuf) -> Agent {
         Agent {
+            frameworks: super::frameworks::Bindings::new(&layout.work_dir),
             modules,
             layout,
             endpoint: Mutex::new(String::new()),
