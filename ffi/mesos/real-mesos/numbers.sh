@@ -5,11 +5,13 @@
 # nestguard-launch).
 #
 # Mesos learns of a container's exit by polling (libprocess' reaper, every
-# 100 ms), so one launch's time is its real time rounded up to the next poll:
-# a median jumps between 100 and 200 ms. The mean of many launches is what
-# moves with a real cost, so the two Mesos agents run NUMBERS_ROUNDS rounds
-# in turn (plain, nestguard, plain, ...: load on the machine falls on both
-# alike) and the ratio compares means.
+# 100 ms), so one launch's time is its real time rounded up to the next poll,
+# and launches made one after the other start in step with the poll: a median
+# jumps between 100 and 200 ms. So each launch starts after a random pause
+# (client.py bench; every time gains 50 ms on average, alike for all agents),
+# the mean of many launches is what moves with a real cost, and the two Mesos
+# agents run NUMBERS_ROUNDS rounds in turn (plain, nestguard, plain, ...: load
+# on the machine falls on both alike); the ratio compares means.
 N="${NUMBERS_N:-100}"
 ROUNDS="${NUMBERS_ROUNDS:-4}"
 PER=$(( (N + ROUNDS - 1) / ROUNDS ))

@@ -3,8 +3,9 @@
 //! [`super`] for the order and why).
 
 use std::ffi::{CString, OsStr};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use super::plan::{StageArgs, StageUser, parse_args};
 use crate::isolation::helper::mounts::read_only_kernel_paths;
@@ -160,10 +161,29 @@ fn switch_user(user: &StageUser, keep_caps: bool) -> Result<(), String> {
     nix::unistd::setuid(Uid::from_raw(user.uid)).map_err(|e| format!("setuid({}): {e}", user.uid))
 }
 
+/// The executable as Mesos' helper picks it: a relative one that is an
+/// executable file in the working directory (the stage's, which Mesos set)
+/// runs from there, as `os::which(value, working_directory)` finds it
+/// (`launch.cpp`, about line 1180); anything else goes to `execvp` as it is.
+fn executable(path: &[u8], cwd: &Path) -> Vec<u8> {
+    if path.starts_with(b"/") || path.is_empty() {
+        return path.to_vec();
+    }
+    let candidate = cwd.join(OsStr::from_bytes(path));
+    let runnable = std::fs::metadata(&candidate).is_ok_and(|m| m.is_file())
+        && nix::unistd::access(&candidate, nix::unistd::AccessFlags::X_OK).is_ok();
+    if runnable {
+        candidate.into_os_string().into_vec()
+    } else {
+        path.to_vec()
+    }
+}
+
 /// Steps 5 and 6, then 7: `execvp` with the environment Mesos set.
 fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String> {
     let filters = seccomp::decode(&args.plan.filters).map_err(|e| e.to_string())?;
-    let path = CString::new(args.path.clone()).map_err(|_| "the path has a NUL byte")?;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let path = CString::new(executable(&args.path, &cwd)).map_err(|_| "the path has a NUL byte")?;
     let argv: Vec<CString> = args
         .argv
         .iter()
@@ -193,5 +213,33 @@ pub fn run(args: &[&[u8]]) -> String {
     })();
     match result {
         Err(text) => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_relative_command_in_the_working_directory_runs_from_there_as_mesos_runs_it() {
+        let dir = std::env::temp_dir().join(format!("ng-stage-which-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        for (name, mode) in [("run.sh", 0o755), ("data.txt", 0o644), ("bin/tool", 0o755)] {
+            std::fs::write(dir.join(name), "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(mode))
+                .unwrap();
+        }
+        let found = |p: &str| String::from_utf8(executable(p.as_bytes(), &dir)).unwrap();
+        assert_eq!(found("run.sh"), dir.join("run.sh").display().to_string());
+        assert_eq!(
+            found("bin/tool"),
+            dir.join("bin/tool").display().to_string()
+        );
+        assert_eq!(found("/bin/true"), "/bin/true");
+        // Not executable, or not there: left to execvp's PATH search.
+        assert_eq!(found("data.txt"), "data.txt");
+        assert_eq!(found("sleep"), "sleep");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -30,6 +30,10 @@ use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{CommandInfo, ContainerId};
 
+/// The kernel's limit on one `execve` argument (`MAX_ARG_STRLEN`, 32
+/// pages), terminating NUL included.
+const MAX_ARG_STRLEN: usize = 32 * 4096;
+
 /// The exec stage as the isolators use it.
 #[derive(Debug, Clone)]
 pub struct ExecStage {
@@ -150,6 +154,16 @@ impl ExecStage {
         info.seccomp_profile = None;
         info.no_new_privileges = None;
         let plan_arg = plan.to_arg();
+        if plan_arg.len() >= MAX_ARG_STRLEN {
+            // execve would fail with E2BIG inside the container: say why here.
+            return Err(IsolatorError::Invalid(format!(
+                "container '{}': its exec stage plan is {} bytes, and one argument may hold at \
+                 most {} (the kernel's MAX_ARG_STRLEN): use a smaller seccomp profile",
+                to_dotted(id),
+                plan_arg.len(),
+                MAX_ARG_STRLEN - 1
+            )));
+        }
         let seal = self
             .key
             .seal(&plan_arg, config.user.as_deref().unwrap_or(""));
