@@ -619,8 +619,11 @@ extern "C" {
  * the decision read), `allowed`, `decision` (as
  * `nestguard_authorizer_explain`: `list`, `index` (null when `permissive`
  * decided), `decided_by`, `parent`/`child` for launches; or `error`) and
- * `latency_ns`. It never holds a secret or token text. Explanation calls
- * are not decisions and are not reported.
+ * `latency_ns`. It never holds a secret or token text. Each string a
+ * caller controls (`subject`, every `object` field, an `error` text) holds
+ * at most 256 bytes, cut on a character; a cut one is named in `truncated`
+ * (`{"<field>": {"len": N, "sha256": "<hex>"}}`, absent when nothing was
+ * cut). Explanation calls are not decisions and are not reported.
  *
  * Thread safety: the callback is called on whichever thread decides, from
  * several threads at once, while that decision's caller waits. It must be

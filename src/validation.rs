@@ -177,11 +177,84 @@ pub fn validate_path_id(value: &str) -> std::result::Result<(), ContainerIdError
     Ok(())
 }
 
+/// The longest user name accepted, in bytes: utmp's `UT_NAMESIZE`, the
+/// longest name `useradd` creates.
+pub const MAX_USER_NAME_LENGTH: usize = 32;
+
+/// A user name (`CommandInfo.user`, `FrameworkInfo.user`) as Linux'
+/// `useradd` (shadow-utils' `is_valid_user_name`) accepts one: 1 to
+/// [`MAX_USER_NAME_LENGTH`] bytes of `[A-Za-z0-9_.-]` with an optional
+/// final `$`, not starting with `-`, not `.` or `..`, not all digits (a
+/// name that reads as a UID). The text is "'<field>' is invalid: ..." and
+/// never quotes the name (it may be huge or hold control characters).
+///
+/// Stricter than Mesos, which checks no user name before authorization
+/// and fails the launch later when the user does not exist: a user name
+/// is checked before any decision, so that a decision log, an audit record
+/// or a path never holds one no account could have.
+pub fn validate_user(field: &str, user: &str) -> Result {
+    if user.is_empty() || user.len() > MAX_USER_NAME_LENGTH {
+        return err(format!(
+            "'{field}' is invalid: a user name must be 1 to {MAX_USER_NAME_LENGTH} bytes long, \
+             not {}",
+            user.len()
+        ));
+    }
+    let body = user.strip_suffix('$').unwrap_or(user);
+    let characters = !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if !characters
+        || user.starts_with('-')
+        || user == "."
+        || user == ".."
+        || user.bytes().all(|b| b.is_ascii_digit())
+    {
+        return err(format!(
+            "'{field}' is invalid: a user name holds only letters, digits, '_', '.', '-' and a \
+             final '$', does not start with '-', and is not '.', '..' or all digits"
+        ));
+    }
+    Ok(())
+}
+
+/// The user of a command, when it names one.
+fn command_user(field: &str, command: Option<&CommandInfo>) -> Result {
+    match command.and_then(|c| c.user.as_deref()) {
+        Some(user) => validate_user(&format!("{field}.command.user"), user),
+        None => Ok(()),
+    }
+}
+
+/// Validates a task's IDs that become paths or name it (`task_id`, its
+/// `slave_id` when set, its executor's ID) and the user names it carries
+/// (its command's, its executor's), before anything trusts them; `field`
+/// names the task in the text ("'<field>.task_id' is invalid: ...").
+pub fn validate_task(field: &str, task: &mesos::TaskInfo) -> Result {
+    let check = |name: &str, value: &str| {
+        validate_path_id(value)
+            .map_err(|e| ValidationError(format!("'{field}.{name}' is invalid: {e}")))
+    };
+    check("task_id", &task.task_id.value)?;
+    if !task.slave_id.value.is_empty() {
+        check("slave_id", &task.slave_id.value)?;
+    }
+    command_user(field, task.command.as_ref())?;
+    if let Some(executor) = &task.executor {
+        check("executor.executor_id", &executor.executor_id.value)?;
+        command_user(&format!("{field}.executor"), executor.command.as_ref())?;
+    }
+    Ok(())
+}
+
 /// Validates every ID of a pod that becomes a path or names a task
-/// (`framework.id`, `executor.executor_id`, `executor.framework_id`, each
-/// task's `task_id`, and its `slave_id` and `executor.executor_id` when
-/// set), before anything touches the filesystem. The text is
-/// "'<field>' is invalid: <Mesos' text>".
+/// (`framework.id`, `executor.executor_id`, `executor.framework_id`, and
+/// each task's as [`validate_task`]) and every user name it carries
+/// (`framework.user` when set, the executor's and the tasks' command
+/// users, see [`validate_user`]), before anything touches the filesystem
+/// or asks the authorizer. The text is "'<field>' is invalid: <Mesos'
+/// text>".
 pub fn validate_pod_ids(pod: &PodSpec) -> Result {
     let check = |field: &str, value: &str| {
         validate_path_id(value).map_err(|e| ValidationError(format!("'{field}' is invalid: {e}")))
@@ -189,22 +262,17 @@ pub fn validate_pod_ids(pod: &PodSpec) -> Result {
     if let Some(id) = &pod.framework.id {
         check("framework.id", &id.value)?;
     }
+    // Empty: the agent's own user.
+    if !pod.framework.user.is_empty() {
+        validate_user("framework.user", &pod.framework.user)?;
+    }
     check("executor.executor_id", &pod.executor.executor_id.value)?;
     if let Some(id) = &pod.executor.framework_id {
         check("executor.framework_id", &id.value)?;
     }
+    command_user("executor", pod.executor.command.as_ref())?;
     for (i, task) in pod.tasks.iter().enumerate() {
-        let task = &task.task;
-        check(&format!("tasks[{i}].task.task_id"), &task.task_id.value)?;
-        if !task.slave_id.value.is_empty() {
-            check(&format!("tasks[{i}].task.slave_id"), &task.slave_id.value)?;
-        }
-        if let Some(executor) = &task.executor {
-            check(
-                &format!("tasks[{i}].task.executor.executor_id"),
-                &executor.executor_id.value,
-            )?;
-        }
+        validate_task(&format!("tasks[{i}].task"), &task.task)?;
     }
     Ok(())
 }
@@ -241,6 +309,61 @@ mod tests {
             validate_path_id("..").unwrap_err().to_string(),
             "'..' is disallowed"
         );
+        pod.executor.executor_id.value = "ex".into();
+        pod.tasks[0].task.task_id.value = "t".into();
+        pod.tasks[0].task.command = Some(CommandInfo {
+            user: Some("root\nx".into()),
+            ..Default::default()
+        });
+        assert!(
+            validate_pod_ids(&pod)
+                .unwrap_err()
+                .0
+                .starts_with("'tasks[0].task.command.user' is invalid: ")
+        );
+        pod.tasks[0].task.command = None;
+        pod.framework.user = "a b".into();
+        assert!(
+            validate_pod_ids(&pod)
+                .unwrap_err()
+                .0
+                .starts_with("'framework.user' is invalid: ")
+        );
+    }
+
+    #[test]
+    fn user_names() {
+        for ok in ["alice", "daemon", "a.b-c_d", "host$", "_apt", "u1", "X"] {
+            assert!(validate_user("u", ok).is_ok(), "{ok}");
+        }
+        let long = "a".repeat(MAX_USER_NAME_LENGTH + 1);
+        let huge = "u".repeat(15 << 20);
+        for bad in [
+            "",
+            &long,
+            &huge,
+            "daemon\nroot",
+            "a b",
+            "-a",
+            ".",
+            "..",
+            "123",
+            "a$b",
+            "$",
+            "é",
+            "a\u{1b}[2J",
+            "a/b",
+            "a:b",
+        ] {
+            let e = validate_user("launch.command.user", bad).unwrap_err().0;
+            assert!(e.starts_with("'launch.command.user' is invalid: "), "{e}");
+            assert!(e.len() < 300, "the text never quotes the name: {e}");
+        }
+        assert_eq!(
+            validate_user("f", "").unwrap_err().0,
+            "'f' is invalid: a user name must be 1 to 32 bytes long, not 0"
+        );
+        assert!(validate_user("f", &"a".repeat(MAX_USER_NAME_LENGTH)).is_ok());
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! container ids the decision read), `allowed`, `decision` (as
 //! `nestguard_authorizer_explain`: `list`, `index` (null when `permissive`
 //! decided), `decided_by`, `parent`/`child` for launches; or `error`) and
-//! `latency_ns`. Records never hold a secret or token text.
+//! `latency_ns`. Records never hold a secret or token text. Each string a
+//! caller controls (`subject`, every `object` field, an `error` text) holds
+//! at most 256 bytes (`AUDIT_FIELD_MAX_BYTES`); a cut one is named in
+//! `truncated` with its whole length and a SHA-256 of its whole value.
 //!
 //! Thread safety: the callback is called on whichever thread decides, often
 //! several at once, while that decision's caller waits; it must be
@@ -80,8 +83,11 @@ impl AuditSink for CallbackSink {
 /// the decision read), `allowed`, `decision` (as
 /// `nestguard_authorizer_explain`: `list`, `index` (null when `permissive`
 /// decided), `decided_by`, `parent`/`child` for launches; or `error`) and
-/// `latency_ns`. It never holds a secret or token text. Explanation calls
-/// are not decisions and are not reported.
+/// `latency_ns`. It never holds a secret or token text. Each string a
+/// caller controls (`subject`, every `object` field, an `error` text) holds
+/// at most 256 bytes, cut on a character; a cut one is named in `truncated`
+/// (`{"<field>": {"len": N, "sha256": "<hex>"}}`, absent when nothing was
+/// cut). Explanation calls are not decisions and are not reported.
 ///
 /// Thread safety: the callback is called on whichever thread decides, from
 /// several threads at once, while that decision's caller waits. It must be

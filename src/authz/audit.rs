@@ -12,14 +12,23 @@
 //! container ids the decision looked at, the verdict and what decided it.
 //! It never holds a secret: no token text, no password, no environment, no
 //! command line; only the fields the ACL rules read.
+//!
+//! A record is bounded: each string a caller controls (the subject, every
+//! object field, an error text) is copied up to [`AUDIT_FIELD_MAX_BYTES`],
+//! cut on a character, and a cut field is named in `truncated` with its
+//! whole length and a SHA-256 of its whole value, so that one decision on a
+//! huge field cannot fill a log and two such values can still be told
+//! apart.
 #![forbid(unsafe_code)]
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::compile::Policy;
 use super::evaluate::{Decision, EvalError, ObjectView, framework_user};
@@ -156,6 +165,53 @@ pub fn subject_summary(subject: Option<&Subject>) -> String {
     "token without a container claim".to_owned()
 }
 
+/// The most bytes of one caller-controlled string a record copies.
+pub const AUDIT_FIELD_MAX_BYTES: usize = 256;
+
+/// A field cut to [`AUDIT_FIELD_MAX_BYTES`]: what it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Truncated {
+    /// The whole value's length in bytes.
+    pub len: usize,
+    /// SHA-256 of the whole value, lowercase hex.
+    pub sha256: String,
+}
+
+/// Cuts `value` to [`AUDIT_FIELD_MAX_BYTES`] on a character; returns what it
+/// was when it was cut.
+fn bound(value: &mut String) -> Option<Truncated> {
+    if value.len() <= AUDIT_FIELD_MAX_BYTES {
+        return None;
+    }
+    let sha256 = Sha256::digest(value.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let len = value.len();
+    let cut = (0..=AUDIT_FIELD_MAX_BYTES)
+        .rev()
+        .find(|&i| value.is_char_boundary(i))
+        .unwrap_or(0);
+    value.truncate(cut);
+    Some(Truncated { len, sha256 })
+}
+
+impl ObjectSummary {
+    /// Every field, by its JSON name.
+    fn fields_mut(&mut self) -> [(&'static str, &mut Option<String>); 8] {
+        [
+            ("value", &mut self.value),
+            ("framework_user", &mut self.framework_user),
+            ("framework_principal", &mut self.framework_principal),
+            ("executor_user", &mut self.executor_user),
+            ("command_user", &mut self.command_user),
+            ("task_user", &mut self.task_user),
+            ("container_id", &mut self.container_id),
+            ("root_container_id", &mut self.root_container_id),
+        ]
+    }
+}
+
 /// One decision, as the sink receives it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditRecord {
@@ -175,6 +231,11 @@ pub struct AuditRecord {
     pub decision: Value,
     /// Time spent deciding, in nanoseconds.
     pub latency_ns: u64,
+    /// The fields cut to [`AUDIT_FIELD_MAX_BYTES`] (`subject`, an object
+    /// field's name, or `error`), each with its whole length and hash; left
+    /// out of the JSON when none was.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub truncated: BTreeMap<&'static str, Truncated>,
 }
 
 impl AuditRecord {
@@ -261,18 +322,36 @@ impl Audit {
         if reg.options.sample_every > 1 && !n.is_multiple_of(reg.options.sample_every) {
             return;
         }
+        let mut truncated = BTreeMap::new();
         let decision = match result {
             Ok(d) => super::explain::to_json(facts.policy, d),
-            Err(e) => serde_json::json!({ "error": e.to_string() }),
+            Err(e) => {
+                let mut error = e.to_string();
+                if let Some(cut) = bound(&mut error) {
+                    truncated.insert("error", cut);
+                }
+                serde_json::json!({ "error": error })
+            }
         };
+        let mut subject = (facts.subject)();
+        if let Some(cut) = bound(&mut subject) {
+            truncated.insert("subject", cut);
+        }
+        let mut object = (facts.object)();
+        for (name, field) in object.fields_mut() {
+            if let Some(cut) = field.as_mut().and_then(bound) {
+                truncated.insert(name, cut);
+            }
+        }
         let record = AuditRecord {
             time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-            subject: (facts.subject)(),
+            subject,
             action: facts.action,
-            object: (facts.object)(),
+            object,
             allowed,
             decision,
             latency_ns: u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX),
+            truncated,
         };
         reg.sink.record(&record);
     }

@@ -24,7 +24,9 @@ pub mod roles;
 pub mod validate;
 
 pub use api::{Approver, Authorizer, LoadError, ParameterError, Source, load};
-pub use audit::{AuditOptions, AuditRecord, AuditSink, ObjectSummary};
+pub use audit::{
+    AUDIT_FIELD_MAX_BYTES, AuditOptions, AuditRecord, AuditSink, ObjectSummary, Truncated,
+};
 pub use compile::{Policy, Req};
 pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
 pub use lists::List;

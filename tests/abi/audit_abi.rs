@@ -392,3 +392,44 @@ fn null_arguments() {
     assert!(!a.kill("bob"));
     assert_eq!(a.take().len(), 1);
 }
+
+/// Issue 25: a tenant's field is copied into a record only up to
+/// `AUDIT_FIELD_MAX_BYTES`; the record keeps the original length and a
+/// SHA-256 of the whole value, so one decision cannot fill the log.
+#[test]
+fn oversized_fields_are_truncated_with_their_length_and_hash() {
+    use sha2::Digest as _;
+    let audited = Audited::new();
+    audited.register(1, false);
+    // The bound falls inside the 'é': the cut backs off to a character.
+    let max = nestguard::authz::AUDIT_FIELD_MAX_BYTES;
+    let huge = format!("{}é{}", "u".repeat(max - 1), "u".repeat(15 << 20));
+    assert!(!audited.kill(&huge));
+    let records = audited.take();
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert!(
+        record.len() < 4096,
+        "a record of {} bytes for one field",
+        record.len()
+    );
+    let r = json(record);
+    let user = r["object"]["executor_user"].as_str().unwrap();
+    assert_eq!(user.len(), max - 1, "{user}");
+    assert!(
+        huge.starts_with(user),
+        "a prefix of the value, cut on a character"
+    );
+    let cut = &r["truncated"]["executor_user"];
+    assert_eq!(cut["len"], huge.len(), "{r}");
+    let hash: String = sha2::Sha256::digest(huge.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(cut["sha256"], hash.as_str(), "{r}");
+    // A field within the bound is whole, and nothing is marked truncated.
+    assert!(audited.kill("alice"));
+    let r = json(&audited.take()[0]);
+    assert_eq!(r["object"]["executor_user"], "alice");
+    assert!(r.get("truncated").is_none(), "{r}");
+}

@@ -8,6 +8,7 @@ mod demo;
 mod exec;
 mod executor;
 mod library;
+mod log_format;
 pub mod out;
 mod pod;
 mod process_io;
@@ -101,6 +102,9 @@ pub fn init_logging(verbose: u8) {
         .with(filter)
         .with(
             tracing_subscriber::fmt::layer()
+                // Tenant text in a field never breaks a line or reaches
+                // the terminal raw (issue 25).
+                .fmt_fields(log_format::EscapedFields)
                 .with_ansi(ansi)
                 .with_writer(std::io::stderr)
                 // Its report of a failed write is an `eprintln!`, which

@@ -1,6 +1,6 @@
 //! `--audit_log`: the agent writes the authorizer's decisions as JSON lines
 //! (an allowed and a denied pod launch, each with its deciding entry), and
-//! rotates the file by size.
+//! rotates the file by size, each subject's denials within its budget.
 
 use crate::agent_support;
 
@@ -21,6 +21,16 @@ const ACLS: &str = r#"{
   ]
 }"#;
 
+/// Principals without rights, beside ops and the intruder: enough for
+/// their denials, each subject's within its sixteenth of a file, to rotate
+/// the log twice.
+const SUBJECTS: usize = 40;
+
+/// The name and secret of the `i`th of [`SUBJECTS`].
+fn subject(i: usize) -> (String, String) {
+    (format!("tenant-{i}"), format!("tenant-secret-{i}"))
+}
+
 /// A posix agent with the audit log on; stops it, removes its pods and
 /// its directory on drop, also when the test failed.
 struct Audited {
@@ -37,9 +47,15 @@ impl Audited {
             .unwrap();
         let d = dir.path();
         std::fs::write(d.join("acls.json"), ACLS).unwrap();
-        let creds = serde_json::json!({"credentials": [
-            {"principal": OPS.0, "secret": OPS.1},
-            {"principal": INTRUDER.0, "secret": INTRUDER.1}]});
+        let mut creds = vec![
+            serde_json::json!({"principal": OPS.0, "secret": OPS.1}),
+            serde_json::json!({"principal": INTRUDER.0, "secret": INTRUDER.1}),
+        ];
+        creds.extend((0..SUBJECTS).map(|i| {
+            let (p, s) = subject(i);
+            serde_json::json!({"principal": p, "secret": s})
+        }));
+        let creds = serde_json::json!({ "credentials": creds });
         std::fs::write(d.join("credentials.json"), creds.to_string()).unwrap();
         std::fs::set_permissions(
             d.join("credentials.json"),
@@ -182,10 +198,18 @@ fn launches_are_logged_with_their_deciding_entries() {
 
 #[test]
 fn denials_only_and_rotation_by_size() {
-    let agent = Audited::start(&["--audit_denials_only", "--audit_log_max_size=1500"]);
-    // About 300 bytes a record: 16 denials fill more than two files.
-    for _ in 0..16 {
-        assert_eq!(agent.launch_pod(INTRUDER).0, 403);
+    const MAX: u64 = 64 * 1024;
+    let agent = Audited::start(&[
+        "--audit_denials_only",
+        &format!("--audit_log_max_size={MAX}"),
+    ]);
+    // About 300 bytes a record, 4 KiB of denials a subject and file: 40
+    // subjects' denials fill more than two files.
+    for i in 0..SUBJECTS {
+        let (p, s) = subject(i);
+        for _ in 0..16 {
+            assert_eq!(agent.launch_pod((&p, &s)).0, 403);
+        }
     }
     let path = agent.audit_path();
     let mut old = path.clone().into_os_string();
@@ -194,21 +218,48 @@ fn denials_only_and_rotation_by_size() {
     assert!(old.exists(), "rotated to {}", old.display());
     for file in [&path, &old] {
         let size = std::fs::metadata(file).unwrap().len();
-        assert!(size <= 1500, "{}: {size} bytes", file.display());
+        assert!(size <= MAX, "{}: {size} bytes", file.display());
         let recs = records(file);
         assert!(!recs.is_empty(), "{} is empty", file.display());
         assert!(
             recs.iter()
-                .all(|r| r["allowed"] == false && r["subject"] == INTRUDER.0)
+                .all(|r| r["allowed"] == false || r.get("summary").is_some()),
+            "{}",
+            file.display()
         );
     }
-    let total = records(&path).len() + records(&old).len();
+    let full = |file: &Path| {
+        records(file)
+            .iter()
+            .filter(|r| r.get("summary").is_none())
+            .count()
+    };
+    let total = full(&path) + full(&old);
     assert!(
-        total < 16,
+        total < SUBJECTS * 16,
         "one old file kept, older records dropped: {total}"
     );
     // An allowed launch is not logged with --audit_denials_only.
     let before = records(&path).len();
     assert_eq!(agent.launch_pod(OPS).0, 200);
-    assert!(records(&path).len() <= before && records(&path).iter().all(|r| r["allowed"] == false));
+    assert!(
+        records(&path).len() <= before
+            && records(&path)
+                .iter()
+                .all(|r| r["allowed"] == false || r.get("summary").is_some())
+    );
+}
+
+#[test]
+fn a_log_smaller_than_the_budgets_need_is_refused() {
+    let mut cmd = agent_command();
+    cmd.args([
+        "--work_dir=/nonexistent",
+        "--audit_log=/nonexistent/a",
+        "--audit_log_max_size=1500",
+    ]);
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("audit_log_max_size"), "{err}");
 }

@@ -686,21 +686,7 @@ fn subscribe_stream_outlives_the_timeouts_and_holds_its_slot() {
 /// POSTs a JSON executor call with a bearer token (bodies too large for a
 /// command-line argument).
 pub(crate) fn post_executor_call(agent: &TestAgent, token: &str, body: &str) -> (u16, String) {
-    let http: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut reply = http
-        .post(format!("{}/api/v1/executor", agent.address))
-        .header("Authorization", &format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .send(body)
-        .unwrap();
-    let status = reply.status().as_u16();
-    (
-        status,
-        reply.body_mut().read_to_string().unwrap_or_default(),
-    )
+    agent.post_json("/api/v1/executor", &format!("Bearer {token}"), body)
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod recordio;
 mod security_http;
 mod security_ids;
 mod security_inputs;
+mod security_logs;
 mod security_pods;
 mod security_recovery;
 mod session_isolation;

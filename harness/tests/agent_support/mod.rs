@@ -251,6 +251,28 @@ impl TestAgent {
         self.curl_with(&args, path)
     }
 
+    /// A JSON POST through an HTTP client instead of curl (bodies too
+    /// large for a command-line argument), with an `Authorization` header,
+    /// bounded in time; returns (status, body).
+    pub fn post_json(&self, path: &str, authorization: &str, body: &str) -> (u16, String) {
+        let http: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        let mut reply = http
+            .post(format!("{}{path}", self.address))
+            .header("Authorization", authorization)
+            .header("Content-Type", "application/json")
+            .send(body)
+            .unwrap();
+        let status = reply.status().as_u16();
+        (
+            status,
+            reply.body_mut().read_to_string().unwrap_or_default(),
+        )
+    }
+
     /// A GET as ops.
     pub fn get(&self, path: &str) -> (u16, String) {
         self.curl_with(&["-u", &format!("{}:{}", OPS.0, OPS.1)], path)

@@ -9,6 +9,7 @@ use crate::cli::wire::twin;
 use nestguard::proto::mesos::{self, v1};
 use nestguard::validation::{
     ValidationError, validate_command_info, validate_container_id, validate_container_info,
+    validate_user,
 };
 
 type Result<T = ()> = std::result::Result<T, ValidationError>;
@@ -41,6 +42,10 @@ fn command_and_container(
     if let Some(command) = command {
         validate_command_info(&twin(command))
             .map_err(|e| ValidationError(format!("'{field}.command' is invalid: {e}")))?;
+        // Stricter than Mesos: before any decision (see `validate_user`).
+        if let Some(user) = &command.user {
+            validate_user(&format!("{field}.command.user"), user)?;
+        }
     }
     if let Some(container) = container {
         validate_container_info(&twin(container))
@@ -82,6 +87,17 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
                      or greater cannot set 'share_cgroups' to 'false'",
                 );
             }
+        }
+        Type::LaunchNestedContainerSession => {
+            // Mesos' rules but `share_cgroups`, whose text the handler
+            // gives (src/slave/validation.cpp:305-341).
+            let Some(launch) = &call.launch_nested_container_session else {
+                return err("Expecting 'launch_nested_container_session' to be present");
+            };
+            let field = "launch_nested_container_session";
+            let id = container_id_field(field, &launch.container_id)?;
+            require_parent(field, &id)?;
+            command_and_container(field, launch.command.as_ref(), launch.container.as_ref())?;
         }
         Type::WaitNestedContainer => {
             let Some(wait) = &call.wait_nested_container else {
@@ -272,5 +288,22 @@ mod tests {
                 "command":{"value":"exit 0"}}}"#,
         );
         assert!(validate_agent_call(&ok).is_ok());
+        // User names are checked before any decision, in every launch.
+        for kind in [
+            "launch_nested_container",
+            "launch_container",
+            "launch_nested_container_session",
+        ] {
+            let c = call(&format!(
+                r#"{{"type":"{}","{kind}":{{"container_id":{{"value":"c","parent":{{"value":"p"}}}},
+                    "command":{{"value":"true","user":"daemon\nforged"}}}}}}"#,
+                kind.to_uppercase()
+            ));
+            let e = validate_agent_call(&c).unwrap_err().0;
+            assert!(
+                e.starts_with(&format!("'{kind}.command.user' is invalid: ")),
+                "{e}"
+            );
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! decision (target `nestguard::decision`), so operators see who was denied
 //! what and by which ACL entry while response bodies stay neutral.
 
+use crate::cli::log_format::quoted;
 use nestguard::container_id::to_dotted;
 use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 
@@ -25,14 +26,16 @@ pub fn subject_text(subject: Option<&Subject>) -> String {
 }
 
 /// The parts of an object ACLs look at (users and the container ID); never
-/// a command line or an environment, which may carry secrets.
+/// a command line or an environment, which may carry secrets. Each value is
+/// [`quoted`] unless it is a bare word, so a tenant's value never reads as
+/// another part.
 pub fn object_text(object: Option<&Object>) -> String {
     let Some(o) = object else {
         return String::new();
     };
     let mut parts = Vec::new();
     if let Some(id) = &o.container_id {
-        parts.push(format!("container_id={}", to_dotted(id)));
+        parts.push(format!("container_id={}", quoted(&to_dotted(id))));
     }
     if let Some(u) = o
         .executor_info
@@ -40,21 +43,21 @@ pub fn object_text(object: Option<&Object>) -> String {
         .and_then(|e| e.command.as_ref())
         .and_then(|c| c.user.as_ref())
     {
-        parts.push(format!("executor_user={u}"));
+        parts.push(format!("executor_user={}", quoted(u)));
     }
     if let Some(u) = o.framework_info.as_ref().map(|f| &f.user) {
-        parts.push(format!("framework_user={u}"));
+        parts.push(format!("framework_user={}", quoted(u)));
     }
     if let Some(c) = &o.command_info {
         parts.push(format!(
             "command_user={}",
-            c.user.as_deref().unwrap_or("<none>")
+            c.user.as_deref().map_or("<none>".into(), quoted)
         ));
     }
     if let Some(t) = &o.task_info {
-        parts.push(format!("task_id={}", t.task_id.value));
+        parts.push(format!("task_id={}", quoted(&t.task_id.value)));
         if let Some(u) = t.command.as_ref().and_then(|c| c.user.as_ref()) {
-            parts.push(format!("task_user={u}"));
+            parts.push(format!("task_user={}", quoted(u)));
         }
     }
     parts.join(" ")
@@ -161,5 +164,16 @@ mod tests {
         };
         let text = object_text(Some(&object));
         assert_eq!(text, "container_id=pod-1.child command_user=alice");
+        let forged = Object {
+            command_info: Some(CommandInfo {
+                user: Some("a framework_user=root".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            object_text(Some(&forged)),
+            r#"command_user="a framework_user=root""#
+        );
     }
 }

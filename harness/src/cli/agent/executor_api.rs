@@ -237,6 +237,11 @@ pub fn validate(call: &Call) -> Result<(), String> {
         return Err("Expecting 'framework_id' to be present".into());
     }
     let (eid, fid) = (&call.executor_id.value, &call.framework_id.value);
+    // Stricter than Mesos, which looks these up as they are: every ID an
+    // executor sends gets the rules of every other ID before it reaches a
+    // lookup, a checkpoint or a log line.
+    path_id("executor_id", eid)?;
+    path_id("framework_id", fid)?;
     match call.r#type() {
         call::Type::Subscribe => {
             let Some(subscribe) = &call.subscribe else {
@@ -245,6 +250,10 @@ pub fn validate(call: &Call) -> Result<(), String> {
             // Mesos re-sends these to the framework as the executor's own
             // updates: they get the checks of an UPDATE (stricter than
             // Mesos, which checks them only as they are forwarded).
+            subscribe
+                .unacknowledged_tasks
+                .iter()
+                .try_for_each(|t| path_id("unacknowledged_tasks.task_id", &t.task_id.value))?;
             subscribe
                 .unacknowledged_updates
                 .iter()
@@ -263,9 +272,16 @@ pub fn validate(call: &Call) -> Result<(), String> {
     }
 }
 
+/// Mesos' ID rules for `value`, the text naming `field`.
+fn path_id(field: &str, value: &str) -> Result<(), String> {
+    nestguard::validation::validate_path_id(value).map_err(|e| format!("'{field}' is invalid: {e}"))
+}
+
 /// The checks of one status update an executor sends (Mesos'
-/// `validateExecutorCall` for UPDATE).
+/// `validateExecutorCall` for UPDATE), and its task ID's (stricter than
+/// Mesos, which drops an update for an unknown task later).
 fn validate_status(status: &v1::TaskStatus, eid: &str, fid: &str) -> Result<(), String> {
+    path_id("status.task_id", &status.task_id.value)?;
     let Some(uuid) = &status.uuid else {
         return Err("Expecting 'uuid' to be present".into());
     };

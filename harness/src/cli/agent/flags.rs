@@ -118,8 +118,11 @@ pub struct AgentFlags {
     /// Write the authorizer's decision audit log here, one JSON record per line.
     #[arg(long)]
     pub audit_log: Option<PathBuf>,
-    /// Rotate the audit log when it would exceed this many bytes (PATH → PATH.1, one kept).
-    #[arg(long, default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Rotate the audit log when it would exceed this many bytes (PATH → PATH.1, one kept);
+    /// at least 64 KiB. One subject's denials take at most a sixteenth of a file; the rest
+    /// are counted in summary lines (see acls/README.md, "The decision audit log").
+    #[arg(long, default_value_t = 64 * 1024 * 1024,
+          value_parser = clap::value_parser!(u64).range(super::audit_log::MIN_MAX_SIZE..))]
     pub audit_log_max_size: u64,
     /// Log only denied decisions.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value = "false")]

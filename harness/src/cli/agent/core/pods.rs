@@ -73,6 +73,9 @@ impl Agent {
         root: &str,
         mut task: mesos::TaskInfo,
     ) -> Result<(), ApiError> {
+        // Its IDs and user names, before the lookup and the decision log.
+        nestguard::validation::validate_task("task", &task)
+            .map_err(|e| ApiError::BadRequest(e.0))?;
         let Some(record) = self.executor(root) else {
             return Err(ApiError::NotFound(format!(
                 "Container {root} cannot be found"
