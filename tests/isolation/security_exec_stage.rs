@@ -319,3 +319,57 @@ fn a_command_tasks_executor_and_its_task_run_confined() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
+
+/// A tenant who read another container's plan and seal (they are in the
+/// stage's argv for a moment) puts them, with a binary of its own as the
+/// stage, in its nested container's arguments: the wrapper must leave them
+/// to the tenant's command and never run the tenant's binary as root.
+#[test]
+fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = sandbox("harvest");
+    let mesos = mesos_composite(&[]);
+    let mut victim = config("exec sleep 1");
+    victim.user = Some("nobody".into());
+    let seen = prepared(&mesos, victim, &dir.0);
+    let evil = dir.0.join("x").join("nestguard-exec");
+    let mut tenant = config("unused");
+    tenant.user = Some("nobody".into());
+    tenant.command_info.shell = Some(false);
+    tenant.command_info.value = Some("/bin/true".into());
+    tenant.command_info.arguments = vec![
+        "true".into(),
+        format!("--nestguard_exec_stage={}", evil.display()),
+        format!("--nestguard_exec_plan={}", &seen[1]["--plan=".len()..]),
+        format!("--nestguard_exec_seal={}", &seen[2]["--seal=".len()..]),
+    ];
+    let args = prepared(&mesos, tenant.clone(), &dir.0);
+    let info = serde_json::json!({
+        "command": {"shell": false, "value": STAGE, "arguments": args},
+        "user": "nobody",
+    });
+    let out = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
+        .unwrap()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["command"]["value"], STAGE, "{v}");
+    let rewritten: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
+    let dash = rewritten.iter().position(|a| a == "--").unwrap();
+    assert_eq!(
+        rewritten[dash + 1..],
+        ["/bin/true".to_owned()]
+            .into_iter()
+            .chain(tenant.command_info.arguments)
+            .collect::<Vec<_>>()
+    );
+    // The same three as a launch of its own (not the stage): the seal does
+    // not cover the tenant's stage path, so the wrapper refuses it.
+    let forged = serde_json::json!({
+        "command": {"shell": false, "value": "/bin/true", "arguments": rewritten[dash + 2..]},
+        "user": "nobody",
+    });
+    let e = containerizer::rewrite(&forged.to_string(), &mesos.keys.0).unwrap_err();
+    assert!(e.contains("not sealed"), "{e}");
+}

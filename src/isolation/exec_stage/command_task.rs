@@ -77,6 +77,12 @@ fn only<'a>(args: &[&'a str], prefix: &str) -> Result<&'a str, String> {
 /// carries none (leave it alone). `user` is the launch info's ("" for none),
 /// as the isolator sealed it.
 pub fn into_stage(command: &mut Value, user: &str, keys: &[SealKey]) -> Result<bool, String> {
+    let value = command.get("value").and_then(Value::as_str).unwrap_or("");
+    if value.rsplit('/').next() == Some(STAGE_NAME) {
+        // Already the stage: what follows its `--` is the tenant's command,
+        // whose arguments are never the isolator's.
+        return Ok(false);
+    }
     let args: Vec<String> = command
         .get("arguments")
         .and_then(Value::as_array)
@@ -87,25 +93,34 @@ pub fn into_stage(command: &mut Value, user: &str, keys: &[SealKey]) -> Result<b
                 .collect()
         })
         .unwrap_or_default();
+    let Some(first) = args.iter().position(|a| a.starts_with(PREFIX)) else {
+        return Ok(false);
+    };
     let ours: Vec<&str> = args
         .iter()
         .map(String::as_str)
         .filter(|a| a.starts_with(PREFIX))
         .collect();
-    if ours.is_empty() {
-        return Ok(false);
-    }
     let stage = only(&ours, STAGE_ARG)?.to_owned();
     let plan_arg = format!("--plan={}", only(&ours, PLAN_ARG)?);
     let seal_arg = format!("--seal={}", only(&ours, SEAL_ARG)?);
-    if ours.len() != 3 {
-        return Err("the command task's launch has an unknown --nestguard_exec_… argument".into());
+    let block = [STAGE_ARG, PLAN_ARG, SEAL_ARG];
+    let in_order = args
+        .get(first..first + 3)
+        .is_some_and(|three| three.iter().zip(block).all(|(a, p)| a.starts_with(p)));
+    if ours.len() != 3 || !in_order {
+        return Err(
+            "the command task's launch has --nestguard_exec_… arguments other than the \
+             isolator's three, in order"
+                .into(),
+        );
     }
-    if !seal::verified(keys, &plan_arg, user, &seal_arg) {
+    if !seal::verified(keys, &plan_arg, &stage, user, &seal_arg) {
         return Err(format!(
             "the exec stage's plan for this command task is not sealed by this host's nestguard \
-             (keys in {}) for user '{}': refusing to run it",
+             (keys in {}) for stage '{}' and user '{}': refusing to run it",
             seal::KEY_DIR,
+            stage.escape_debug(),
             user.escape_debug()
         ));
     }
@@ -160,7 +175,8 @@ mod tests {
     fn the_sealed_arguments_become_the_stage_around_the_executor() {
         let (dir, key) = key("ok");
         let plan = "--plan=e30=";
-        let ours = arguments("/opt/ng/nestguard-exec", plan, &key.seal(plan, "nobody"));
+        let stage = "/opt/ng/nestguard-exec";
+        let ours = arguments(stage, plan, &key.seal(plan, stage, "nobody"));
         let mut command = executor_command(ours);
         assert!(into_stage(&mut command, "nobody", std::slice::from_ref(&key)).unwrap());
         assert_eq!(command["value"], "/opt/ng/nestguard-exec");
@@ -193,7 +209,8 @@ mod tests {
     fn forged_partial_or_repeated_arguments_fail_closed() {
         let (dir, key) = key("bad");
         let plan = "--plan=e30=";
-        let good = arguments("/opt/ng/nestguard-exec", plan, &key.seal(plan, "nobody"));
+        let stage = "/opt/ng/nestguard-exec";
+        let good = arguments(stage, plan, &key.seal(plan, stage, "nobody"));
         let keys = std::slice::from_ref(&key);
         let cases: Vec<(Vec<String>, &str, &str)> = vec![
             (good.clone(), "root", "not sealed"),
@@ -206,10 +223,34 @@ mod tests {
             (
                 [good.clone(), vec!["--nestguard_exec_x=1".into()]].concat(),
                 "nobody",
-                "unknown",
+                "other than",
             ),
             (
-                arguments("/tmp/evil", plan, &key.seal(plan, "nobody")),
+                vec![
+                    good[0].clone(),
+                    "--x".into(),
+                    good[1].clone(),
+                    good[2].clone(),
+                ],
+                "nobody",
+                "in order",
+            ),
+            // A harvested plan and seal with a stage of the tenant's.
+            (
+                arguments(
+                    "/tmp/evil/nestguard-exec",
+                    plan,
+                    &key.seal(plan, stage, "nobody"),
+                ),
+                "nobody",
+                "not sealed",
+            ),
+            (
+                arguments(
+                    "evil/nestguard-exec",
+                    plan,
+                    &key.seal(plan, "evil/nestguard-exec", "nobody"),
+                ),
                 "nobody",
                 "absolute path",
             ),
@@ -219,6 +260,24 @@ mod tests {
             let e = into_stage(&mut command, user, keys).unwrap_err();
             assert!(e.contains(want), "{want}: {e}");
         }
+        // The three after a stage command's `--` are a tenant's arguments:
+        // left alone (the stage runs them as the command's argv).
+        let mut tenant: Vec<String> = [
+            "nestguard-exec",
+            "--plan=e30=",
+            "--seal=00",
+            "--",
+            "/bin/true",
+            "true",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        tenant.extend(good.clone());
+        let mut staged = json!({"shell": false, "value": stage, "arguments": tenant});
+        let before = staged.clone();
+        assert!(!into_stage(&mut staged, "nobody", keys).unwrap());
+        assert_eq!(staged, before);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

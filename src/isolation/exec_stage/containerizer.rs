@@ -54,7 +54,7 @@ fn sealed_stage(command: &Value, user: &str, keys: &[SealKey]) -> bool {
     };
     value.rsplit('/').next() == Some(STAGE_NAME)
         && arg(1).starts_with("--plan=")
-        && seal::verified(keys, arg(1), user, arg(2))
+        && seal::verified(keys, arg(1), value, user, arg(2))
 }
 
 /// The user as Mesos' helper resolves it; `None` when it is the current
@@ -138,7 +138,14 @@ pub fn run(args: &[OsString]) -> String {
         }
         Err(e) => return format!("cannot find its own binary: {e}"),
     };
+    // A `--launch_info=` on the command line wins over the environment in
+    // Mesos' helper (a command executor's task launch): the environment's
+    // then is not the one that runs, and may be the tenant's.
+    let on_argv = args
+        .iter()
+        .any(|a| a.as_bytes().starts_with(b"--launch_info"));
     if args.get(1).map(|a| a.as_bytes()) == Some(b"launch")
+        && !on_argv
         && let Some(text) = std::env::var_os(LAUNCH_INFO_ENV)
     {
         match rewrite(&text.to_string_lossy(), Path::new(seal::KEY_DIR)) {
@@ -190,7 +197,7 @@ mod tests {
         let plan = "--plan=e30=";
         serde_json::json!({
             "command": {"shell": false, "value": value,
-                        "arguments": ["nestguard-exec", plan, key.seal(plan, user), "--", "/bin/true"]},
+                        "arguments": ["nestguard-exec", plan, key.seal(plan, value, user), "--", "/bin/true"]},
             "user": user,
             "supplementary_groups": [4242],
             "working_directory": "/tmp"

@@ -4,8 +4,9 @@
 //! choose a container's command could otherwise write a command that looks
 //! like the stage, with a plan of its own (every capability kept as an
 //! effective set), and have the wrapper run it as root. So the isolator
-//! seals each plan: HMAC-SHA256 over the plan argument and the user it was
-//! made for, keyed by a random key of the module's that only root can read
+//! seals each plan: HMAC-SHA256 over the plan argument, the stage's path
+//! (the command's `value`: a look-alike binary of the tenant's never gets a
+//! seal that verifies) and the user it was made for, keyed by a random key of the module's that only root can read
 //! (`<key dir>/<name>.key`, 0600, written at load). The wrapper moves the
 //! user only for a command whose seal verifies under one of the keys there
 //! (one per agent on the host); any other command passes through untouched,
@@ -37,9 +38,11 @@ impl std::fmt::Debug for SealKey {
 
 /// HMAC takes keys of any length, so `None` never happens; a seal that
 /// could not be made is one that never verifies.
-fn mac(key: &SealKey, plan_arg: &str, user: &str) -> Option<Hmac<Sha256>> {
+fn mac(key: &SealKey, plan_arg: &str, stage: &str, user: &str) -> Option<Hmac<Sha256>> {
     let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).ok()?;
     m.update(plan_arg.as_bytes());
+    m.update(b"\0");
+    m.update(stage.as_bytes());
     m.update(b"\0");
     m.update(user.as_bytes());
     Some(m)
@@ -66,9 +69,10 @@ impl SealKey {
         Ok(SealKey(key))
     }
 
-    /// The `--seal=` argument for `plan_arg` made for `user` ("" for none).
-    pub fn seal(&self, plan_arg: &str, user: &str) -> String {
-        let hex: String = mac(self, plan_arg, user)
+    /// The `--seal=` argument for `plan_arg` run by the stage at `stage`,
+    /// made for `user` ("" for none).
+    pub fn seal(&self, plan_arg: &str, stage: &str, user: &str) -> String {
+        let hex: String = mac(self, plan_arg, stage, user)
             .map(|m| {
                 m.finalize()
                     .into_bytes()
@@ -80,7 +84,7 @@ impl SealKey {
         format!("--seal={hex}")
     }
 
-    fn verifies(&self, plan_arg: &str, user: &str, seal_arg: &str) -> bool {
+    fn verifies(&self, plan_arg: &str, stage: &str, user: &str, seal_arg: &str) -> bool {
         let Some(hex) = seal_arg.strip_prefix("--seal=") else {
             return false;
         };
@@ -93,7 +97,7 @@ impl SealKey {
             .collect();
         match bytes {
             Some(tag) if tag.len() == 32 => {
-                mac(self, plan_arg, user).is_some_and(|m| m.verify_slice(&tag).is_ok())
+                mac(self, plan_arg, stage, user).is_some_and(|m| m.verify_slice(&tag).is_ok())
             }
             _ => false,
         }
@@ -137,9 +141,10 @@ pub fn read_keys(dir: &Path) -> Vec<SealKey> {
         .collect()
 }
 
-/// Whether any of `keys` sealed `plan_arg` for `user`.
-pub fn verified(keys: &[SealKey], plan_arg: &str, user: &str, seal_arg: &str) -> bool {
-    keys.iter().any(|k| k.verifies(plan_arg, user, seal_arg))
+/// Whether any of `keys` sealed `plan_arg` at `stage` for `user`.
+pub fn verified(keys: &[SealKey], plan_arg: &str, stage: &str, user: &str, seal_arg: &str) -> bool {
+    keys.iter()
+        .any(|k| k.verifies(plan_arg, stage, user, seal_arg))
 }
 
 #[cfg(test)]
@@ -147,23 +152,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_seal_verifies_only_for_its_plan_and_user() {
+    fn a_seal_verifies_only_for_its_plan_stage_and_user() {
         let dir = std::env::temp_dir().join(format!("ng-seal-{}", std::process::id()));
         let key = SealKey::create(&dir, "nestguard/a b").unwrap();
         assert!(key_path(&dir, "nestguard/a b").ends_with("nestguard_a_b.key"));
-        let seal = key.seal("--plan=abc", "nobody");
+        let seal = key.seal("--plan=abc", "/s/nestguard-exec", "nobody");
         let keys = if nix::unistd::geteuid().is_root() {
             read_keys(&dir)
         } else {
             vec![key.clone()]
         };
         assert_eq!(keys.len(), 1);
-        assert!(verified(&keys, "--plan=abc", "nobody", &seal));
-        assert!(!verified(&keys, "--plan=abd", "nobody", &seal));
-        assert!(!verified(&keys, "--plan=abc", "root", &seal));
-        assert!(!verified(&keys, "--plan=abc", "nobody", "--seal=00"));
-        assert!(!verified(&keys, "--plan=abc", "nobody", "--seal=zz"));
-        assert!(!verified(&[], "--plan=abc", "nobody", &seal));
+        let stage = "/s/nestguard-exec";
+        assert!(verified(&keys, "--plan=abc", stage, "nobody", &seal));
+        assert!(!verified(&keys, "--plan=abd", stage, "nobody", &seal));
+        assert!(!verified(&keys, "--plan=abc", stage, "root", &seal));
+        assert!(!verified(
+            &keys,
+            "--plan=abc",
+            "/tmp/x/nestguard-exec",
+            "nobody",
+            &seal
+        ));
+        assert!(!verified(&keys, "--plan=abc", stage, "nobody", "--seal=00"));
+        assert!(!verified(&keys, "--plan=abc", stage, "nobody", "--seal=zz"));
+        assert!(!verified(&[], "--plan=abc", stage, "nobody", &seal));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

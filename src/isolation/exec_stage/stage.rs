@@ -161,16 +161,17 @@ fn switch_user(user: &StageUser, keep_caps: bool) -> Result<(), String> {
     nix::unistd::setuid(Uid::from_raw(user.uid)).map_err(|e| format!("setuid({}): {e}", user.uid))
 }
 
-/// The executable as Mesos' helper picks it: a relative one that is an
-/// executable file in the working directory (the stage's, which Mesos set)
-/// runs from there, as `os::which(value, working_directory)` finds it
-/// (`launch.cpp`, about line 1180); anything else goes to `execvp` as it is.
+/// The executable as Mesos' helper picks it: a relative one that exists in
+/// the working directory (the stage's, which Mesos set) and is executable
+/// for the user runs from there, as `os::which(value, working_directory)`
+/// finds it (`launch.cpp`, about line 1180); anything else goes to `execvp`
+/// as it is. Checked as the container's user, as Mesos' helper checks it.
 fn executable(path: &[u8], cwd: &Path) -> Vec<u8> {
     if path.starts_with(b"/") || path.is_empty() {
         return path.to_vec();
     }
     let candidate = cwd.join(OsStr::from_bytes(path));
-    let runnable = std::fs::metadata(&candidate).is_ok_and(|m| m.is_file())
+    let runnable = candidate.exists()
         && nix::unistd::access(&candidate, nix::unistd::AccessFlags::X_OK).is_ok();
     if runnable {
         candidate.into_os_string().into_vec()

@@ -30,9 +30,11 @@ use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{CommandInfo, ContainerId};
 
-/// The kernel's limit on one `execve` argument (`MAX_ARG_STRLEN`, 32
-/// pages), terminating NUL included.
-const MAX_ARG_STRLEN: usize = 32 * 4096;
+/// The longest plan argument: half the kernel's limit on one `execve`
+/// argument or environment string (`MAX_ARG_STRLEN`, 128 KiB), because Mesos
+/// passes the whole launch info, plan included, as one environment string
+/// (`MESOS_CONTAINERIZER_LAUNCH_INFO`), beside the environment and mounts.
+const MAX_PLAN_ARG: usize = 64 * 1024;
 
 /// The exec stage as the isolators use it.
 #[derive(Debug, Clone)]
@@ -154,20 +156,21 @@ impl ExecStage {
         info.seccomp_profile = None;
         info.no_new_privileges = None;
         let plan_arg = plan.to_arg();
-        if plan_arg.len() >= MAX_ARG_STRLEN {
-            // execve would fail with E2BIG inside the container: say why here.
+        if plan_arg.len() > MAX_PLAN_ARG {
+            // execve would fail with E2BIG in the agent or the container:
+            // say why here.
             return Err(IsolatorError::Invalid(format!(
-                "container '{}': its exec stage plan is {} bytes, and one argument may hold at \
-                 most {} (the kernel's MAX_ARG_STRLEN): use a smaller seccomp profile",
+                "container '{}': its exec stage plan is {} bytes, more than the {MAX_PLAN_ARG} \
+                 that fit in Mesos' launch info beside the rest (the kernel's MAX_ARG_STRLEN \
+                 is 128 KiB): use a smaller seccomp profile",
                 to_dotted(id),
-                plan_arg.len(),
-                MAX_ARG_STRLEN - 1
+                plan_arg.len()
             )));
         }
+        let stage = self.path.display().to_string();
         let seal = self
             .key
-            .seal(&plan_arg, config.user.as_deref().unwrap_or(""));
-        let stage = self.path.display().to_string();
+            .seal(&plan_arg, &stage, config.user.as_deref().unwrap_or(""));
         if config.task_info.is_some() {
             // Only arguments may be added to a command executor's command;
             // the wrapper makes it the stage (`exec_stage::command_task`).
