@@ -46,7 +46,7 @@ fn allowed(row: &analysis::who_can::WhoCanRow) -> Vec<(Principal, Option<(List, 
 #[test]
 fn who_can_kill_names_every_principal_per_user() {
     let p = example("nested-containers.json");
-    let w = analysis::who_can(&p, Action::KillNestedContainer, None, None);
+    let w = analysis::who_can(&p, Action::KillNestedContainer, None, None).expect("within budget");
     let targets: Vec<&Target> = w.rows.iter().map(|r| &r.target).collect();
     assert_eq!(
         targets,
@@ -70,19 +70,25 @@ fn who_can_kill_names_every_principal_per_user() {
             (named("ops"), Some(entry(List::ManageNestedContainers, 0))),
         ]
     );
-    // Every principal of the domain is answered, denials by `permissive`.
+    // Answered by class: the principals an entry matching the user names,
+    // then "any other principal" for the rest (`ci` is named only for user
+    // `ci`, so here it decides like any other), denials by `permissive`.
     let all: Vec<&Principal> = w.rows[1].answers.iter().map(|(p, _)| p).collect();
     assert_eq!(
         all,
         [
-            &named("ci"),
             &named("oncall"),
             &named("ops"),
             &Principal::Other,
             &Principal::Unauthenticated
         ]
     );
-    let (_, unauth) = &w.rows[1].answers[4];
+    let ci = w.rows[1].verdict(&named("ci")).expect("answered by class");
+    assert_eq!(
+        (ci.allowed, ci.decided_by),
+        (false, Decider::Permissive(false))
+    );
+    let (_, unauth) = &w.rows[1].answers[3];
     assert!(!unauth.allowed);
     assert_eq!(unauth.decided_by, Decider::Permissive(false));
     let text = w.to_text();
@@ -97,7 +103,8 @@ fn who_can_kill_names_every_principal_per_user() {
 fn who_can_launch_reports_both_halves() {
     let p = example("nested-containers.json");
     // `root` is named nowhere: decided with its own value, like any other user.
-    let w = analysis::who_can(&p, Action::LaunchNestedContainer, Some("root"), Some("ci"));
+    let w = analysis::who_can(&p, Action::LaunchNestedContainer, Some("root"), Some("ci"))
+        .expect("within budget");
     assert_eq!(w.rows.len(), 1);
     assert_eq!(
         w.rows[0].target,
@@ -133,9 +140,17 @@ fn who_can_launch_reports_both_halves() {
         Some(entry(List::LaunchNestedContainersAsUser, 2))
     );
 
-    // Without filters: (ci, other) executors × (no command, ci, other) commands.
-    let all = analysis::who_can(&p, Action::LaunchNestedContainer, None, None);
-    assert_eq!(all.rows.len(), 6);
+    // Without filters, by halves: (ci, other) executors with no command,
+    // then (ci, other) command users, not their product.
+    let all =
+        analysis::who_can(&p, Action::LaunchNestedContainer, None, None).expect("within budget");
+    assert_eq!(all.rows.len(), 4);
+    assert_eq!(
+        all.rows[2].target,
+        Target::Command(ObjectValue::Named("ci".into()))
+    );
+    let (_, ci_command) = &all.rows[2].answers[0];
+    assert!(ci_command.allowed && ci_command.launch.is_none());
     let no_command = &all.rows[0];
     assert_eq!(
         no_command.target,
@@ -190,7 +205,7 @@ fn permissive_default_is_the_decider_when_nothing_matches() {
     let p = policy(
         r#"{"kill_nested_containers": [{"principals": {"values": ["a"]}, "users": {"type": "NONE"}}]}"#,
     );
-    let w = analysis::who_can(&p, Action::KillNestedContainer, None, None);
+    let w = analysis::who_can(&p, Action::KillNestedContainer, None, None).expect("within budget");
     let row = &w.rows[0];
     let (a, verdict) = &row.answers[0];
     assert_eq!(*a, named("a"));
@@ -228,7 +243,7 @@ fn roles_get_one_point_per_prefix() {
             &ObjectValue::Other
         ]
     );
-    let w = analysis::who_can(&p, Action::ReserveResources, None, None);
+    let w = analysis::who_can(&p, Action::ReserveResources, None, None).expect("within budget");
     let names =
         |i: usize| -> Vec<Principal> { allowed(&w.rows[i]).into_iter().map(|(p, _)| p).collect() };
     assert_eq!(

@@ -13,9 +13,9 @@ use nestguard::proto::mesos::{CommandInfo, ExecutorId, ExecutorInfo};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-const PRINCIPALS: &[&str] = &["a", "b", ""];
-const USERS: &[&str] = &["x", "y"];
-const ROLES: &[&str] = &["r/s", "r/%", "r/s/%"];
+pub(super) const PRINCIPALS: &[&str] = &["a", "b", ""];
+pub(super) const USERS: &[&str] = &["x", "y"];
+pub(super) const ROLES: &[&str] = &["r/s", "r/%", "r/s/%"];
 
 /// The lists the files are made of, with the value pool of their objects.
 const LISTS: &[(List, &[&str])] = &[
@@ -45,12 +45,12 @@ fn entity(pool: &'static [&'static str]) -> impl Strategy<Value = Entity> {
 }
 
 #[derive(Debug, Clone)]
-struct File {
+pub(super) struct File {
     permissive: bool,
     lists: Vec<Vec<Entry>>,
 }
 
-fn file() -> impl Strategy<Value = File> {
+pub(super) fn file() -> impl Strategy<Value = File> {
     let lists: Vec<_> = LISTS
         .iter()
         .map(|(_, pool)| {
@@ -102,7 +102,7 @@ fn entity_json(e: &Entity) -> Value {
     }
 }
 
-fn to_json(f: &File) -> String {
+pub(super) fn to_json(f: &File) -> String {
     let mut v = json!({"permissive": f.permissive});
     for ((list, _), entries) in LISTS.iter().zip(&f.lists) {
         v[list.spec().json] = entries
@@ -115,7 +115,7 @@ fn to_json(f: &File) -> String {
     v.to_string()
 }
 
-fn executor(user: Option<&str>) -> ExecutorInfo {
+pub(super) fn executor(user: Option<&str>) -> ExecutorInfo {
     ExecutorInfo {
         executor_id: ExecutorId {
             value: "e".to_owned(),
@@ -215,7 +215,7 @@ fn brute_force_differs(
     })
 }
 
-fn with_extra(pool: &[&str], extra: &[String]) -> Vec<String> {
+pub(super) fn with_extra(pool: &[&str], extra: &[String]) -> Vec<String> {
     let mut v: Vec<String> = pool.iter().map(|s| (*s).to_owned()).collect();
     v.extend(extra.iter().cloned());
     v

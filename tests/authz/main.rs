@@ -8,3 +8,4 @@ mod authz_analysis_props;
 mod authz_corpus;
 mod authz_load_reload;
 mod authz_props;
+mod authz_who_can;

@@ -18,7 +18,7 @@ use crate::isolator_support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use isolator_support::*;
 use nestguard::isolation::namespace_ops::NamespaceError;
@@ -535,13 +535,70 @@ fn swapper(dir: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> 
     })
 }
 
+/// How launch `i` of a swap race meets the swapped path, in turn: the
+/// directory in place (must be used), the link in place (must be refused),
+/// then the two swapped over and over for the whole launch (either outcome,
+/// never outside). So both outcomes are checked on every run whatever the
+/// machine's speed, and the racing launches are paced: the swapper runs
+/// during each of them and only then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Directory,
+    Link,
+    Racing,
+}
+
+fn phase(i: u32) -> Phase {
+    match i % 3 {
+        0 => Phase::Directory,
+        1 => Phase::Link,
+        _ => Phase::Racing,
+    }
+}
+
+/// Exchanges `shared` and `decoy` in `dir` once.
+fn exchange(dir: &Path) {
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        dir.join("shared"),
+        rustix::fs::CWD,
+        dir.join("decoy"),
+        rustix::fs::RenameFlags::EXCHANGE,
+    )
+    .unwrap();
+}
+
+/// Runs `launch` with `dir/shared` as [`phase`] `i` wants it, and puts the
+/// directory back at `shared` after; returns its result and the swaps made
+/// while it ran.
+fn paced<T>(dir: &Path, i: u32, launch: impl FnOnce() -> T) -> (T, u64) {
+    let (out, swaps) = match phase(i) {
+        Phase::Directory => (launch(), 0),
+        Phase::Link => {
+            exchange(dir);
+            (launch(), 1)
+        }
+        Phase::Racing => {
+            let swapper = Swapper::start(dir.to_path_buf());
+            let out = launch();
+            (out, swapper.finish())
+        }
+    };
+    if std::fs::symlink_metadata(dir.join("shared"))
+        .unwrap()
+        .file_type()
+        .is_symlink()
+    {
+        exchange(dir);
+    }
+    (out, swaps)
+}
+
 #[test]
 fn sandbox_path_volume_swapped_for_a_symlink_never_mounts_outside() {
     if !root_or_skip() {
         return;
     }
-    const LAUNCHES: u32 = 200;
-    const BUDGET: Duration = Duration::from_secs(120);
     let agent = Agent::new(
         "race",
         &[(
@@ -558,47 +615,56 @@ fn sandbox_path_volume_swapped_for_a_symlink_never_mounts_outside() {
     std::fs::write(parent.join("shared/inside"), "ok").unwrap();
     std::os::unix::fs::symlink(&outside, parent.join("decoy")).unwrap();
 
-    let swapper = Swapper::start(parent.clone());
-    let started = Instant::now();
-    let (mut escapes, mut refused, mut ran) = (0, 0, 0);
+    const LAUNCHES: u32 = 60;
+    let (mut escapes, mut swaps) = (0, 0);
+    let mut seen: Vec<(Phase, &str)> = Vec::new();
     for i in 0..LAUNCHES {
-        if started.elapsed() > BUDGET {
-            break;
-        }
         let volume = sandbox_volume(SandboxPathType::Parent, "shared", "vol", VolumeMode::Rw);
         let c = with_volumes(
             config("if [ -e vol/ESCAPED ]; then exit 42; fi; exit 0"),
             vec![volume],
         );
         let child = id(&format!("exec.t{i}"));
-        match agent.try_launch(&child, c) {
+        let (outcome, made) = paced(&parent, i, || match agent.try_launch(&child, c) {
             Ok(_) => {
-                match agent.wait(&child, Duration::from_secs(30)) {
-                    Some(0) => ran += 1,
-                    Some(s) if s == 42 << 8 => escapes += 1,
+                let status = agent.wait(&child, Duration::from_secs(30));
+                let err = read(agent.sandbox(&child).join("stderr"));
+                agent.destroy(&child, None);
+                match status {
+                    Some(0) => "ran",
+                    Some(s) if s == 42 << 8 => "escaped",
                     // The supervisor refused to mount (a symbolic link in
                     // the path at mount time): setup failure, exit 1.
                     Some(256) => {
-                        let err = read(agent.sandbox(&child).join("stderr"));
                         assert!(err.contains("does not resolve below"), "{err}");
-                        refused += 1;
+                        "refused"
                     }
                     other => panic!("unexpected status {other:?}"),
                 }
-                agent.destroy(&child, None);
             }
             Err(_) => {
-                refused += 1;
                 let _ = agent.l().destroy(&child);
+                "refused"
             }
+        });
+        swaps += made;
+        escapes += u32::from(outcome == "escaped");
+        seen.push((phase(i), outcome));
+    }
+    let count = |p: Phase, o: &str| seen.iter().filter(|s| **s == (p, o)).count();
+    let racing = (count(Phase::Racing, "ran"), count(Phase::Racing, "refused"));
+    eprintln!(
+        "racing launches: ran {}, refused {}, escapes {escapes}, swaps during them {swaps}",
+        racing.0, racing.1
+    );
+    assert_eq!(escapes, 0, "{escapes} launches mounted outside the sandbox");
+    for (i, s) in seen.iter().enumerate() {
+        match s.0 {
+            Phase::Directory => assert_eq!(s.1, "ran", "launch {i} with the directory in place"),
+            Phase::Link => assert_eq!(s.1, "refused", "launch {i} with the link in place"),
+            Phase::Racing => {}
         }
     }
-    let swaps = swapper.finish();
-    eprintln!("ran {ran}, refused {refused}, escapes {escapes}, swaps {swaps}");
-    assert_eq!(escapes, 0, "{escapes} launches mounted outside the sandbox");
-    assert!(ran + refused >= 40, "too few launches in the budget");
-    assert!(ran > 0, "no launch ever mounted the volume");
-    assert!(swaps > 1000, "the swapper barely ran: {swaps}");
     agent.destroy(&exec, None);
 }
 
@@ -613,8 +679,7 @@ fn nested_sandbox_swapped_for_a_symlink_never_changes_the_target() {
     if !root_or_skip() {
         return;
     }
-    const LAUNCHES: u32 = 200;
-    const BUDGET: Duration = Duration::from_secs(90);
+    const LAUNCHES: u32 = 60;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("launcher");
     let launcher = Launcher::new(launcher_options(&root, Defences::default())).unwrap();
@@ -639,29 +704,33 @@ fn nested_sandbox_swapped_for_a_symlink_never_changes_the_target() {
     std::os::unix::fs::symlink(&outside, containers.join("decoy")).unwrap();
     let before = std::fs::metadata(&outside).unwrap();
 
-    let swapper = Swapper::start(containers.clone());
-    let started = Instant::now();
-    let (mut launched, mut refused) = (0, 0);
     let mut info = launch_info("true", &[]);
     info.user = Some("nobody".into());
+    let mut swaps = 0;
+    let mut seen: Vec<(Phase, bool)> = Vec::new();
     for i in 0..LAUNCHES {
-        if started.elapsed() > BUDGET {
-            break;
-        }
         // A new ID each time (a destroyed one stays known); the sandbox
         // path is the one being swapped.
         let child = id(&format!("top.c{i}"));
-        match launcher.launch(&child, &info, None, &containers.join("shared")) {
-            Ok(_) => {
-                launched += 1;
-                let _ = launcher.wait(&child, Some(Duration::from_secs(30)));
-                launcher.destroy(&child).unwrap();
+        let (launched, made) = paced(&containers, i, || {
+            match launcher.launch(&child, &info, None, &containers.join("shared")) {
+                Ok(_) => {
+                    let _ = launcher.wait(&child, Some(Duration::from_secs(30)));
+                    launcher.destroy(&child).unwrap();
+                    true
+                }
+                Err(_) => false,
             }
-            Err(_) => refused += 1,
-        }
+        });
+        swaps += made;
+        seen.push((phase(i), launched));
     }
-    let swaps = swapper.finish();
-    eprintln!("launched {launched}, refused {refused}, swaps {swaps}");
+    let racing = |l: bool| seen.iter().filter(|s| **s == (Phase::Racing, l)).count();
+    eprintln!(
+        "racing launches: launched {}, refused {}, swaps during them {swaps}",
+        racing(true),
+        racing(false)
+    );
     let after = std::fs::metadata(&outside).unwrap();
     assert_eq!(
         (after.mode(), after.uid(), after.gid()),
@@ -673,10 +742,11 @@ fn nested_sandbox_swapped_for_a_symlink_never_changes_the_target() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(created.is_empty(), "created through the link: {created:?}");
-    assert!(launched + refused >= 40, "too few launches in the budget");
-    assert!(
-        launched > 0 && refused > 0,
-        "the race was never run both ways"
-    );
-    assert!(swaps > 1000, "the swapper barely ran: {swaps}");
+    for (i, s) in seen.iter().enumerate() {
+        match s.0 {
+            Phase::Directory => assert!(s.1, "launch {i} with the directory in place refused"),
+            Phase::Link => assert!(!s.1, "launch {i} with the link in place launched"),
+            Phase::Racing => {}
+        }
+    }
 }

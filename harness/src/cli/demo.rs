@@ -552,7 +552,10 @@ fn demo() -> anyhow::Result<ExitCode> {
         .map_err(|_| anyhow::anyhow!("the follower thread panicked"))??;
     step(
         started,
-        &format!("pod ended; executor exit status {:?}", outcome.exit_status),
+        &format!(
+            "pod ended; the executor {}",
+            wait_status_text(outcome.exit_status)
+        ),
     )?;
     say!(
         "executor API: {} status updates from the executor acknowledged by the framework",
@@ -607,6 +610,27 @@ fn last_denial(log: &std::path::Path) -> Option<String> {
     Some(acl.split('"').next()?.to_owned())
 }
 
+/// A wait status (as WAIT answers it, e.g. 256) in words: "exited with
+/// status 1", "was killed by signal 9 (SIGKILL)".
+fn wait_status_text(status: Option<i64>) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    let Some(raw) = status else {
+        return "ended with no exit status reported".to_owned();
+    };
+    let Ok(wait) = i32::try_from(raw) else {
+        return format!("ended with wait status {raw}");
+    };
+    let status = std::process::ExitStatus::from_raw(wait);
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(n)) => match nix::sys::signal::Signal::try_from(n) {
+            Ok(sig) => format!("was killed by signal {n} ({sig})"),
+            Err(_) => format!("was killed by signal {n}"),
+        },
+        (None, None) => format!("ended with wait status {raw}"),
+    }
+}
+
 /// The metrics the demo shows, in this order (Mesos' names).
 const SHOWN_METRICS: &[&str] = &[
     "nestguard/authz/allowed",
@@ -647,10 +671,53 @@ fn show_audit_and_metrics(ops: &AgentClient, audit: &Path) -> anyhow::Result<()>
     let metrics: serde_json::Value =
         serde_json::from_str(&reply.body).context("/metrics/snapshot is not JSON")?;
     say!("\nmetrics (/metrics/snapshot; Prometheus text at /metrics):");
+    let decided = ["nestguard/authz/allowed", "nestguard/authz/denied"]
+        .iter()
+        .filter_map(|n| metrics[*n].as_f64())
+        .sum::<f64>();
     for name in SHOWN_METRICS {
         if let Some(v) = metrics[*name].as_f64() {
-            say!("  {name:<46} {v}");
+            say!("  {name:<46} {v}{}", metric_note(name, decided));
         }
     }
     Ok(())
+}
+
+/// What a reader needs to read a metric right: decision latency is
+/// sampled, so its count is of timed decisions, not of all.
+fn metric_note(name: &str, decided: f64) -> String {
+    if name.starts_with("nestguard/authz/decision_latency_ms/") {
+        format!(
+            "  (sampled: 1 decision in {} is timed, of {decided} decided)",
+            nestguard::metrics::DECISION_SAMPLE_EVERY
+        )
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{metric_note, wait_status_text};
+
+    #[test]
+    fn wait_statuses_are_said_in_words() {
+        assert_eq!(wait_status_text(Some(256)), "exited with status 1");
+        assert_eq!(wait_status_text(Some(0)), "exited with status 0");
+        assert_eq!(
+            wait_status_text(Some(9)),
+            "was killed by signal 9 (SIGKILL)"
+        );
+        assert_eq!(wait_status_text(None), "ended with no exit status reported");
+    }
+
+    #[test]
+    fn sampled_latency_is_labelled_sampled() {
+        let note = metric_note("nestguard/authz/decision_latency_ms/count", 20.0);
+        assert_eq!(
+            note,
+            "  (sampled: 1 decision in 64 is timed, of 20 decided)"
+        );
+        assert_eq!(metric_note("nestguard/authz/allowed", 20.0), "");
+    }
 }

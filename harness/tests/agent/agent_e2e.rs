@@ -80,6 +80,8 @@ fn authorization_matrix_over_http() {
     let headers = Command::new("curl")
         .args([
             "-s",
+            "--max-time",
+            "120",
             "-i",
             "-X",
             "POST",
@@ -162,6 +164,8 @@ fn authorization_matrix_over_http() {
     let out = Command::new("curl")
         .args([
             "-s",
+            "--max-time",
+            "120",
             "-u",
             &format!("{}:{}", OPS.0, OPS.1),
             "-H",

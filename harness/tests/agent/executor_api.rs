@@ -15,7 +15,7 @@ use base64::Engine;
 use nestguard::proto::mesos::v1::executor::Event;
 use prost::Message;
 
-use crate::agent_support::{OPS, TestAgent, pod, poll, require_root, task};
+use crate::agent_support::{OPS, TestAgent, http_client, pod, poll, require_root, task};
 use crate::recordio;
 
 pub(crate) const FRAMEWORK: &str = "e2e-framework";
@@ -118,10 +118,7 @@ pub(crate) fn subscribe_with_tasks(
     unacknowledged: &[serde_json::Value],
     tasks: &[serde_json::Value],
 ) -> (u16, Result<EventStream, String>) {
-    let http: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let http = http_client(Duration::from_secs(120));
     let call = serde_json::json!({"type": "SUBSCRIBE", "framework_id": {"value": FRAMEWORK},
         "executor_id": {"value": eid}, "subscribe": {"unacknowledged_updates":
             unacknowledged.iter().map(|s| serde_json::json!({"status": s})).collect::<Vec<_>>(),
@@ -281,10 +278,7 @@ fn raw_client_subscribes_updates_and_is_acknowledged() {
         202
     );
     // Content-Type is matched exactly, as Mesos does; only POST.
-    let http: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let http = http_client(Duration::from_secs(120));
     let url = format!("{}/api/v1/executor", agent.address);
     let bearer = format!("Bearer {token}");
     let mut reply = http
@@ -786,10 +780,7 @@ fn executor_authentication_follows_its_own_flag() {
     let spec = custom_pod(serde_json::json!([task("app", "sleep 60")]));
     let eid = executor_id(&spec);
     closed.launch_pod(&spec);
-    let http: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let http = http_client(Duration::from_secs(120));
     let call = serde_json::json!({"type": "SUBSCRIBE", "framework_id": {"value": FRAMEWORK},
         "executor_id": {"value": eid}, "subscribe": {}});
     let reply = http

@@ -357,7 +357,8 @@ fn hole6_a_dead_pods_token_is_rejected() {
 /// The HTTP status of a curl request with `args` before the URL.
 fn raw_status(agent: &TestAgent, args: &[&str], path: &str) -> u16 {
     let out = std::process::Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(["-s", "--max-time", "120"])
+        .args(["-o", "/dev/null", "-w", "%{http_code}"])
         .args(args)
         .arg(format!("{}{path}", agent.address))
         .output()

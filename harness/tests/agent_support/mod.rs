@@ -212,7 +212,7 @@ impl TestAgent {
     /// the URL; returns (status, body).
     fn curl_with(&self, args: &[&str], path: &str) -> (u16, String) {
         let mut cmd = Command::new("curl");
-        cmd.args(["-s", "-o", "-", "-w", "\n%{http_code}"])
+        cmd.args(["-s", "--max-time", "120", "-o", "-", "-w", "\n%{http_code}"])
             .args(args);
         cmd.arg(format!("{}{path}", self.address));
         curl_output(cmd)
@@ -255,12 +255,7 @@ impl TestAgent {
     /// large for a command-line argument), with an `Authorization` header,
     /// bounded in time; returns (status, body).
     pub fn post_json(&self, path: &str, authorization: &str, body: &str) -> (u16, String) {
-        let http: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
-        let mut reply = http
+        let mut reply = http_client(Duration::from_secs(120))
             .post(format!("{}{path}", self.address))
             .header("Authorization", authorization)
             .header("Content-Type", "application/json")
@@ -401,6 +396,17 @@ fn write_private(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// An HTTP client for the tests: statuses are values, and every call, its
+/// body included, ends within `timeout` (a hung agent or an endless stream
+/// fails the test instead of hanging it).
+pub fn http_client(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .build()
+        .into()
 }
 
 fn curl_output(mut cmd: Command) -> (u16, String) {

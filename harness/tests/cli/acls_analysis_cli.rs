@@ -39,7 +39,7 @@ fn who_can_lists_allowed_principals_per_user() {
 user any other user:
   allowed  oncall  kill_nested_containers[0] (13:5)
   allowed  ops     manage_nested_containers[0] (4:5)
-  denied   ci, any other principal, unauthenticated
+  denied   any other principal, unauthenticated
 ";
     assert!(stdout.ends_with(expected), "{stdout}");
 
@@ -71,14 +71,53 @@ user any other user:
     assert_eq!(ci["parent"]["index"], 1);
     assert_eq!(ci["child"]["list"], "launch_nested_containers_as_user");
     assert_eq!(ci["child"]["index"], 1);
-    assert_eq!(row["denied"][0]["principal"], "oncall");
-    assert_eq!(row["denied"][1]["principal"]["other"], true);
-    assert_eq!(row["denied"][1]["decided_by"]["permissive"], false);
-    assert_eq!(row["denied"][2]["principal"]["unauthenticated"], true);
+    // By class: `oncall`, named in no launch list, is "any other principal".
+    assert_eq!(row["denied"][0]["principal"]["other"], true);
+    assert_eq!(row["denied"][0]["decided_by"]["permissive"], false);
+    assert_eq!(row["denied"][1]["principal"]["unauthenticated"], true);
 
     let out = nestguard(&["acls", "who-can", &file, "KILL"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("unknown action \"KILL\""));
+}
+
+/// Past its budget of answers who-can exits 1 with an error saying what to
+/// ask instead, before deciding anything; one user is answered.
+#[test]
+fn who_can_past_its_budget_is_an_error_naming_the_way_out() {
+    // Every one of 1000 principals is named for every user, and 1000 users
+    // are named: 1001 users × 1002 principal answers > 1,000,000.
+    let n = 1000;
+    let everyone = (0..n).map(|i| serde_json::json!({"principals": {"values": [format!("p{i}")]}, "users": {"type": "ANY"}}));
+    let users = (0..n).map(|i| serde_json::json!({"principals": {"type": "ANY"}, "users": {"values": [format!("u{i}")]}}));
+    let doc = serde_json::json!({"permissive": false, "kill_nested_containers": everyone.chain(users).collect::<Vec<_>>()});
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("acls.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    let out = nestguard(&["acls", "who-can", file, "KILL_NESTED_CONTAINER"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(out.stdout.is_empty());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("who-can KILL_NESTED_CONTAINER needs more than 1000000 answers over 1001 objects (its budget): ask about one object with --user"),
+        "{err}"
+    );
+    let out = nestguard(&[
+        "acls",
+        "who-can",
+        file,
+        "KILL_NESTED_CONTAINER",
+        "--user",
+        "u1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let p999 = stdout.lines().find(|l| l.starts_with("  allowed  p999 "));
+    assert!(
+        p999.is_some_and(|l| l.contains("kill_nested_containers[999]")),
+        "{stdout}"
+    );
 }
 
 #[test]

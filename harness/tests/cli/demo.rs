@@ -34,6 +34,9 @@ fn demo_runs_and_leaves_nothing() {
         "metrics (/metrics/snapshot; Prometheus text at /metrics):",
         "nestguard/authz/kill_nested_container/denied",
         "nestguard/isolation/launches",
+        // Statuses in words; sampled latency labelled so.
+        "pod ended; the executor exited with status ",
+        "(sampled: 1 decision in 64 is timed, of ",
     ] {
         assert!(
             stdout.contains(expected),
@@ -51,6 +54,7 @@ fn demo_runs_and_leaves_nothing() {
     assert_eq!(metric("nestguard/authz/kill_nested_container/denied"), 1.0);
     assert!(metric("nestguard/authz/allowed") >= 1.0);
     assert!(metric("nestguard/isolation/launches") >= 1.0);
+    assert!(!stdout.contains("Some("), "a Rust Option in:\n{stdout}");
     // The executor went through the executor API: its updates were
     // acknowledged (it exits only then).
     assert!(

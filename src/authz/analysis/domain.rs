@@ -109,6 +109,11 @@ pub enum Target {
         /// Object of the `..._as_user` list.
         child: Option<ObjectValue>,
     },
+    /// A launch's child half alone: the command's user against the
+    /// `..._as_user` list (`who-can` without `--user`/`--parent-user`; the
+    /// launch is allowed when this and its executor user's no-command
+    /// target both are).
+    Command(ObjectValue),
 }
 
 impl Target {
@@ -124,11 +129,12 @@ impl Target {
                     |c| format!("command {noun} {}", c.label(noun))
                 )
             ),
+            Target::Command(c) => format!("command {noun} {} (child half)", c.label(noun)),
         }
     }
 
-    /// JSON: `{"object": ...}` or `{"parent_user": ..., "user": ...}`
-    /// (`user` null: no command).
+    /// JSON: `{"object": ...}`, `{"parent_user": ..., "user": ...}`
+    /// (`user` null: no command) or `{"user": ..., "half": "child"}`.
     pub fn to_json(&self) -> Value {
         match self {
             Target::Object(o) => json!({"object": o.to_json()}),
@@ -136,6 +142,7 @@ impl Target {
                 "parent_user": parent.to_json(),
                 "user": child.as_ref().map_or(Value::Null, ObjectValue::to_json),
             }),
+            Target::Command(c) => json!({"user": c.to_json(), "half": "child"}),
         }
     }
 }
@@ -297,13 +304,15 @@ pub enum ObjectReq<'a> {
         /// The command's user (`None`: no command).
         child: Option<Req<'a>>,
     },
+    /// A launch's command user alone: only the child half is decided.
+    Command(Req<'a>),
 }
 
 /// Decides one request for a principal-valued (or absent) subject with the
 /// evaluator's functions, routed as [`crate::authz::Approver`] routes it.
 pub fn decide(policy: &Policy, action: Action, subject: Req<'_>, object: ObjectReq<'_>) -> Verdict {
     let single = match object {
-        ObjectReq::Single(r) => r,
+        ObjectReq::Single(r) | ObjectReq::Command(r) => r,
         ObjectReq::Launch { parent, .. } => parent,
     };
     match route(action) {
@@ -318,10 +327,13 @@ pub fn decide(policy: &Policy, action: Action, subject: Req<'_>, object: ObjectR
                 single,
             ),
         ),
+        Route::Nested { child, .. } if matches!(object, ObjectReq::Command(_)) => {
+            from_list(policy, &decide_list(policy, child, subject, single))
+        }
         Route::Nested { parent, child } => {
             let (p, c) = match object {
                 ObjectReq::Launch { parent, child } => (parent, child),
-                ObjectReq::Single(r) => (r, None),
+                ObjectReq::Single(r) | ObjectReq::Command(r) => (r, None),
             };
             let d = decide_launch(policy, parent, child, subject, p, c);
             match d.basis {
@@ -410,11 +422,19 @@ impl Probe {
     pub fn object(&self) -> ObjectReq<'_> {
         match &self.target {
             Target::Object(_) => ObjectReq::Single(self.parent.req()),
+            Target::Command(_) => ObjectReq::Command(self.parent.req()),
             Target::Launch { .. } => ObjectReq::Launch {
                 parent: self.parent.req(),
                 child: self.child.as_ref().map(Point::req),
             },
         }
+    }
+
+    /// The object values decided for this target (the parent's, then the
+    /// command's).
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.parent.value.as_str())
+            .chain(self.child.as_ref().map(|c| c.value.as_str()))
     }
 }
 
@@ -439,6 +459,29 @@ impl ActionDomain {
     /// command user or no command) pair.
     pub fn targets(&self) -> Vec<Probe> {
         self.select(None, None)
+    }
+
+    /// A launch's targets by halves, not their product: each executor user
+    /// without a command (the parent half alone), then each command user
+    /// (the child half alone). Other actions: [`ActionDomain::targets`].
+    pub fn halves(&self) -> Vec<Probe> {
+        if !self.is_launch() {
+            return self.targets();
+        }
+        let parents = self.objects.iter().map(|p| Probe {
+            target: Target::Launch {
+                parent: p.label.clone(),
+                child: None,
+            },
+            parent: p.clone(),
+            child: None,
+        });
+        let children = self.objects.iter().map(|c| Probe {
+            target: Target::Command(c.label.clone()),
+            parent: c.clone(),
+            child: None,
+        });
+        parents.chain(children).collect()
     }
 
     /// The targets, narrowed to one object value (for launches: `user` is

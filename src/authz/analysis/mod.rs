@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cases;
+pub mod classes;
 pub mod diff;
 pub mod domain;
 pub mod who_can;
@@ -23,8 +24,8 @@ pub use cases::{
     CaseOutcome, CasesReport, read_cases_file, run_case_values, run_cases, run_cases_file,
 };
 pub use diff::{Change, Diff, diff};
-pub use domain::{Decider, Domain, Half, ObjectValue, Principal, Target, Verdict};
-pub use who_can::{Can, WhoCan, can, who_can};
+pub use domain::{Decider, Domain, Half, ObjectValue, Principal, Probe, Target, Verdict};
+pub use who_can::{Can, WHO_CAN_BUDGET, WhoCan, WhoCanRow, can, who_can, who_can_within};
 
 use super::parse::Location;
 use crate::input::InputError;
@@ -69,6 +70,19 @@ pub enum AnalysisError {
         index: usize,
         /// What was wrong and what was expected.
         message: String,
+    },
+    /// `who-can` would give more answers than its budget.
+    #[error(
+        "who-can {action} needs more than {budget} answers over {targets} objects (its budget): \
+         ask about one object with --user (and --parent-user for launches)"
+    )]
+    OverBudget {
+        /// The action asked about.
+        action: &'static str,
+        /// The budget ([`WHO_CAN_BUDGET`]).
+        budget: usize,
+        /// How many objects (rows) the question has.
+        targets: usize,
     },
 }
 

@@ -5,17 +5,39 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::domain::{Domain, Principal, Target, Verdict, decide, lists_of};
+use super::AnalysisError;
+use super::classes::{Candidates, half_lists};
+use super::domain::{Domain, ObjectValue, Principal, Probe, Target, Verdict, decide, lists_of};
 use crate::authz::compile::Policy;
+use crate::authz::lists::{Route, route};
 use crate::proto::mesos::authorization::Action;
+
+/// The most answers (principal × target cells) `who-can` gives at once:
+/// about 200 MB at the most. Past it [`who_can`] fails with
+/// [`AnalysisError::OverBudget`] before deciding more; asking about one
+/// object (`--user`, and `--parent-user` for launches) needs far fewer.
+pub const WHO_CAN_BUDGET: usize = 1_000_000;
 
 /// The answers for one target of `who-can`.
 #[derive(Debug, Clone)]
 pub struct WhoCanRow {
-    /// The object (or launch pair).
+    /// The object (or launch pair, or a launch's half).
     pub target: Target,
-    /// Every principal of the domain with its verdict.
+    /// The principals that may decide otherwise than
+    /// [`Principal::Other`] here (sorted), then `Other`, which answers for
+    /// every principal not listed, then [`Principal::Unauthenticated`].
     pub answers: Vec<(Principal, Verdict)>,
+}
+
+impl WhoCanRow {
+    /// The verdict of any principal: its own answer, else `Other`'s.
+    pub fn verdict(&self, principal: &Principal) -> Option<&Verdict> {
+        let find = |p: &Principal| self.answers.iter().find(|(q, _)| q == p).map(|(_, v)| v);
+        find(principal).or_else(|| match principal {
+            Principal::Named(_) => find(&Principal::Other),
+            _ => None,
+        })
+    }
 }
 
 /// Who may perform one action, per object.
@@ -34,40 +56,124 @@ pub struct WhoCan {
 }
 
 /// Who may perform `action`, optionally for one object value (`user`; for
-/// launches the command's user, and `parent_user` the executor's).
+/// launches the command's user, and `parent_user` the executor's). A launch
+/// asked about without either is answered by halves (each executor user
+/// with no command, then each command user: [`Target::Command`]), not by
+/// their product. Each row answers by classes: see [`WhoCanRow::answers`].
 pub fn who_can(
     policy: &Policy,
     action: Action,
     user: Option<&str>,
     parent_user: Option<&str>,
-) -> WhoCan {
+) -> Result<WhoCan, AnalysisError> {
+    who_can_within(policy, action, user, parent_user, WHO_CAN_BUDGET)
+}
+
+/// [`who_can`] with another budget of answers.
+pub fn who_can_within(
+    policy: &Policy,
+    action: Action,
+    user: Option<&str>,
+    parent_user: Option<&str>,
+    budget: usize,
+) -> Result<WhoCan, AnalysisError> {
     let domain = Domain::new(&[policy]);
+    let by_halves = user.is_none() && parent_user.is_none();
     let (noun, probes) = match domain.action(action) {
+        Some(a) if a.is_launch() && by_halves => (a.noun.clone(), a.halves()),
         Some(a) => (a.noun.clone(), a.select(user, parent_user)),
         None => ("object".to_owned(), Vec::new()),
     };
-    let rows = probes
-        .iter()
-        .map(|probe| WhoCanRow {
+    let index = Index::new(policy, action, by_halves);
+    let probes: Vec<Probe> = probes.into_iter().filter(|p| index.keeps(p)).collect();
+    // Counted before anything is decided, so a refusal costs little.
+    let mut spent = 0usize;
+    for probe in &probes {
+        let named = index.at(probe).len();
+        spent = spent.saturating_add(named.saturating_add(2));
+        if spent > budget {
+            return Err(AnalysisError::OverBudget {
+                action: action.as_str_name(),
+                budget,
+                targets: probes.len(),
+            });
+        }
+    }
+    let mut rows = Vec::with_capacity(probes.len());
+    for probe in &probes {
+        let named = index.at(probe);
+        let principals = named
+            .into_iter()
+            .map(|v| Principal::Named(v.to_owned()))
+            .chain([Principal::Other, Principal::Unauthenticated]);
+        let answers = principals
+            .map(|p| {
+                let v = decide(policy, action, domain.subject(&p), probe.object());
+                (p, v)
+            })
+            .collect();
+        rows.push(WhoCanRow {
             target: probe.target.clone(),
-            answers: domain
-                .principals
-                .iter()
-                .map(|p| {
-                    (
-                        p.clone(),
-                        decide(policy, action, domain.subject(p), probe.object()),
-                    )
-                })
-                .collect(),
-        })
-        .collect();
-    WhoCan {
+            answers,
+        });
+    }
+    Ok(WhoCan {
         action,
         noun,
         origin: policy.origin.clone(),
         permissive: policy.permissive(),
         rows,
+    })
+}
+
+/// The candidates of an action's targets: over all its lists, and for a
+/// launch's halves over each half's own lists.
+struct Index<'p> {
+    all: Candidates<'p>,
+    halves: Option<(Candidates<'p>, Candidates<'p>)>,
+}
+
+impl<'p> Index<'p> {
+    /// `by_halves`: a launch's targets are its halves (`ActionDomain::halves`).
+    fn new(policy: &'p Policy, action: Action, by_halves: bool) -> Index<'p> {
+        let halves = match route(action) {
+            Route::Nested { parent, child } if by_halves => Some((
+                Candidates::of(policy, action, &half_lists(parent)),
+                Candidates::of(policy, action, &half_lists(child)),
+            )),
+            _ => None,
+        };
+        Index {
+            all: Candidates::new(policy, action),
+            halves,
+        }
+    }
+
+    /// The index a target's candidates come from.
+    fn of(&self, target: &Target) -> &Candidates<'p> {
+        match (target, &self.halves) {
+            (Target::Launch { child: None, .. }, Some((parent, _))) => parent,
+            (Target::Command(_), Some((_, child))) => child,
+            _ => &self.all,
+        }
+    }
+
+    /// Whether a launch's half target says more than its "any other" one:
+    /// a value its half's lists do not name is left out.
+    fn keeps(&self, probe: &Probe) -> bool {
+        let value = match &probe.target {
+            Target::Launch {
+                parent: ObjectValue::Named(v),
+                child: None,
+            }
+            | Target::Command(ObjectValue::Named(v)) => v,
+            _ => return true,
+        };
+        self.of(&probe.target).names(value)
+    }
+
+    fn at(&self, probe: &Probe) -> std::collections::BTreeSet<&'p str> {
+        self.of(&probe.target).at(probe.values())
     }
 }
 
@@ -90,6 +196,16 @@ impl WhoCan {
             lists_text(self.action),
             self.permissive
         );
+        if self
+            .rows
+            .iter()
+            .any(|r| matches!(r.target, Target::Command(_)))
+        {
+            out.push_str(
+                "by halves: a launch with a command is allowed when its executor user's \
+                 (no command) and its command user's rows both allow the principal\n",
+            );
+        }
         for row in &self.rows {
             let _ = writeln!(out, "{}:", row.target.label(&self.noun));
             let allowed: Vec<_> = row.answers.iter().filter(|(_, v)| v.allowed).collect();

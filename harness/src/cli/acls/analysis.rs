@@ -100,7 +100,7 @@ pub fn who_can(args: &WhoCanArgs) -> ExitCode {
             action,
             args.user.as_deref(),
             args.parent_user.as_deref(),
-        );
+        )?;
         if args.json {
             outln!("{}", answer.to_json());
         } else {
