@@ -41,7 +41,7 @@ MESOS_DEFINES="-D_GLIBCXX_USE_CXX11_ABI=1 -D__STDC_FORMAT_MACROS -DPICOJSON_USE_
 
 step_packages() {
   local need=() p
-  for p in g++ make cmake patch binutils curl patchelf python3 dpkg-dev libcurl4-openssl-dev; do
+  for p in g++ libc6-dev make cmake patch binutils curl patchelf python3 dpkg-dev libcurl4-openssl-dev; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
   done
   [ "${#need[@]}" -eq 0 ] && return
