@@ -197,6 +197,17 @@ cp "$here/mesos-executor" "$LAUNCHER/mesos-executor"
 cp "$NG/nestguard" "$LAUNCHER/nestguard"
 chmod 755 "$LAUNCHER"
 
+# The static probe and the docker image holding only it (checks-images.sh):
+# an archive in $WORK/registry for Mesos' image tar puller.
+IMAGE=ngprobe
+IMAGE_ERR=""
+if ! command -v cc >/dev/null; then IMAGE_ERR="no C compiler (cc)"
+elif ! cc -static -O2 -o "$WORK/probe" "$here/probe.c" >"$WORK/probe-build.log" 2>&1; then
+  IMAGE_ERR="cc -static probe.c failed (static libc, libc6-dev?): $(head -c 300 "$WORK/probe-build.log")"
+elif ! python3 "$here/image.py" "$WORK/probe" "$WORK/registry" "$IMAGE" >"$WORK/image-build.log" 2>&1; then
+  IMAGE_ERR="image.py failed: $(head -c 300 "$WORK/image-build.log")"
+fi
+
 CLIENT="$here/client.py"
 call() {  # call <who> <json>: who = none | ops | fw | intruder | wrong | bearer:<token>
   local who="$1" body="$2"
