@@ -262,7 +262,7 @@ agent_registered() {
 }
 
 AGENT_PID=""
-agent_flags() {  # common flags; $1 = with | without (the nestguard modules)
+agent_flags() {  # common flags; $1 = with | without (the nestguard modules), $2 = --isolation (optional)
   local f=(--work_dir="$WORK/agent" --runtime_dir="$WORK/run" --launcher_dir="$LAUNCHER"
     --master="$MASTER" --ip=127.0.0.1 --port="$AP" --hostname=127.0.0.1 --launcher=linux
     --no-systemd_enable_support --resources="cpus:4;mem:4096;disk:1024"
@@ -272,17 +272,20 @@ agent_flags() {  # common flags; $1 = with | without (the nestguard modules)
     --http_credentials="$WORK/creds.json" --jwt_secret_key="$WORK/jwt.key")
   if [ "$1" = with ]; then
     f+=(--modules="file://${MODULES_FILE:-$WORK/modules.json}" --authorizer=io_nestguard_Authorizer
-      --isolation=io_nestguard_Isolator --hooks=io_nestguard_CredentialHook
+      --isolation="${2:-io_nestguard_Isolator}" --hooks=io_nestguard_CredentialHook
       --authenticate_http_readwrite --authenticate_http_readonly --authenticate_http_executors)
   else
-    f+=(--isolation=filesystem/posix)
+    f+=(--isolation="${2:-filesystem/posix}")
   fi
   printf '%s\n' "${f[@]}"
 }
-start_agent() {  # start_agent <log name> <with|without> [extra flags...]
-  local name="$1" mode="$2"; shift 2
-  local flags; mapfile -t flags < <(agent_flags "$mode")
-  "$BIN/mesos-agent" "${flags[@]}" "$@" >>"$WORK/$name.log" 2>&1 &
+start_agent() {  # start_agent <log name> <with|without> [extra flags...]; an --isolation= among them replaces the default
+  local name="$1" mode="$2" a iso="" extra=(); shift 2
+  for a in "$@"; do
+    case "$a" in --isolation=*) iso="${a#--isolation=}" ;; *) extra+=("$a") ;; esac
+  done
+  local flags; mapfile -t flags < <(agent_flags "$mode" "$iso")
+  "$BIN/mesos-agent" "${flags[@]}" "${extra[@]}" >>"$WORK/$name.log" 2>&1 &
   AGENT_PID=$!
   record_pid "$AGENT_PID"
   wait_http "$AGENT" 60 "$AGENT_PID" && agent_registered
