@@ -419,6 +419,9 @@ else
 fi
 stop_agent
 
+# ---- containers with their own docker image (checks-images.sh)
+source "$here/checks-images.sh"
+
 # ---- numbers
 source "$here/numbers.sh"
 
