@@ -64,9 +64,12 @@ fn sealed_stage(command: &Value, user: &str, keys: &[SealKey]) -> Option<Sealed>
         .unwrap_or_default();
     let arg = |i: usize| args.get(i).copied().unwrap_or("");
     if value.is_empty() {
-        // The seal covers everything after it, so a block in front (the
-        // image's, a harvested one) never verifies: try each from the end.
-        let start = (0..args.len()).rev().find(|&i| {
+        // The seal covers everything after it, so a block in front of the
+        // isolator's (the image's entrypoint, a harvested one) never
+        // verifies: its remainder holds the isolator's block. The first
+        // that verifies is the isolator's; one after it is inside the
+        // sealed command (the tenant's argv) and never chosen.
+        let start = (0..args.len()).find(|&i| {
             arg(i) == STAGE_NAME && arg(i + 1).starts_with("--plan=") && {
                 let tail: Vec<String> = args[(i + 3).min(args.len())..]
                     .iter()
@@ -441,5 +444,33 @@ mod tests {
         let forged = SealKey::create(&k.0.join("other"), "forged").unwrap();
         let text = image_info(&forged, None, &[], &["--", "/probe"]);
         assert_eq!(rewrite(&text.to_string(), &k.0, &|| Ok(9)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_harvested_block_in_the_tenants_own_argv_is_never_chosen() {
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        let k = keys("image-argv");
+        // Another container's block, sealed for its command `/app`.
+        let harvested = image_info(&k.1, None, &[], &["--", "/app"]);
+        let mut tail = vec!["--".to_owned(), "/probe".to_owned()];
+        tail.extend(
+            harvested["command"]["arguments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_owned()),
+        );
+        let tail: Vec<&str> = tail.iter().map(String::as_str).collect();
+        let text = image_info(&k.1, None, &[], &tail);
+        let out = rewrite(&text.to_string(), &k.0, &|| Ok(9))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let args = v["command"]["arguments"].as_array().unwrap();
+        // The isolator's block runs /probe, with the rest as its argv.
+        assert_eq!(args[5], "/probe", "{args:?}");
+        assert_eq!(args.len(), 6 + 5, "{args:?}");
     }
 }
