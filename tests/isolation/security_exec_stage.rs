@@ -97,6 +97,12 @@ fn run(arguments: &[String], dir: &Path, as_nobody: bool) -> Output {
     cmd.output().unwrap()
 }
 
+/// The wrapper's descriptor of the stage, for tests of containers without
+/// an image (never asked for).
+fn no_image() -> Result<i32, String> {
+    Err("not an image container".into())
+}
+
 fn status_lines(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("status")).unwrap_or_default()
 }
@@ -148,7 +154,7 @@ fn the_wrapper_hands_the_user_switch_to_the_stage() {
         "command": {"shell": false, "value": STAGE, "arguments": args},
         "user": "nobody",
     });
-    let rewritten = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
+    let rewritten = containerizer::rewrite(&info.to_string(), &mesos.keys.0, &no_image)
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
@@ -158,7 +164,7 @@ fn the_wrapper_hands_the_user_switch_to_the_stage() {
     // The same command claimed for root is not the isolator's: untouched.
     let forged = info.to_string().replace("\"nobody\"", "\"root\"");
     assert_eq!(
-        containerizer::rewrite(&forged, &mesos.keys.0).unwrap(),
+        containerizer::rewrite(&forged, &mesos.keys.0, &no_image).unwrap(),
         None
     );
     let out = run(&args, &dir.0, false);
@@ -229,11 +235,14 @@ fn capabilities_beyond_the_operators_and_images_are_refused() {
          NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE,SYS_ADMIN",
     )]);
     allowing.composite.prepare(&id, &asking).unwrap();
-    let mut image = config("true");
-    image.directory = dir.display().to_string();
-    image.rootfs = Some("/nonexistent-image-rootfs".into());
-    let e = composite.prepare(&id, &image).unwrap_err().to_string();
-    assert!(e.contains("rootfs"), "{e}");
+    // A command task with its own image: its executor must enter the image
+    // itself, which the stage's defences would forbid; refused, named.
+    let mut image_task = config("true");
+    image_task.directory = dir.display().to_string();
+    image_task.rootfs = Some("/nonexistent-image-rootfs".into());
+    image_task.task_info = Some(TaskInfo::default());
+    let e = composite.prepare(&id, &image_task).unwrap_err().to_string();
+    assert!(e.contains("command task with its own image"), "{e}");
     assert!(!dir.exists());
 }
 
@@ -280,7 +289,7 @@ fn a_command_tasks_executor_and_its_task_run_confined() {
     std::fs::set_permissions(&executor, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mesos = mesos_composite(&[]);
     let text = command_task_launch(&mesos, &executor, &dir.0, "nobody");
-    let rewritten = containerizer::rewrite(&text, &mesos.keys.0)
+    let rewritten = containerizer::rewrite(&text, &mesos.keys.0, &no_image)
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
@@ -307,7 +316,7 @@ fn a_command_tasks_executor_and_its_task_run_confined() {
     assert!(!s.contains("userns") && !s.contains("procsys"), "{s}");
     // Sealed for another user, or with the wrapper missing: never runs.
     let forged = text.replace("\"user\":\"nobody\"", "\"user\":\"root\"");
-    let e = containerizer::rewrite(&forged, &mesos.keys.0).unwrap_err();
+    let e = containerizer::rewrite(&forged, &mesos.keys.0, &no_image).unwrap_err();
     assert!(e.contains("not sealed"), "{e}");
     let raw: serde_json::Value = serde_json::from_str(&text).unwrap();
     let unwrapped: Vec<String> =
@@ -350,7 +359,7 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
         "command": {"shell": false, "value": STAGE, "arguments": args},
         "user": "nobody",
     });
-    let out = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
+    let out = containerizer::rewrite(&info.to_string(), &mesos.keys.0, &no_image)
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -370,6 +379,146 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
         "command": {"shell": false, "value": "/bin/true", "arguments": rewritten[dash + 2..]},
         "user": "nobody",
     });
-    let e = containerizer::rewrite(&forged.to_string(), &mesos.keys.0).unwrap_err();
+    let e = containerizer::rewrite(&forged.to_string(), &mesos.keys.0, &no_image).unwrap_err();
     assert!(e.contains("not sealed"), "{e}");
 }
+
+/// A busybox image with no stage of its own, and an image manifest whose
+/// entrypoint is its shell (Mesos' provisioner fills `docker` in).
+fn image_config(dir: &Path, script: &str) -> ContainerConfig {
+    use nestguard::proto::mesos::slave::{
+        DockerImageManifest, container_config, docker_image_manifest,
+    };
+    let rootfs = dir.join("rootfs");
+    for sub in ["bin", "proc", "sys", "mnt/mesos/sandbox"] {
+        std::fs::create_dir_all(rootfs.join(sub)).unwrap();
+    }
+    std::fs::copy("/bin/busybox", rootfs.join("bin/busybox"))
+        .expect("busybox-static is installed (scripts/test-packages.txt)");
+    for applet in ["sh", "grep", "awk", "unshare", "true", "ls"] {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    copy_stage_libraries(&rootfs);
+    let mut c = config("unused");
+    c.command_info = nestguard::proto::mesos::CommandInfo {
+        shell: Some(false),
+        ..Default::default()
+    };
+    c.rootfs = Some(rootfs.display().to_string());
+    c.docker = Some(container_config::Docker {
+        manifest: Some(DockerImageManifest {
+            config: Some(docker_image_manifest::Config {
+                entrypoint: vec!["/bin/sh".into(), "-c".into()],
+                cmd: vec![script.into()],
+            }),
+        }),
+    });
+    c
+}
+
+/// The test build of the stage is dynamically linked (the installed one is
+/// static, and the wrapper refuses any other: `static_elf`): its loader and
+/// libraries go into the test's image, at their host paths.
+fn copy_stage_libraries(rootfs: &Path) {
+    let out = Command::new("ldd").arg(STAGE).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    for lib in text
+        .split_whitespace()
+        .filter(|w| w.starts_with('/'))
+        .map(Path::new)
+    {
+        let to = rootfs.join(lib.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(lib, &to).unwrap();
+    }
+}
+
+/// The stage opened as the wrapper opens its own binary: without
+/// close-on-exec, so the "Mesos helper" started next inherits it.
+fn stage_descriptor() -> std::os::fd::OwnedFd {
+    nix::fcntl::open(
+        STAGE,
+        nix::fcntl::OFlag::O_RDONLY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .unwrap()
+}
+
+/// Mesos' helper for an image container, as far as the stage sees it: a
+/// mount namespace of its own, `/proc` and `/sys` mounted into the image,
+/// `chroot` into it, then `execve` of the launch info's `value` (argv[0]
+/// is the value here, not `nestguard-exec`: the stage skips it either way).
+fn run_in_image(rootfs: &str, value: &str, arguments: &[String]) -> Output {
+    let enter = "mount -t proc proc \"$0/proc\" && mount --rbind /sys \"$0/sys\" && \
+                 exec chroot \"$0\" \"$@\"";
+    Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", enter, rootfs])
+        .arg(value)
+        .args(&arguments[1..])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_image_containers_command_runs_confined_from_the_wrappers_descriptor() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = sandbox("image");
+    let stage = stage_descriptor();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stage);
+    let probe =
+        format!("{PROBE_IN_IMAGE}; [ -e /proc/self/fd/{fd} ] && echo stagefd >> /status; exit 3");
+    let c = image_config(&dir.0, &probe);
+    let rootfs = c.rootfs.clone().unwrap();
+    let mesos = mesos_composite(&[]);
+    let id = ContainerId {
+        value: "image".into(),
+        parent: None,
+    };
+    let mut c = c;
+    c.directory = dir.0.display().to_string();
+    let info = mesos.composite.prepare(&id, &c).unwrap().unwrap();
+    let ours = info.command.unwrap();
+    // Without the wrapper Mesos' helper runs execvp(""): nothing.
+    assert_eq!(ours.value.as_deref(), Some(""));
+    // docker/runtime's command, merged first (MergeFrom appends arguments).
+    let mut arguments = vec!["/bin/sh".to_owned(), "-c".to_owned(), probe.clone()];
+    arguments.extend(ours.arguments);
+    let launch = serde_json::json!({
+        "command": {"shell": false, "value": "", "arguments": arguments},
+        "rootfs": rootfs,
+    });
+    let rewritten = containerizer::rewrite(&launch.to_string(), &mesos.keys.0, &|| Ok(fd))
+        .unwrap()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
+    let value = v["command"]["value"].as_str().unwrap().to_owned();
+    assert_eq!(value, format!("/proc/self/fd/{fd}"));
+    let args: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
+    assert_eq!(args[0], "nestguard-exec");
+    let out = run_in_image(&rootfs, &value, &args);
+    drop(stage);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let s = std::fs::read_to_string(Path::new(&rootfs).join("status")).unwrap_or_default();
+    for want in [
+        "Seccomp:\t2".to_owned(),
+        "NoNewPrivs:\t1".to_owned(),
+        format!("CapBnd:\t{DEFAULT_CAPS}"),
+        format!("CapEff:\t{DEFAULT_CAPS}"),
+        "CapAmb:\t0000000000000000".to_owned(),
+        "/proc/sys ro".to_owned(),
+    ] {
+        assert!(s.contains(&want), "{want:?} not in {s}");
+    }
+    assert!(!s.contains("userns") && !s.contains("procsys"), "{s}");
+    assert!(
+        !s.contains("stagefd"),
+        "the command got the stage's descriptor: {s}"
+    );
+}
+
+const PROBE_IN_IMAGE: &str = "grep -E '^(Seccomp|NoNewPrivs|Cap(Bnd|Eff|Amb)):' /proc/self/status > /status; \
+    unshare -U true 2>/dev/null && echo userns >> /status; \
+    (echo x > /proc/sys/kernel/domainname) 2>/dev/null && echo procsys >> /status; \
+    grep -E ' /(proc/sys|sys) ' /proc/self/mountinfo | awk '{print $5, $6}' >> /status";

@@ -50,6 +50,28 @@
 //! ([`command_task`]): Mesos lets an isolator add only arguments to a
 //! command executor's command.
 //!
+//! # Containers with their own image
+//!
+//! Mesos' helper enters the image (`pivot_root`) before its `execve`, so
+//! a stage path would name the image's file, the tenant's. The isolator
+//! therefore leaves the command's `value` empty, and the wrapper, still on
+//! the host, opens its own binary (it is the stage) without close-on-exec
+//! and makes `value` `/proc/self/fd/N`, which resolves to that file from
+//! inside any root. The stage closes the descriptor before the command
+//! runs (if Mesos has not marked it close-on-exec already). Only a
+//! statically linked stage is handed over ([`static_elf`]): a dynamic one
+//! would start the image's loader as root. The seal of such a command
+//! covers everything after it ([`seal::image_stage`]), since Mesos'
+//! `docker/runtime` isolator may put the image's entrypoint in front of the
+//! stage's arguments; the wrapper drops what is in front. Without the
+//! wrapper Mesos' helper runs `execvp("")` and fails: nothing runs. Inside
+//! the image the stage asks the kernel for the bounding set
+//! (`PR_CAPBSET_READ`) rather than trusting what is at `/proc`. Mesos still
+//! provisions and enters the image (its provisioner, its `filesystem/linux`
+//! and `docker/runtime` isolators: the image's `Entrypoint`, `Cmd`,
+//! environment and working directory). A command task with an image is
+//! refused: its executor must enter the image itself, with root and mounts.
+//!
 //! The stage does no lookup by name (no NSS inside a container's mount
 //! namespace) and reads nothing but its arguments and `/proc/self`.
 
@@ -58,6 +80,7 @@ pub mod containerizer;
 pub mod plan;
 pub mod seal;
 pub mod stage;
+pub mod static_elf;
 
 pub use plan::{ExecPlan, PlanError};
 

@@ -86,6 +86,9 @@ pub struct StageArgs {
     pub plan: ExecPlan,
     /// The user to switch to, if the wrapper moved it here.
     pub user: Option<StageUser>,
+    /// The descriptor the wrapper ran this stage from (an image
+    /// container's), closed before the command runs.
+    pub stage_fd: Option<i32>,
     /// The command's executable (searched on `PATH` as Mesos does).
     pub path: Vec<u8>,
     /// The command's argv, verbatim.
@@ -113,12 +116,18 @@ impl ExecPlan {
     }
 }
 
-const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] -- <path> [argv0 args…]";
+const USAGE: &str =
+    "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--stage_fd=N] -- <path> [argv0 args…]";
+
+/// The argument that names the descriptor an image container's stage runs
+/// from (the wrapper adds it, [`super::containerizer`]).
+pub const STAGE_FD_ARG: &str = "--stage_fd=";
 
 /// Parses the stage's arguments (without `argv[0]`).
 pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     let mut plan = None;
     let mut user = None;
+    let mut stage_fd = None;
     let mut rest = args.iter();
     for arg in rest.by_ref() {
         if *arg == b"--" {
@@ -135,6 +144,15 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             if user.replace(StageUser::parse(text)?).is_some() {
                 return Err(PlanError::Usage(USAGE));
             }
+        } else if let Some(v) = arg.strip_prefix(STAGE_FD_ARG.as_bytes()) {
+            let fd = std::str::from_utf8(v)
+                .ok()
+                .and_then(|t| t.parse::<i32>().ok())
+                .filter(|fd| *fd > 2)
+                .ok_or(PlanError::Usage(USAGE))?;
+            if stage_fd.replace(fd).is_some() {
+                return Err(PlanError::Usage(USAGE));
+            }
         } else {
             return Err(PlanError::Usage(USAGE));
         }
@@ -147,6 +165,7 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     Ok(StageArgs {
         plan,
         user,
+        stage_fd,
         path,
         argv: rest.map(|a| a.to_vec()).collect(),
     })
@@ -195,9 +214,13 @@ mod tests {
             parsed.argv,
             vec![b"sh".to_vec(), b"-c".to_vec(), b"exit 3".to_vec()]
         );
+        let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--stage_fd=7", b"--", b"/bin/true"];
+        let parsed = parse_args(&args).unwrap();
+        assert_eq!(parsed.stage_fd, Some(7));
         let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--", b"/bin/true"];
         let parsed = parse_args(&args).unwrap();
         assert_eq!(parsed.user, None);
+        assert_eq!(parsed.stage_fd, None);
         assert!(parsed.argv.is_empty());
     }
 
@@ -219,6 +242,15 @@ mod tests {
             vec![plan_arg.as_bytes(), b"--user=0", b"--", b"/bin/true"],
             vec![plan_arg.as_bytes(), b"--user=a:b", b"--", b"/bin/true"],
             vec![plan_arg.as_bytes(), b"--other", b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--stage_fd=1", b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--stage_fd=x", b"--", b"/bin/true"],
+            vec![
+                plan_arg.as_bytes(),
+                b"--stage_fd=5",
+                b"--stage_fd=6",
+                b"--",
+                b"/bin/true",
+            ],
         ];
         for case in cases {
             assert!(parse_args(&case).is_err(), "{case:?}");

@@ -12,6 +12,14 @@
 //! (one per agent on the host); any other command passes through untouched,
 //! so Mesos switches the user and the stage, unprivileged, cannot widen
 //! anything.
+//!
+//! A container with its own image has no stage path (the wrapper hands its
+//! own binary over as a descriptor, [`super::containerizer`]), and Mesos'
+//! `docker/runtime` isolator may put the image's entrypoint in front of the
+//! stage's arguments. Its seal therefore covers the whole command the stage
+//! runs ([`image_stage`] of everything after the seal), so a block the
+//! image puts in front (a harvested plan and seal of another container,
+//! say) never verifies: what runs is exactly what the isolator sealed.
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -119,6 +127,20 @@ pub fn key_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{safe}.key"))
 }
 
+/// The "stage" an image container's seal is made for: not a path (no
+/// path-form seal can verify as one) but the SHA-256 of `tail`, the
+/// arguments after the seal, each length-prefixed so no two lists collide.
+pub fn image_stage(tail: &[String]) -> String {
+    use sha2::Digest;
+    let mut h = Sha256::new();
+    for arg in tail {
+        h.update((arg.len() as u64).to_le_bytes());
+        h.update(arg.as_bytes());
+    }
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!("image:{hex}")
+}
+
 /// The keys in `dir`: regular files of 32 bytes, root's, not readable by
 /// others (anything else is skipped).
 pub fn read_keys(dir: &Path) -> Vec<SealKey> {
@@ -178,5 +200,30 @@ mod tests {
         assert!(!verified(&keys, "--plan=abc", stage, "nobody", "--seal=zz"));
         assert!(!verified(&[], "--plan=abc", stage, "nobody", &seal));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_image_seal_covers_the_whole_command() {
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let tail = owned(&["--", "/probe", "probe", "a"]);
+        let key = SealKey([7; 32]);
+        let seal = key.seal("--plan=p", &image_stage(&tail), "");
+        let keys = [key];
+        assert!(verified(&keys, "--plan=p", &image_stage(&tail), "", &seal));
+        for other in [
+            owned(&["--", "/probe", "probe", "b"]),
+            owned(&["--", "/probe", "probe", "a", "x"]),
+            owned(&["--", "/probe", "probea"]),
+            owned(&["--", "/probe", "pro", "bea"]),
+        ] {
+            assert!(!verified(
+                &keys,
+                "--plan=p",
+                &image_stage(&other),
+                "",
+                &seal
+            ));
+        }
+        assert!(image_stage(&tail).starts_with("image:"));
     }
 }

@@ -11,15 +11,29 @@ use super::plan::{StageArgs, StageUser, parse_args};
 use crate::isolation::helper::mounts::read_only_kernel_paths;
 use crate::isolation::seccomp;
 
-/// The current bounding set as a mask (`CapBnd` of `/proc/self/status`).
+/// The current bounding set as a mask, asked of the kernel capability by
+/// capability (`PR_CAPBSET_READ`), not read from `/proc/self/status`: in a
+/// container with its own image, what is at `/proc` is set up by others
+/// before the stage runs.
 fn current_bounding() -> Result<u64, String> {
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("read /proc/self/status: {e}"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapBnd:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .ok_or_else(|| "no CapBnd in /proc/self/status".to_owned())
+    let mut mask = 0u64;
+    for cap in 0..64u32 {
+        // SAFETY: prctl(PR_CAPBSET_READ) takes a capability number only.
+        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_READ, libc::c_ulong::from(cap), 0, 0, 0) };
+        match rc {
+            1 => mask |= 1u64 << cap,
+            0 => {}
+            // EINVAL: past the kernel's last capability.
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) => break,
+            _ => {
+                return Err(format!(
+                    "prctl(PR_CAPBSET_READ, {cap}): {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+    }
+    Ok(mask)
 }
 
 fn mask_to_set(mask: u64) -> caps::CapsHashSet {
@@ -207,6 +221,13 @@ fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String
 pub fn run(args: &[&[u8]]) -> String {
     let result = (|| -> Result<std::convert::Infallible, String> {
         let args = parse_args(args).map_err(|e| e.to_string())?;
+        if let Some(fd) = args.stage_fd {
+            // The wrapper's descriptor of this binary: the command never
+            // gets it (already closed if Mesos marked it close-on-exec).
+            // SAFETY: closes a descriptor number this process owns and
+            // never uses again (EBADF when it is already closed).
+            unsafe { libc::close(fd) };
+        }
         read_only_paths(&args)?;
         bounding(&args)?;
         identity(&args)?;
