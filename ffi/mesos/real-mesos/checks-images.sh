@@ -51,6 +51,24 @@ image_launch_ok() {  # image_launch_ok <id> <parent or ""> <CommandInfo json> <w
 }
 image_procs() { cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null; }
 
+# Mesos 1.11 cannot start any image container on a kernel without
+# /proc/sysrq-trigger (see procfs-filter.py): for this phase only, the
+# filter goes in front of nestguard's wrapper in the launcher dir.
+image_procfs_filter() {  # image_procfs_filter on|off
+  [ -e /proc/sysrq-trigger ] && return 0
+  if [ "$1" = on ]; then
+    note "no /proc/sysrq-trigger: procfs-filter.py in front of the wrapper for the image phase"
+    mkdir -p "$LAUNCHER/ng"
+    mv "$LAUNCHER/mesos-containerizer" "$LAUNCHER/ng/mesos-containerizer"
+    ln -sf "$BIN/mesos-containerizer" "$LAUNCHER/ng/mesos-containerizer.mesos"
+    cp "$here/procfs-filter.py" "$LAUNCHER/mesos-containerizer"
+    chmod 755 "$LAUNCHER/ng" "$LAUNCHER/mesos-containerizer"
+  elif [ -e "$LAUNCHER/ng/mesos-containerizer" ]; then
+    mv -f "$LAUNCHER/ng/mesos-containerizer" "$LAUNCHER/mesos-containerizer"
+    rm -rf "$LAUNCHER/ng"
+  fi
+}
+
 image_start_agent() {  # image_start_agent <log name>
   IMG_LOG="$1"
   start_agent "$1" with "${IMAGE_FLAGS[@]}" || return 1
@@ -153,6 +171,7 @@ IMAGE_CHECKS="iso-image-defences iso-image-command-value iso-image-nested-defenc
 stop_agent
 rm -rf "$WORK/agent" "$WORK/run"
 MODULES_FILE=""  # the run's modules.json (the phase before used acls/modules.json)
+image_procfs_filter on
 if [ -n "$IMAGE_ERR" ]; then
   for c in $IMAGE_CHECKS; do fail "$c" "no image: $IMAGE_ERR"; done
 elif ! image_start_agent agent-images; then
@@ -163,3 +182,4 @@ else
   image_recovery_checks
   image_cleanup
 fi
+image_procfs_filter off
