@@ -163,6 +163,7 @@ image_cleanup() {
     sleep 0.2
   done
   stop_agent
+  unmount_under "$WORK/agent"  # filesystem/linux's bind of the work dir
 }
 
 IMGD="img-$RID"; IMGV="img-v-$RID"; IMGN="img-n-$RID"; IMGR="img-rec-$RID"; IMGA="img-a-$RID"
@@ -177,6 +178,7 @@ if [ -n "$IMAGE_ERR" ]; then
 elif ! image_start_agent agent-images; then
   for c in $IMAGE_CHECKS; do fail "$c" "agent with image flags did not start: $(agent_log_tail agent-images)"; done
   stop_agent
+  unmount_under "$WORK/agent"
 else
   image_checks
   image_recovery_checks

@@ -60,8 +60,17 @@ our_cgroups() {
   find "$CG"/*/"$MCG" "$CG"/*/"$NCG" -mindepth 0 -type d 2>/dev/null | awk '{print length($0) " " $0}' |
     sort -rn | cut -d' ' -f2-
 }
+# Mounts at or under <dir>, deepest first (Mesos' filesystem/linux binds the
+# agent's work dir onto itself and leaves it when the agent stops).
+unmount_under() {  # unmount_under <dir>
+  local m
+  for m in $(awk -v w="$1" 'index($5, w) == 1 {print length($5) " " $5}' /proc/self/mountinfo |
+             sort -rn | cut -d' ' -f2-); do
+    umount -l "$m" 2>/dev/null
+  done
+}
 cleanup() {
-  local rc=$? pid d m i
+  local rc=$? pid d i
   trap - EXIT INT TERM
   [ -f "$WORK/framework.pid" ] && stop_pid "$(cat "$WORK/framework.pid")"
   if [ -f "$WORK/pids" ]; then
@@ -76,11 +85,7 @@ cleanup() {
       -exec sh -c 'echo THAWED > "$1"' _ {} \; 2>/dev/null
     sleep 0.3
   done
-  # Mounts under the work dir, deepest first.
-  for m in $(awk -v w="$WORK" 'index($5, w) == 1 {print length($5) " " $5}' /proc/self/mountinfo |
-             sort -rn | cut -d' ' -f2-); do
-    umount -l "$m" 2>/dev/null
-  done
+  unmount_under "$WORK"
   for d in $(our_cgroups); do rmdir "$d" 2>/dev/null; done
   if [ -n "$(our_cgroups)" ]; then
     echo "cleanup: cgroups left: $(our_cgroups | tr '\n' ' ')" >&2
