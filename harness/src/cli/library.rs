@@ -4,7 +4,7 @@
 //! that what they exercise is exactly what a Mesos agent loads.
 
 // Loading a shared library and calling its C functions cannot be done in
-// safe Rust; this module and `agent/abi.rs` are the harness's only unsafe
+// safe Rust; this module and `agent/abi/` are the harness's only unsafe
 // code, each call with its SAFETY comment.
 #![allow(unsafe_code)]
 
