@@ -97,9 +97,9 @@ fn run(arguments: &[String], dir: &Path, as_nobody: bool) -> Output {
     cmd.output().unwrap()
 }
 
-/// The wrapper's descriptor of the stage, for tests of containers without
-/// an image (never asked for).
-fn no_image() -> Result<i32, String> {
+/// The wrapper's own binary, for tests of containers without an image
+/// (never asked for).
+fn no_image() -> Result<String, String> {
     Err("not an image container".into())
 }
 
@@ -373,14 +373,23 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
             .chain(tenant.command_info.arguments)
             .collect::<Vec<_>>()
     );
-    // The same three as a launch of its own (not the stage): the seal does
-    // not cover the tenant's stage path, so the wrapper refuses it.
-    let forged = serde_json::json!({
-        "command": {"shell": false, "value": "/bin/true", "arguments": rewritten[dash + 2..]},
-        "user": "nobody",
-    });
-    let e = containerizer::rewrite(&forged.to_string(), &mesos.keys.0, &no_image).unwrap_err();
+    // The same three as a command executor's launch of its own: the seal
+    // does not cover the tenant's stage path, so the wrapper refuses it;
+    // any other command than Mesos' executor never carries them.
+    let forged = |value: &str| {
+        serde_json::json!({
+            "command": {"shell": false, "value": value, "arguments": rewritten[dash + 2..]},
+            "user": "nobody",
+        })
+        .to_string()
+    };
+    let e =
+        containerizer::rewrite(&forged("/x/mesos-executor"), &mesos.keys.0, &no_image).unwrap_err();
     assert!(e.contains("not sealed"), "{e}");
+    assert_eq!(
+        containerizer::rewrite(&forged("/bin/true"), &mesos.keys.0, &no_image).unwrap(),
+        None
+    );
 }
 
 /// A busybox image with no stage of its own, and an image manifest whose
@@ -395,10 +404,9 @@ fn image_config(dir: &Path, script: &str) -> ContainerConfig {
     }
     std::fs::copy("/bin/busybox", rootfs.join("bin/busybox"))
         .expect("busybox-static is installed (scripts/test-packages.txt)");
-    for applet in ["sh", "grep", "awk", "unshare", "true", "ls"] {
+    for applet in ["sh", "grep", "awk", "unshare", "true", "ls", "pwd"] {
         std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
     }
-    copy_stage_libraries(&rootfs);
     let mut c = config("unused");
     c.command_info = nestguard::proto::mesos::CommandInfo {
         shell: Some(false),
@@ -416,43 +424,15 @@ fn image_config(dir: &Path, script: &str) -> ContainerConfig {
     c
 }
 
-/// The test build of the stage is dynamically linked (the installed one is
-/// static, and the wrapper refuses any other: `static_elf`): its loader and
-/// libraries go into the test's image, at their host paths.
-fn copy_stage_libraries(rootfs: &Path) {
-    let out = Command::new("ldd").arg(STAGE).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    for lib in text
-        .split_whitespace()
-        .filter(|w| w.starts_with('/'))
-        .map(Path::new)
-    {
-        let to = rootfs.join(lib.strip_prefix("/").unwrap());
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(lib, &to).unwrap();
-    }
-}
-
-/// The stage opened as the wrapper opens its own binary: without
-/// close-on-exec, so the "Mesos helper" started next inherits it.
-fn stage_descriptor() -> std::os::fd::OwnedFd {
-    nix::fcntl::open(
-        STAGE,
-        nix::fcntl::OFlag::O_RDONLY,
-        nix::sys::stat::Mode::empty(),
-    )
-    .unwrap()
-}
-
-/// Mesos' helper for an image container, as far as the stage sees it: a
-/// mount namespace of its own, `/proc` and `/sys` mounted into the image,
-/// `chroot` into it, then `execve` of the launch info's `value` (argv[0]
-/// is the value here, not `nestguard-exec`: the stage skips it either way).
-fn run_in_image(rootfs: &str, value: &str, arguments: &[String]) -> Output {
-    let enter = "mount -t proc proc \"$0/proc\" && mount --rbind /sys \"$0/sys\" && \
-                 exec chroot \"$0\" \"$@\"";
+/// Mesos' helper for an image container whose `rootfs` the wrapper moved
+/// to the stage, as far as the stage sees it: a mount namespace of its own
+/// with the launch info's mounts (the rootfs bound onto itself, `/proc` and
+/// `/sys` mounted into it), then `execve` of `value` on the host.
+fn run_as_mesos_helper(rootfs: &str, value: &str, arguments: &[String]) -> Output {
+    let mounts = "mount --bind \"$0\" \"$0\" && mount -t proc proc \"$0/proc\" && \
+                  mount --rbind /sys \"$0/sys\" && exec \"$@\"";
     Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", enter, rootfs])
+        .args(["-m", "--propagation", "private", "sh", "-c", mounts, rootfs])
         .arg(value)
         .args(&arguments[1..])
         .output()
@@ -460,15 +440,12 @@ fn run_in_image(rootfs: &str, value: &str, arguments: &[String]) -> Output {
 }
 
 #[test]
-fn an_image_containers_command_runs_confined_from_the_wrappers_descriptor() {
+fn an_image_containers_command_runs_confined_in_its_image() {
     if !root_or_skip() {
         return;
     }
     let dir = sandbox("image");
-    let stage = stage_descriptor();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&stage);
-    let probe =
-        format!("{PROBE_IN_IMAGE}; [ -e /proc/self/fd/{fd} ] && echo stagefd >> /status; exit 3");
+    let probe = format!("{PROBE_IN_IMAGE}; [ \"$(pwd)\" = /work ] || echo cwd >> /status; exit 3");
     let c = image_config(&dir.0, &probe);
     let rootfs = c.rootfs.clone().unwrap();
     let mesos = mesos_composite(&[]);
@@ -488,17 +465,19 @@ fn an_image_containers_command_runs_confined_from_the_wrappers_descriptor() {
     let launch = serde_json::json!({
         "command": {"shell": false, "value": "", "arguments": arguments},
         "rootfs": rootfs,
+        "working_directory": "/work",
     });
-    let rewritten = containerizer::rewrite(&launch.to_string(), &mesos.keys.0, &|| Ok(fd))
+    let stage = || Ok(STAGE.to_owned());
+    let rewritten = containerizer::rewrite(&launch.to_string(), &mesos.keys.0, &stage)
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
+    assert!(v.get("rootfs").is_none() && v.get("working_directory").is_none());
     let value = v["command"]["value"].as_str().unwrap().to_owned();
-    assert_eq!(value, format!("/proc/self/fd/{fd}"));
+    assert_eq!(value, STAGE);
     let args: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
     assert_eq!(args[0], "nestguard-exec");
-    let out = run_in_image(&rootfs, &value, &args);
-    drop(stage);
+    let out = run_as_mesos_helper(&rootfs, &value, &args);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let s = std::fs::read_to_string(Path::new(&rootfs).join("status")).unwrap_or_default();
     for want in [
@@ -513,9 +492,12 @@ fn an_image_containers_command_runs_confined_from_the_wrappers_descriptor() {
     }
     assert!(!s.contains("userns") && !s.contains("procsys"), "{s}");
     assert!(
-        !s.contains("stagefd"),
-        "the command got the stage's descriptor: {s}"
+        !s.contains("cwd"),
+        "not in the image's working directory: {s}"
     );
+    // The image holds no stage and no libc: nothing of it ran before the
+    // defences, and the stage was never looked up in it.
+    assert!(!Path::new(&rootfs).join("lib").exists());
 }
 
 const PROBE_IN_IMAGE: &str = "grep -E '^(Seccomp|NoNewPrivs|Cap(Bnd|Eff|Amb)):' /proc/self/status > /status; \

@@ -40,6 +40,8 @@ pub const STAGE_ARG: &str = "--nestguard_exec_stage=";
 pub const PLAN_ARG: &str = "--nestguard_exec_plan=";
 /// The seal, as after `--seal=`.
 pub const SEAL_ARG: &str = "--nestguard_exec_seal=";
+/// Mesos' command executor (`<launcher_dir>/mesos-executor`).
+const EXECUTOR_NAME: &str = "mesos-executor";
 /// What the three have in common.
 const PREFIX: &str = "--nestguard_exec_";
 
@@ -81,6 +83,10 @@ pub fn into_stage(command: &mut Value, user: &str, keys: &[SealKey]) -> Result<b
     if value.rsplit('/').next() == Some(STAGE_NAME) {
         // Already the stage: what follows its `--` is the tenant's command,
         // whose arguments are never the isolator's.
+        return Ok(false);
+    }
+    if value.rsplit('/').next() != Some(EXECUTOR_NAME) {
+        // Only Mesos' command executor carries the isolator's three.
         return Ok(false);
     }
     let args: Vec<String> = command

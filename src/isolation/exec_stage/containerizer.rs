@@ -30,8 +30,8 @@ use serde_json::Value;
 
 use super::STAGE_NAME;
 use super::command_task;
-use super::plan::STAGE_FD_ARG;
 use super::plan::StageUser;
+use super::plan::{CWD_ARG, ROOTFS_ARG};
 use super::seal::{self, SealKey};
 
 /// The environment variable that carries the launch info (Mesos' flag
@@ -44,18 +44,30 @@ pub const REAL_SUFFIX: &str = ".mesos";
 /// A stage command the isolator sealed, in one of its two forms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sealed {
-    /// `value` is the stage's path, its block of three first.
+    /// `value` is the stage's path, its block of three first (a container
+    /// without an image).
     Path,
     /// `value` is empty (a container with its own image): the stage is the
-    /// wrapper's own binary, handed over as a descriptor; the block starts
-    /// at `start` (Mesos' `docker/runtime` may have put the image's
-    /// entrypoint in front of it).
+    /// wrapper's own binary, run on the host, which enters the image
+    /// itself; the block starts at `start` (Mesos' `docker/runtime` may
+    /// have put the image's entrypoint in front of it).
     Image { start: usize },
 }
 
+/// How many `nestguard-exec --plan=` pairs are tried in an image
+/// container's arguments: docker/runtime's front part (the image's
+/// entrypoint) never legitimately holds one, and each try hashes the rest.
+const MAX_IMAGE_CANDIDATES: usize = 8;
+
 /// Whether `command` (the launch info's) is a stage command the isolator
-/// sealed for `user`, and in which form.
-fn sealed_stage(command: &Value, user: &str, keys: &[SealKey]) -> Option<Sealed> {
+/// sealed for `user` (and, for an image container, for `rootfs`), and in
+/// which form. A container with an image only ever has the image form.
+fn sealed_stage(
+    command: &Value,
+    user: &str,
+    rootfs: Option<&str>,
+    keys: &[SealKey],
+) -> Option<Sealed> {
     let value = command.get("value").and_then(Value::as_str)?;
     let args: Vec<&str> = command
         .get("arguments")
@@ -63,33 +75,32 @@ fn sealed_stage(command: &Value, user: &str, keys: &[SealKey]) -> Option<Sealed>
         .map(|a| a.iter().map(|v| v.as_str().unwrap_or("")).collect())
         .unwrap_or_default();
     let arg = |i: usize| args.get(i).copied().unwrap_or("");
-    if value.is_empty() {
-        // The seal covers everything after it, so a block in front of the
-        // isolator's (the image's entrypoint, a harvested one) never
-        // verifies: its remainder holds the isolator's block. The first
-        // that verifies is the isolator's; one after it is inside the
-        // sealed command (the tenant's argv) and never chosen.
-        let start = (0..args.len()).find(|&i| {
-            arg(i) == STAGE_NAME && arg(i + 1).starts_with("--plan=") && {
-                let tail: Vec<String> = args[(i + 3).min(args.len())..]
-                    .iter()
-                    .map(|a| (*a).to_owned())
-                    .collect();
-                seal::verified(
-                    keys,
-                    arg(i + 1),
-                    &seal::image_stage(&tail),
-                    user,
-                    arg(i + 2),
-                )
-            }
-        })?;
-        return Some(Sealed::Image { start });
+    match rootfs {
+        Some(rootfs) if value.is_empty() => {
+            // The seal covers the image and everything after it, so a block
+            // in front of the isolator's (the image's entrypoint, a
+            // harvested one) never verifies: its remainder holds the
+            // isolator's block. The first that verifies is the isolator's;
+            // one after it is inside the sealed command and never chosen.
+            let start = (0..args.len())
+                .filter(|&i| arg(i) == STAGE_NAME && arg(i + 1).starts_with("--plan="))
+                .take(MAX_IMAGE_CANDIDATES)
+                .find(|&i| {
+                    let tail: Vec<String> = args[(i + 3).min(args.len())..]
+                        .iter()
+                        .map(|a| (*a).to_owned())
+                        .collect();
+                    let stage = seal::image_stage(rootfs, &tail);
+                    seal::verified(keys, arg(i + 1), &stage, user, arg(i + 2))
+                })?;
+            Some(Sealed::Image { start })
+        }
+        Some(_) => None,
+        None => (value.rsplit('/').next() == Some(STAGE_NAME)
+            && arg(1).starts_with("--plan=")
+            && seal::verified(keys, arg(1), value, user, arg(2)))
+        .then_some(Sealed::Path),
     }
-    (value.rsplit('/').next() == Some(STAGE_NAME)
-        && arg(1).starts_with("--plan=")
-        && seal::verified(keys, arg(1), value, user, arg(2)))
-    .then_some(Sealed::Path)
 }
 
 /// The user as Mesos' helper resolves it; `None` when it is the current
@@ -118,12 +129,13 @@ fn resolve(name: &str, extra: &[u32]) -> Result<Option<StageUser>, String> {
 /// Rewrites one launch info (JSON text) with the sealing keys in
 /// `key_dir`; `Ok(None)`: leave it as it is. A command task's executor
 /// command first becomes the stage form ([`command_task`]). An image
-/// container's stage is this binary, opened by `open_stage` (a descriptor
-/// that survives the `execve` of Mesos' helper and its `pivot_root`).
+/// container's stage is `own_binary` (this binary's host path): its
+/// `rootfs` and `working_directory` move to the stage, so Mesos' helper
+/// runs the stage on the host and the stage enters the image.
 pub fn rewrite(
     text: &str,
     key_dir: &Path,
-    open_stage: &dyn Fn() -> Result<i32, String>,
+    own_binary: &dyn Fn() -> Result<String, String>,
 ) -> Result<Option<String>, String> {
     let Ok(mut info) = serde_json::from_str::<Value>(text) else {
         return Ok(None);
@@ -132,50 +144,47 @@ pub fn rewrite(
         return Ok(None);
     };
     let name = obj.get("user").and_then(Value::as_str).map(str::to_owned);
+    let rootfs = obj.get("rootfs").and_then(Value::as_str).map(str::to_owned);
     let keys = seal::read_keys(key_dir);
+    // A command task with an image is refused at prepare; an image
+    // container's command is only ever the image form.
     let staged = match obj.get_mut("command") {
-        Some(command) => command_task::into_stage(command, name.as_deref().unwrap_or(""), &keys)?,
-        None => false,
+        Some(command) if rootfs.is_none() => {
+            command_task::into_stage(command, name.as_deref().unwrap_or(""), &keys)?
+        }
+        _ => false,
     };
     let sealed = obj
         .get("command")
-        .and_then(|c| sealed_stage(c, name.as_deref().unwrap_or(""), &keys));
+        .and_then(|c| sealed_stage(c, name.as_deref().unwrap_or(""), rootfs.as_deref(), &keys));
     // The path form needs the wrapper only for a user switch; the image
-    // form always (its `value` is empty until the descriptor is in).
+    // form always (its `value` is empty until the stage is in).
     let sealed = match (sealed, &name) {
         (Some(Sealed::Path), None) | (None, _) => {
             return Ok(staged.then(|| info.to_string()));
         }
         (Some(form), _) => form,
     };
-    let extra: Vec<u32> = obj
-        .get("supplementary_groups")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_u64)
-                .filter_map(|g| u32::try_from(g).ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let user = match &name {
-        Some(name) => resolve(name, &extra)?,
-        None => None,
-    };
-    obj.remove("user");
-    obj.remove("supplementary_groups");
+    let mut handed = Vec::new();
+    if let Some(user) = take_user(obj, name.as_deref())? {
+        handed.push(Value::String(user.to_arg()));
+    }
+    let mut value = None;
+    if let (Sealed::Image { .. }, Some(rootfs)) = (sealed, &rootfs) {
+        value = Some(own_binary()?);
+        obj.remove("rootfs");
+        handed.push(Value::String(format!("{ROOTFS_ARG}{rootfs}")));
+        if let Some(cwd) = obj.remove("working_directory") {
+            let cwd = cwd.as_str().unwrap_or_default().to_owned();
+            handed.push(Value::String(format!("{CWD_ARG}{cwd}")));
+        }
+    }
     let Some(command) = obj.get_mut("command").and_then(Value::as_object_mut) else {
         return Ok(None);
     };
-    let mut handed = Vec::new();
-    if let Some(user) = user {
-        handed.push(Value::String(user.to_arg()));
-    }
-    if let Sealed::Image { .. } = sealed {
-        let fd = open_stage()?;
-        command.insert("value".into(), Value::String(format!("/proc/self/fd/{fd}")));
+    if let Some(value) = value {
+        command.insert("value".into(), Value::String(value));
         command.insert("shell".into(), Value::Bool(false));
-        handed.push(Value::String(format!("{STAGE_FD_ARG}{fd}")));
     }
     if let Some(args) = command.get_mut("arguments").and_then(Value::as_array_mut) {
         if let Sealed::Image { start } = sealed {
@@ -186,29 +195,36 @@ pub fn rewrite(
     Ok(Some(info.to_string()))
 }
 
-/// This binary, opened for the image container's `execve` without
-/// close-on-exec (Mesos' helper, which runs next, must inherit it; the
-/// stage closes it, or Mesos marks it close-on-exec before its fork).
-/// Refused unless statically linked ([`super::static_elf`]): in the image
-/// a dynamic stage would run the image's loader as root.
-fn open_own_binary() -> Result<i32, String> {
-    use std::os::fd::IntoRawFd;
-    let what = "the exec stage for an image container (this binary, /proc/self/exe)";
-    let fd = nix::fcntl::open(
-        "/proc/self/exe",
-        nix::fcntl::OFlag::O_RDONLY,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(|e| format!("open {what}: {e}"))?;
-    match super::static_elf::statically_linked(&fd) {
-        Ok(true) => Ok(fd.into_raw_fd()),
-        Ok(false) => Err(format!(
-            "{what} is dynamically linked: inside the image it would start the image's loader \
-             as root; install a statically linked nestguard-exec as mesos-containerizer \
-             (RUSTFLAGS=\"-C target-feature=+crt-static\", see ffi/mesos/README.md)"
-        )),
-        Err(e) => Err(format!("{what}: {e}")),
-    }
+/// Takes the launch info's `user` and `supplementary_groups` for the stage,
+/// resolved as Mesos' helper resolves them; `None` when no switch is due.
+fn take_user(
+    obj: &mut serde_json::Map<String, Value>,
+    name: Option<&str>,
+) -> Result<Option<StageUser>, String> {
+    let extra: Vec<u32> = obj
+        .get("supplementary_groups")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_u64)
+                .filter_map(|g| u32::try_from(g).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let user = match name {
+        Some(name) => resolve(name, &extra)?,
+        None => None,
+    };
+    obj.remove("user");
+    obj.remove("supplementary_groups");
+    Ok(user)
+}
+
+/// This binary's path on the host (it is the stage).
+fn own_binary() -> Result<String, String> {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .map_err(|e| format!("cannot find its own binary (the exec stage): {e}"))
 }
 
 /// Runs the wrapper: returns only on failure, with the message to print.
@@ -234,7 +250,7 @@ pub fn run(args: &[OsString]) -> String {
         match rewrite(
             &text.to_string_lossy(),
             Path::new(seal::KEY_DIR),
-            &open_own_binary,
+            &own_binary,
         ) {
             Ok(Some(new)) => {
                 // SAFETY: single-threaded here (the wrapper's main, before
@@ -280,9 +296,15 @@ mod tests {
         Keys(dir, key)
     }
 
-    fn no_fd() -> Result<i32, String> {
-        Err("no descriptor in this test".into())
+    fn no_fd() -> Result<String, String> {
+        Err("no stage in this test".into())
     }
+
+    fn the_stage() -> Result<String, String> {
+        Ok("/opt/ng/mesos-containerizer".into())
+    }
+
+    const ROOTFS: &str = "/var/lib/mesos/provisioner/x/rootfs";
 
     fn info(key: &SealKey, user: &str, value: &str) -> String {
         let plan = "--plan=e30=";
@@ -352,13 +374,14 @@ mod tests {
     fn image_info(key: &SealKey, user: Option<&str>, prefix: &[&str], tail: &[&str]) -> Value {
         let plan = "--plan=e30=";
         let tail: Vec<String> = tail.iter().map(|s| s.to_string()).collect();
-        let seal = key.seal(plan, &seal::image_stage(&tail), user.unwrap_or(""));
+        let seal = key.seal(plan, &seal::image_stage(ROOTFS, &tail), user.unwrap_or(""));
         let mut args: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
         args.extend([STAGE_NAME.to_owned(), plan.to_owned(), seal]);
         args.extend(tail);
         let mut v = serde_json::json!({
             "command": {"shell": false, "value": "", "arguments": args},
-            "rootfs": "/var/lib/mesos/provisioner/x/rootfs"
+            "rootfs": ROOTFS,
+            "working_directory": "/mnt/mesos/sandbox"
         });
         if let Some(user) = user {
             v["user"] = Value::String(user.into());
@@ -367,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn an_image_containers_stage_is_handed_over_as_a_descriptor() {
+    fn an_image_containers_stage_runs_on_the_host_and_enters_the_image() {
         if !nix::unistd::geteuid().is_root() {
             return; // the keys must be root's to be read
         }
@@ -379,12 +402,13 @@ mod tests {
             &["/probe", "/probe", "r"],
             &["--", "/probe", "/probe", "r"],
         );
-        let out = rewrite(&text.to_string(), &k.0, &|| Ok(9))
+        let out = rewrite(&text.to_string(), &k.0, &the_stage)
             .unwrap()
             .unwrap();
         let v: Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["command"]["value"], "/proc/self/fd/9");
+        assert_eq!(v["command"]["value"], "/opt/ng/mesos-containerizer");
         assert_eq!(v["command"]["shell"], false);
+        assert!(v.get("rootfs").is_none() && v.get("working_directory").is_none());
         let args: Vec<&str> = v["command"]["arguments"]
             .as_array()
             .unwrap()
@@ -393,22 +417,66 @@ mod tests {
             .collect();
         assert_eq!(args[0], STAGE_NAME);
         assert!(args[1].starts_with("--plan=") && args[2].starts_with("--seal="));
-        assert_eq!(&args[3..], ["--stage_fd=9", "--", "/probe", "/probe", "r"]);
-        assert_eq!(v["rootfs"], "/var/lib/mesos/provisioner/x/rootfs");
+        let root = format!("--rootfs={ROOTFS}");
+        assert_eq!(
+            &args[3..],
+            [
+                root.as_str(),
+                "--cwd=/mnt/mesos/sandbox",
+                "--",
+                "/probe",
+                "/probe",
+                "r"
+            ]
+        );
         // With a user: resolved on the host and handed to the stage too.
         let text = image_info(&k.1, Some("nobody"), &[], &["--", "/probe"]);
-        let out = rewrite(&text.to_string(), &k.0, &|| Ok(5))
+        let out = rewrite(&text.to_string(), &k.0, &the_stage)
             .unwrap()
             .unwrap();
         let v: Value = serde_json::from_str(&out).unwrap();
         assert!(v.get("user").is_none());
         let args = v["command"]["arguments"].as_array().unwrap();
         assert!(args[3].as_str().unwrap().starts_with("--user="), "{args:?}");
-        assert_eq!(args[4], "--stage_fd=5");
-        // No descriptor: the launch fails, never runs without the stage.
+        assert_eq!(args[4], root.as_str());
+        // No stage: the launch fails, never runs without it.
         let text = image_info(&k.1, None, &[], &["--", "/probe"]);
         let e = rewrite(&text.to_string(), &k.0, &no_fd).unwrap_err();
-        assert!(e.contains("no descriptor"), "{e}");
+        assert!(e.contains("no stage"), "{e}");
+        // Sealed for another container's image: never verifies.
+        let mut other = image_info(&k.1, None, &[], &["--", "/probe"]);
+        other["rootfs"] = Value::String("/var/lib/mesos/provisioner/y/rootfs".into());
+        assert_eq!(rewrite(&other.to_string(), &k.0, &the_stage).unwrap(), None);
+    }
+
+    #[test]
+    fn path_forms_inside_an_image_container_are_never_the_stage() {
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        let k = keys("image-path");
+        // A harvested path-form seal as an image container's command.
+        let mut path_form: Value =
+            serde_json::from_str(&info(&k.1, "nobody", "/opt/ng/nestguard-exec")).unwrap();
+        path_form["rootfs"] = Value::String(ROOTFS.into());
+        assert_eq!(
+            rewrite(&path_form.to_string(), &k.0, &the_stage).unwrap(),
+            None
+        );
+        // A harvested command-task triple in an image container's arguments.
+        let plan = "--plan=e30=";
+        let stage = "/opt/ng/nestguard-exec";
+        let seal = k.1.seal(plan, stage, "nobody");
+        let mut args = vec!["x".to_owned()];
+        args.extend(command_task::arguments(stage, plan, &seal));
+        let triple = serde_json::json!({
+            "command": {"shell": false, "value": "", "arguments": args},
+            "rootfs": ROOTFS, "user": "nobody"
+        });
+        assert_eq!(
+            rewrite(&triple.to_string(), &k.0, &the_stage).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -428,22 +496,22 @@ mod tests {
             .collect();
         let prefix: Vec<&str> = theirs.iter().map(String::as_str).collect();
         let text = image_info(&k.1, None, &prefix, &["--", "/probe"]);
-        let out = rewrite(&text.to_string(), &k.0, &|| Ok(9))
+        let out = rewrite(&text.to_string(), &k.0, &the_stage)
             .unwrap()
             .unwrap();
         let v: Value = serde_json::from_str(&out).unwrap();
         let args = v["command"]["arguments"].as_array().unwrap();
-        assert_eq!(args.len(), 6, "{args:?}");
-        assert_eq!(args[5], "/probe");
+        assert_eq!(args.len(), 7, "{args:?}");
+        assert_eq!(args[6], "/probe");
         // The tail changed after sealing (a block of its own appended, an
         // argument altered): no form verifies, the launch passes through
         // untouched, and Mesos' execvp("") runs nothing.
         let mut text = image_info(&k.1, None, &[], &["--", "/probe"]);
         text["command"]["arguments"][4] = Value::String("/evil".into());
-        assert_eq!(rewrite(&text.to_string(), &k.0, &|| Ok(9)).unwrap(), None);
+        assert_eq!(rewrite(&text.to_string(), &k.0, &the_stage).unwrap(), None);
         let forged = SealKey::create(&k.0.join("other"), "forged").unwrap();
         let text = image_info(&forged, None, &[], &["--", "/probe"]);
-        assert_eq!(rewrite(&text.to_string(), &k.0, &|| Ok(9)).unwrap(), None);
+        assert_eq!(rewrite(&text.to_string(), &k.0, &the_stage).unwrap(), None);
     }
 
     #[test]
@@ -464,13 +532,13 @@ mod tests {
         );
         let tail: Vec<&str> = tail.iter().map(String::as_str).collect();
         let text = image_info(&k.1, None, &[], &tail);
-        let out = rewrite(&text.to_string(), &k.0, &|| Ok(9))
+        let out = rewrite(&text.to_string(), &k.0, &the_stage)
             .unwrap()
             .unwrap();
         let v: Value = serde_json::from_str(&out).unwrap();
         let args = v["command"]["arguments"].as_array().unwrap();
         // The isolator's block runs /probe, with the rest as its argv.
-        assert_eq!(args[5], "/probe", "{args:?}");
-        assert_eq!(args.len(), 6 + 5, "{args:?}");
+        assert_eq!(args[6], "/probe", "{args:?}");
+        assert_eq!(args.len(), 7 + 5, "{args:?}");
     }
 }

@@ -86,9 +86,11 @@ pub struct StageArgs {
     pub plan: ExecPlan,
     /// The user to switch to, if the wrapper moved it here.
     pub user: Option<StageUser>,
-    /// The descriptor the wrapper ran this stage from (an image
-    /// container's), closed before the command runs.
-    pub stage_fd: Option<i32>,
+    /// An image container's root (the wrapper moved it here from the
+    /// launch info): the stage enters it itself.
+    pub rootfs: Option<Vec<u8>>,
+    /// The working directory inside that root (also moved by the wrapper).
+    pub cwd: Option<Vec<u8>>,
     /// The command's executable (searched on `PATH` as Mesos does).
     pub path: Vec<u8>,
     /// The command's argv, verbatim.
@@ -116,18 +118,38 @@ impl ExecPlan {
     }
 }
 
-const USAGE: &str =
-    "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--stage_fd=N] -- <path> [argv0 args…]";
+const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] \
+    [--rootfs=<dir> [--cwd=<dir>]] -- <path> [argv0 args…]";
 
-/// The argument that names the descriptor an image container's stage runs
-/// from (the wrapper adds it, [`super::containerizer`]).
-pub const STAGE_FD_ARG: &str = "--stage_fd=";
+/// The argument naming an image container's root, for the stage to enter
+/// (the wrapper adds it, [`super::containerizer`]).
+pub const ROOTFS_ARG: &str = "--rootfs=";
+/// The argument naming the working directory inside that root.
+pub const CWD_ARG: &str = "--cwd=";
+
+/// Sets `slot` once; a second value is a usage error.
+fn once(slot: &mut Option<Vec<u8>>, value: Vec<u8>) -> Result<(), PlanError> {
+    match slot.replace(value) {
+        Some(_) => Err(PlanError::Usage(USAGE)),
+        None => Ok(()),
+    }
+}
+
+/// An absolute path argument.
+fn absolute(value: &[u8]) -> Result<Vec<u8>, PlanError> {
+    if value.first() == Some(&b'/') {
+        Ok(value.to_vec())
+    } else {
+        Err(PlanError::Usage(USAGE))
+    }
+}
 
 /// Parses the stage's arguments (without `argv[0]`).
 pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     let mut plan = None;
     let mut user = None;
-    let mut stage_fd = None;
+    let mut rootfs = None;
+    let mut cwd = None;
     let mut rest = args.iter();
     for arg in rest.by_ref() {
         if *arg == b"--" {
@@ -144,20 +166,18 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             if user.replace(StageUser::parse(text)?).is_some() {
                 return Err(PlanError::Usage(USAGE));
             }
-        } else if let Some(v) = arg.strip_prefix(STAGE_FD_ARG.as_bytes()) {
-            let fd = std::str::from_utf8(v)
-                .ok()
-                .and_then(|t| t.parse::<i32>().ok())
-                .filter(|fd| *fd > 2)
-                .ok_or(PlanError::Usage(USAGE))?;
-            if stage_fd.replace(fd).is_some() {
-                return Err(PlanError::Usage(USAGE));
-            }
+        } else if let Some(v) = arg.strip_prefix(ROOTFS_ARG.as_bytes()) {
+            once(&mut rootfs, absolute(v)?)?;
+        } else if let Some(v) = arg.strip_prefix(CWD_ARG.as_bytes()) {
+            once(&mut cwd, absolute(v)?)?;
         } else {
             return Err(PlanError::Usage(USAGE));
         }
     }
     let plan = plan.ok_or(PlanError::Usage(USAGE))?;
+    if cwd.is_some() && rootfs.is_none() {
+        return Err(PlanError::Usage(USAGE));
+    }
     let path = rest.next().ok_or(PlanError::Usage(USAGE))?.to_vec();
     if path.is_empty() {
         return Err(PlanError::Usage(USAGE));
@@ -165,7 +185,8 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     Ok(StageArgs {
         plan,
         user,
-        stage_fd,
+        rootfs,
+        cwd,
         path,
         argv: rest.map(|a| a.to_vec()).collect(),
     })
@@ -214,13 +235,20 @@ mod tests {
             parsed.argv,
             vec![b"sh".to_vec(), b"-c".to_vec(), b"exit 3".to_vec()]
         );
-        let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--stage_fd=7", b"--", b"/bin/true"];
+        let args: Vec<&[u8]> = vec![
+            plan_arg.as_bytes(),
+            b"--rootfs=/r",
+            b"--cwd=/w",
+            b"--",
+            b"/bin/true",
+        ];
         let parsed = parse_args(&args).unwrap();
-        assert_eq!(parsed.stage_fd, Some(7));
+        assert_eq!(parsed.rootfs.as_deref(), Some(&b"/r"[..]));
+        assert_eq!(parsed.cwd.as_deref(), Some(&b"/w"[..]));
         let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--", b"/bin/true"];
         let parsed = parse_args(&args).unwrap();
         assert_eq!(parsed.user, None);
-        assert_eq!(parsed.stage_fd, None);
+        assert_eq!(parsed.rootfs, None);
         assert!(parsed.argv.is_empty());
     }
 
@@ -242,12 +270,12 @@ mod tests {
             vec![plan_arg.as_bytes(), b"--user=0", b"--", b"/bin/true"],
             vec![plan_arg.as_bytes(), b"--user=a:b", b"--", b"/bin/true"],
             vec![plan_arg.as_bytes(), b"--other", b"--", b"/bin/true"],
-            vec![plan_arg.as_bytes(), b"--stage_fd=1", b"--", b"/bin/true"],
-            vec![plan_arg.as_bytes(), b"--stage_fd=x", b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--rootfs=rel", b"--", b"/bin/true"],
+            vec![plan_arg.as_bytes(), b"--cwd=/w", b"--", b"/bin/true"],
             vec![
                 plan_arg.as_bytes(),
-                b"--stage_fd=5",
-                b"--stage_fd=6",
+                b"--rootfs=/a",
+                b"--rootfs=/b",
                 b"--",
                 b"/bin/true",
             ],

@@ -18,8 +18,8 @@
 //! wrapper makes that container's command the stage
 //! ([`crate::isolation::exec_stage::command_task`]), so the executor and
 //! the task it starts are confined alike. A container with its own image
-//! gets an empty `value` (the wrapper hands the stage over as a
-//! descriptor) and its command as Mesos' `docker/runtime` makes it, the
+//! gets an empty `value` (the wrapper runs the stage, which enters the
+//! image itself) and its command as Mesos' `docker/runtime` makes it, the
 //! image's `Entrypoint`/`Cmd` included (see "Containers with their own
 //! image" in [`crate::isolation::exec_stage`]).
 
@@ -206,9 +206,10 @@ impl ExecStage {
 /// The stage command of a container with its own image. Mesos' helper
 /// resolves `value` inside the image, where a stage path would be the
 /// image's file (a tenant's). So `value` is empty: the `mesos-containerizer`
-/// wrapper replaces it with a descriptor of its own binary (the stage),
-/// opened on the host; without the wrapper `execvp("")` fails and nothing
-/// runs. The seal covers the whole command after it ([`seal::image_stage`]),
+/// wrapper moves the image (`rootfs`, `working_directory`) to the stage and
+/// makes `value` its own binary, which Mesos' helper then runs on the host;
+/// without the wrapper `execvp("")` fails and nothing runs. The seal covers
+/// the rootfs and the whole command after it ([`seal::image_stage`]),
 /// because Mesos' `docker/runtime` may put the image's entrypoint in front.
 fn image_stage_command(
     id: &ContainerId,
@@ -219,9 +220,10 @@ fn image_stage_command(
     let (path, argv) = image_command(id, config)?;
     let mut tail = vec!["--".to_owned(), path];
     tail.extend(argv);
+    let rootfs = config.rootfs.as_deref().unwrap_or_default();
     let seal = key.seal(
         &plan_arg,
-        &seal::image_stage(&tail),
+        &seal::image_stage(rootfs, &tail),
         config.user.as_deref().unwrap_or(""),
     );
     let mut arguments = vec![STAGE_NAME.to_owned(), plan_arg, seal];
