@@ -246,7 +246,7 @@ fn launch_exit(c: &mut Criterion) {
             .iter()
             .map(|p| (*p).to_owned())
             .collect();
-        d.mounts.extend(mask_mounts(&masked, None));
+        d.mounts.extend(mask_mounts(&masked));
         d
     };
     let mut n = 0u64;

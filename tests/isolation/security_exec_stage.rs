@@ -97,12 +97,6 @@ fn run(arguments: &[String], dir: &Path, as_nobody: bool) -> Output {
     cmd.output().unwrap()
 }
 
-/// The wrapper's own binary, for tests of containers without an image
-/// (never asked for).
-fn no_image() -> Result<String, String> {
-    Err("not an image container".into())
-}
-
 fn status_lines(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("status")).unwrap_or_default()
 }
@@ -154,7 +148,7 @@ fn the_wrapper_hands_the_user_switch_to_the_stage() {
         "command": {"shell": false, "value": STAGE, "arguments": args},
         "user": "nobody",
     });
-    let rewritten = containerizer::rewrite(&info.to_string(), &mesos.keys.0, &no_image)
+    let rewritten = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
@@ -164,7 +158,7 @@ fn the_wrapper_hands_the_user_switch_to_the_stage() {
     // The same command claimed for root is not the isolator's: untouched.
     let forged = info.to_string().replace("\"nobody\"", "\"root\"");
     assert_eq!(
-        containerizer::rewrite(&forged, &mesos.keys.0, &no_image).unwrap(),
+        containerizer::rewrite(&forged, &mesos.keys.0).unwrap(),
         None
     );
     let out = run(&args, &dir.0, false);
@@ -235,14 +229,11 @@ fn capabilities_beyond_the_operators_and_images_are_refused() {
          NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE,SYS_ADMIN",
     )]);
     allowing.composite.prepare(&id, &asking).unwrap();
-    // A command task with its own image: its executor must enter the image
-    // itself, which the stage's defences would forbid; refused, named.
-    let mut image_task = config("true");
-    image_task.directory = dir.display().to_string();
-    image_task.rootfs = Some("/nonexistent-image-rootfs".into());
-    image_task.task_info = Some(TaskInfo::default());
-    let e = composite.prepare(&id, &image_task).unwrap_err().to_string();
-    assert!(e.contains("command task with its own image"), "{e}");
+    let mut image = config("true");
+    image.directory = dir.display().to_string();
+    image.rootfs = Some("/nonexistent-image-rootfs".into());
+    let e = composite.prepare(&id, &image).unwrap_err().to_string();
+    assert!(e.contains("rootfs"), "{e}");
     assert!(!dir.exists());
 }
 
@@ -289,7 +280,7 @@ fn a_command_tasks_executor_and_its_task_run_confined() {
     std::fs::set_permissions(&executor, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mesos = mesos_composite(&[]);
     let text = command_task_launch(&mesos, &executor, &dir.0, "nobody");
-    let rewritten = containerizer::rewrite(&text, &mesos.keys.0, &no_image)
+    let rewritten = containerizer::rewrite(&text, &mesos.keys.0)
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
@@ -316,7 +307,7 @@ fn a_command_tasks_executor_and_its_task_run_confined() {
     assert!(!s.contains("userns") && !s.contains("procsys"), "{s}");
     // Sealed for another user, or with the wrapper missing: never runs.
     let forged = text.replace("\"user\":\"nobody\"", "\"user\":\"root\"");
-    let e = containerizer::rewrite(&forged, &mesos.keys.0, &no_image).unwrap_err();
+    let e = containerizer::rewrite(&forged, &mesos.keys.0).unwrap_err();
     assert!(e.contains("not sealed"), "{e}");
     let raw: serde_json::Value = serde_json::from_str(&text).unwrap();
     let unwrapped: Vec<String> =
@@ -359,7 +350,7 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
         "command": {"shell": false, "value": STAGE, "arguments": args},
         "user": "nobody",
     });
-    let out = containerizer::rewrite(&info.to_string(), &mesos.keys.0, &no_image)
+    let out = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -383,124 +374,10 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
         })
         .to_string()
     };
-    let e =
-        containerizer::rewrite(&forged("/x/mesos-executor"), &mesos.keys.0, &no_image).unwrap_err();
+    let e = containerizer::rewrite(&forged("/x/mesos-executor"), &mesos.keys.0).unwrap_err();
     assert!(e.contains("not sealed"), "{e}");
     assert_eq!(
-        containerizer::rewrite(&forged("/bin/true"), &mesos.keys.0, &no_image).unwrap(),
+        containerizer::rewrite(&forged("/bin/true"), &mesos.keys.0).unwrap(),
         None
     );
 }
-
-/// A busybox image with no stage of its own, and an image manifest whose
-/// entrypoint is its shell (Mesos' provisioner fills `docker` in).
-fn image_config(dir: &Path, script: &str) -> ContainerConfig {
-    use nestguard::proto::mesos::slave::{
-        DockerImageManifest, container_config, docker_image_manifest,
-    };
-    let rootfs = dir.join("rootfs");
-    for sub in ["bin", "proc", "sys", "mnt/mesos/sandbox"] {
-        std::fs::create_dir_all(rootfs.join(sub)).unwrap();
-    }
-    std::fs::copy("/bin/busybox", rootfs.join("bin/busybox"))
-        .expect("busybox-static is installed (scripts/test-packages.txt)");
-    for applet in ["sh", "grep", "awk", "unshare", "true", "ls", "pwd"] {
-        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
-    }
-    let mut c = config("unused");
-    c.command_info = nestguard::proto::mesos::CommandInfo {
-        shell: Some(false),
-        ..Default::default()
-    };
-    c.rootfs = Some(rootfs.display().to_string());
-    c.docker = Some(container_config::Docker {
-        manifest: Some(DockerImageManifest {
-            config: Some(docker_image_manifest::Config {
-                entrypoint: vec!["/bin/sh".into(), "-c".into()],
-                cmd: vec![script.into()],
-            }),
-        }),
-    });
-    c
-}
-
-/// Mesos' helper for an image container whose `rootfs` the wrapper moved
-/// to the stage, as far as the stage sees it: a mount namespace of its own
-/// with the launch info's mounts (the rootfs bound onto itself, `/proc` and
-/// `/sys` mounted into it), then `execve` of `value` on the host.
-fn run_as_mesos_helper(rootfs: &str, value: &str, arguments: &[String]) -> Output {
-    let mounts = "mount --bind \"$0\" \"$0\" && mount -t proc proc \"$0/proc\" && \
-                  mount --rbind /sys \"$0/sys\" && exec \"$@\"";
-    Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", mounts, rootfs])
-        .arg(value)
-        .args(&arguments[1..])
-        .output()
-        .unwrap()
-}
-
-#[test]
-fn an_image_containers_command_runs_confined_in_its_image() {
-    if !root_or_skip() {
-        return;
-    }
-    let dir = sandbox("image");
-    let probe = format!("{PROBE_IN_IMAGE}; [ \"$(pwd)\" = /work ] || echo cwd >> /status; exit 3");
-    let c = image_config(&dir.0, &probe);
-    let rootfs = c.rootfs.clone().unwrap();
-    let mesos = mesos_composite(&[]);
-    let id = ContainerId {
-        value: "image".into(),
-        parent: None,
-    };
-    let mut c = c;
-    c.directory = dir.0.display().to_string();
-    let info = mesos.composite.prepare(&id, &c).unwrap().unwrap();
-    let ours = info.command.unwrap();
-    // Without the wrapper Mesos' helper runs execvp(""): nothing.
-    assert_eq!(ours.value.as_deref(), Some(""));
-    // docker/runtime's command, merged first (MergeFrom appends arguments).
-    let mut arguments = vec!["/bin/sh".to_owned(), "-c".to_owned(), probe.clone()];
-    arguments.extend(ours.arguments);
-    let launch = serde_json::json!({
-        "command": {"shell": false, "value": "", "arguments": arguments},
-        "rootfs": rootfs,
-        "working_directory": "/work",
-    });
-    let stage = || Ok(STAGE.to_owned());
-    let rewritten = containerizer::rewrite(&launch.to_string(), &mesos.keys.0, &stage)
-        .unwrap()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
-    assert!(v.get("rootfs").is_none() && v.get("working_directory").is_none());
-    let value = v["command"]["value"].as_str().unwrap().to_owned();
-    assert_eq!(value, STAGE);
-    let args: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
-    assert_eq!(args[0], "nestguard-exec");
-    let out = run_as_mesos_helper(&rootfs, &value, &args);
-    assert_eq!(out.status.code(), Some(3), "{out:?}");
-    let s = std::fs::read_to_string(Path::new(&rootfs).join("status")).unwrap_or_default();
-    for want in [
-        "Seccomp:\t2".to_owned(),
-        "NoNewPrivs:\t1".to_owned(),
-        format!("CapBnd:\t{DEFAULT_CAPS}"),
-        format!("CapEff:\t{DEFAULT_CAPS}"),
-        "CapAmb:\t0000000000000000".to_owned(),
-        "/proc/sys ro".to_owned(),
-    ] {
-        assert!(s.contains(&want), "{want:?} not in {s}");
-    }
-    assert!(!s.contains("userns") && !s.contains("procsys"), "{s}");
-    assert!(
-        !s.contains("cwd"),
-        "not in the image's working directory: {s}"
-    );
-    // The image holds no stage and no libc: nothing of it ran before the
-    // defences, and the stage was never looked up in it.
-    assert!(!Path::new(&rootfs).join("lib").exists());
-}
-
-const PROBE_IN_IMAGE: &str = "grep -E '^(Seccomp|NoNewPrivs|Cap(Bnd|Eff|Amb)):' /proc/self/status > /status; \
-    unshare -U true 2>/dev/null && echo userns >> /status; \
-    (echo x > /proc/sys/kernel/domainname) 2>/dev/null && echo procsys >> /status; \
-    grep -E ' /(proc/sys|sys) ' /proc/self/mountinfo | awk '{print $5, $6}' >> /status";

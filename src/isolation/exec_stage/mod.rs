@@ -50,31 +50,8 @@
 //! ([`command_task`]): Mesos lets an isolator add only arguments to a
 //! command executor's command.
 //!
-//! # Containers with their own image
-//!
-//! Mesos' helper would enter the image (`pivot_root`) before its `execve`,
-//! so a stage path would name the image's file, the tenant's, and even a
-//! descriptor path (`/proc/self/fd/N`) would go through the image's `/proc`,
-//! which a volume or the image itself can cover. So the stage enters the
-//! image itself: the isolator leaves the command's `value` empty, and the
-//! wrapper moves the launch info's `rootfs` and `working_directory` to the
-//! stage (`--rootfs=`, `--cwd=`) and makes `value` its own binary (it is the
-//! stage). Mesos' helper then makes every mount (the image's `/proc`, `/sys`,
-//! `/dev`, the sandbox, the masks, all under the rootfs) and runs the stage
-//! on the host; the stage checks it is not in the agent's mount namespace,
-//! `pivot_root`s into the image as Mesos would have (the old root detached),
-//! changes to the working directory, applies the defences and `execve`s the
-//! image's command there. Nothing of the image runs, or is even looked up,
-//! before the defences are in. The seal of such a command covers the rootfs
-//! and everything after it ([`seal::image_stage`]), since Mesos'
-//! `docker/runtime` isolator may put the image's entrypoint in front of the
-//! stage's arguments; the wrapper drops what is in front. Without the
-//! wrapper Mesos' helper runs `execvp("")` and fails: nothing runs. Mesos
-//! still provisions the image and prepares its mounts (its provisioner, its
-//! `filesystem/linux` and `docker/runtime` isolators: the image's
-//! `Entrypoint`, `Cmd`, environment and working directory). A command task
-//! with an image is refused: its executor must enter the image itself, with
-//! root and mounts.
+//! The stage does no lookup by name (no NSS inside a container's mount
+//! namespace) and reads nothing but its arguments and `/proc/self`.
 
 pub mod command_task;
 pub mod containerizer;

@@ -86,11 +86,6 @@ pub struct StageArgs {
     pub plan: ExecPlan,
     /// The user to switch to, if the wrapper moved it here.
     pub user: Option<StageUser>,
-    /// An image container's root (the wrapper moved it here from the
-    /// launch info): the stage enters it itself.
-    pub rootfs: Option<Vec<u8>>,
-    /// The working directory inside that root (also moved by the wrapper).
-    pub cwd: Option<Vec<u8>>,
     /// The command's executable (searched on `PATH` as Mesos does).
     pub path: Vec<u8>,
     /// The command's argv, verbatim.
@@ -118,38 +113,12 @@ impl ExecPlan {
     }
 }
 
-const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] \
-    [--rootfs=<dir> [--cwd=<dir>]] -- <path> [argv0 args…]";
-
-/// The argument naming an image container's root, for the stage to enter
-/// (the wrapper adds it, [`super::containerizer`]).
-pub const ROOTFS_ARG: &str = "--rootfs=";
-/// The argument naming the working directory inside that root.
-pub const CWD_ARG: &str = "--cwd=";
-
-/// Sets `slot` once; a second value is a usage error.
-fn once(slot: &mut Option<Vec<u8>>, value: Vec<u8>) -> Result<(), PlanError> {
-    match slot.replace(value) {
-        Some(_) => Err(PlanError::Usage(USAGE)),
-        None => Ok(()),
-    }
-}
-
-/// An absolute path argument.
-fn absolute(value: &[u8]) -> Result<Vec<u8>, PlanError> {
-    if value.first() == Some(&b'/') {
-        Ok(value.to_vec())
-    } else {
-        Err(PlanError::Usage(USAGE))
-    }
-}
+const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] -- <path> [argv0 args…]";
 
 /// Parses the stage's arguments (without `argv[0]`).
 pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     let mut plan = None;
     let mut user = None;
-    let mut rootfs = None;
-    let mut cwd = None;
     let mut rest = args.iter();
     for arg in rest.by_ref() {
         if *arg == b"--" {
@@ -166,18 +135,11 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             if user.replace(StageUser::parse(text)?).is_some() {
                 return Err(PlanError::Usage(USAGE));
             }
-        } else if let Some(v) = arg.strip_prefix(ROOTFS_ARG.as_bytes()) {
-            once(&mut rootfs, absolute(v)?)?;
-        } else if let Some(v) = arg.strip_prefix(CWD_ARG.as_bytes()) {
-            once(&mut cwd, absolute(v)?)?;
         } else {
             return Err(PlanError::Usage(USAGE));
         }
     }
     let plan = plan.ok_or(PlanError::Usage(USAGE))?;
-    if cwd.is_some() && rootfs.is_none() {
-        return Err(PlanError::Usage(USAGE));
-    }
     let path = rest.next().ok_or(PlanError::Usage(USAGE))?.to_vec();
     if path.is_empty() {
         return Err(PlanError::Usage(USAGE));
@@ -185,8 +147,6 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     Ok(StageArgs {
         plan,
         user,
-        rootfs,
-        cwd,
         path,
         argv: rest.map(|a| a.to_vec()).collect(),
     })
@@ -235,20 +195,9 @@ mod tests {
             parsed.argv,
             vec![b"sh".to_vec(), b"-c".to_vec(), b"exit 3".to_vec()]
         );
-        let args: Vec<&[u8]> = vec![
-            plan_arg.as_bytes(),
-            b"--rootfs=/r",
-            b"--cwd=/w",
-            b"--",
-            b"/bin/true",
-        ];
-        let parsed = parse_args(&args).unwrap();
-        assert_eq!(parsed.rootfs.as_deref(), Some(&b"/r"[..]));
-        assert_eq!(parsed.cwd.as_deref(), Some(&b"/w"[..]));
         let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--", b"/bin/true"];
         let parsed = parse_args(&args).unwrap();
         assert_eq!(parsed.user, None);
-        assert_eq!(parsed.rootfs, None);
         assert!(parsed.argv.is_empty());
     }
 
@@ -270,15 +219,6 @@ mod tests {
             vec![plan_arg.as_bytes(), b"--user=0", b"--", b"/bin/true"],
             vec![plan_arg.as_bytes(), b"--user=a:b", b"--", b"/bin/true"],
             vec![plan_arg.as_bytes(), b"--other", b"--", b"/bin/true"],
-            vec![plan_arg.as_bytes(), b"--rootfs=rel", b"--", b"/bin/true"],
-            vec![plan_arg.as_bytes(), b"--cwd=/w", b"--", b"/bin/true"],
-            vec![
-                plan_arg.as_bytes(),
-                b"--rootfs=/a",
-                b"--rootfs=/b",
-                b"--",
-                b"/bin/true",
-            ],
         ];
         for case in cases {
             assert!(parse_args(&case).is_err(), "{case:?}");

@@ -12,15 +12,6 @@
 //! (one per agent on the host); any other command passes through untouched,
 //! so Mesos switches the user and the stage, unprivileged, cannot widen
 //! anything.
-//!
-//! A container with its own image has no stage path (the wrapper runs its
-//! own binary, [`super::containerizer`]), and Mesos' `docker/runtime`
-//! isolator may put the image's entrypoint in front of the stage's
-//! arguments. Its seal therefore covers the container's rootfs and the
-//! whole command the stage runs ([`image_stage`]), so a block the image
-//! puts in front (a harvested plan and seal of another container, say)
-//! never verifies: what runs is exactly what the isolator sealed, in the
-//! image it was sealed for.
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -128,22 +119,6 @@ pub fn key_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{safe}.key"))
 }
 
-/// The "stage" an image container's seal is made for: not a path (no
-/// path-form seal can verify as one) but the SHA-256 of its `rootfs` and of
-/// `tail`, the arguments after the seal, each length-prefixed so no two
-/// lists collide. The rootfs is the container's own (Mesos' provisioner
-/// makes one per container), so a seal never verifies in another container.
-pub fn image_stage(rootfs: &str, tail: &[String]) -> String {
-    use sha2::Digest;
-    let mut h = Sha256::new();
-    for part in std::iter::once(rootfs).chain(tail.iter().map(String::as_str)) {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    format!("image:{hex}")
-}
-
 /// The keys in `dir`: regular files of 32 bytes, root's, not readable by
 /// others (anything else is skipped).
 pub fn read_keys(dir: &Path) -> Vec<SealKey> {
@@ -203,43 +178,5 @@ mod tests {
         assert!(!verified(&keys, "--plan=abc", stage, "nobody", "--seal=zz"));
         assert!(!verified(&[], "--plan=abc", stage, "nobody", &seal));
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn an_image_seal_covers_the_whole_command() {
-        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let tail = owned(&["--", "/probe", "probe", "a"]);
-        let key = SealKey([7; 32]);
-        let seal = key.seal("--plan=p", &image_stage("/r", &tail), "");
-        let keys = [key];
-        assert!(verified(
-            &keys,
-            "--plan=p",
-            &image_stage("/r", &tail),
-            "",
-            &seal
-        ));
-        assert!(!verified(
-            &keys,
-            "--plan=p",
-            &image_stage("/other", &tail),
-            "",
-            &seal
-        ));
-        for other in [
-            owned(&["--", "/probe", "probe", "b"]),
-            owned(&["--", "/probe", "probe", "a", "x"]),
-            owned(&["--", "/probe", "probea"]),
-            owned(&["--", "/probe", "pro", "bea"]),
-        ] {
-            assert!(!verified(
-                &keys,
-                "--plan=p",
-                &image_stage("/r", &other),
-                "",
-                &seal
-            ));
-        }
-        assert!(image_stage("/r", &tail).starts_with("image:"));
     }
 }

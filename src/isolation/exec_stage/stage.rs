@@ -12,9 +12,8 @@ use crate::isolation::helper::mounts::read_only_kernel_paths;
 use crate::isolation::seccomp;
 
 /// The current bounding set as a mask, asked of the kernel capability by
-/// capability (`PR_CAPBSET_READ`), not read from `/proc/self/status`: in a
-/// container with its own image, what is at `/proc` is set up by others
-/// before the stage runs.
+/// capability (`PR_CAPBSET_READ`) rather than read from `/proc/self/status`:
+/// what is mounted at `/proc` in a container is not the stage's to trust.
 fn current_bounding() -> Result<u64, String> {
     let mut mask = 0u64;
     for cap in 0..64u32 {
@@ -43,49 +42,16 @@ fn mask_to_set(mask: u64) -> caps::CapsHashSet {
         .collect()
 }
 
-/// Whether the stage runs in a mount namespace other than the agent's (the
-/// plan carries the agent's, read at prepare); asked before an image is
-/// entered, while `/proc` is the host's.
-fn own_mount_namespace(args: &StageArgs) -> Result<bool, String> {
-    let own = std::fs::metadata("/proc/self/ns/mnt")
-        .map_err(|e| format!("stat /proc/self/ns/mnt: {e}"))?
-        .ino();
-    Ok(own != args.plan.agent_mnt_ns)
-}
-
-/// Step 0, for a container with its own image: enter it, as Mesos' helper
-/// would have (`fs::chroot::enter`: the rootfs, which Mesos' filesystem/linux
-/// bound onto itself, becomes `/`, the old root is detached), then the
-/// working directory (created if the image lacks it, as Mesos does). Done
-/// here, not by Mesos, so the stage itself is never looked up in the image.
-fn enter_image(args: &StageArgs, own_namespace: bool) -> Result<(), String> {
-    let Some(rootfs) = &args.rootfs else {
-        return Ok(());
-    };
-    if !own_namespace {
-        return Err(format!(
-            "container '{}': refusing to enter its image from the agent's own mount namespace",
-            args.plan.container
-        ));
-    }
-    let rootfs = Path::new(OsStr::from_bytes(rootfs));
-    crate::isolation::helper::rootfs::pivot_into(rootfs).map_err(|e| e.to_string())?;
-    if let Some(cwd) = &args.cwd {
-        let cwd = Path::new(OsStr::from_bytes(cwd));
-        let _ = std::fs::create_dir_all(cwd);
-        nix::unistd::chdir(cwd)
-            .map_err(|e| format!("chdir {} in the image: {e}", cwd.display()))?;
-    }
-    Ok(())
-}
-
 /// Step 1: read-only kernel paths, in the container's own mount namespace
 /// only.
-fn read_only_paths(args: &StageArgs, own_namespace: bool) -> Result<(), String> {
+fn read_only_paths(args: &StageArgs) -> Result<(), String> {
     if !args.plan.read_only_paths {
         return Ok(());
     }
-    if !own_namespace {
+    let own = std::fs::metadata("/proc/self/ns/mnt")
+        .map_err(|e| format!("stat /proc/self/ns/mnt: {e}"))?
+        .ino();
+    if own == args.plan.agent_mnt_ns {
         // The agent's own mount namespace: never remount the host's; and a
         // command that stays root there could write the host's knobs.
         if args.user.is_none() && nix::unistd::geteuid().is_root() {
@@ -254,9 +220,7 @@ fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String
 pub fn run(args: &[&[u8]]) -> String {
     let result = (|| -> Result<std::convert::Infallible, String> {
         let args = parse_args(args).map_err(|e| e.to_string())?;
-        let own_namespace = own_mount_namespace(&args)?;
-        enter_image(&args, own_namespace)?;
-        read_only_paths(&args, own_namespace)?;
+        read_only_paths(&args)?;
         bounding(&args)?;
         identity(&args)?;
         confine_and_exec(&args)

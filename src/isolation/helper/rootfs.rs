@@ -143,27 +143,10 @@ pub fn enter(rootfs: &Path, sandbox: &Path, expect: Option<(u64, u64)>) -> Resul
     mount_fs("sysfs", rootfs, "sys", hardened | MsFlags::MS_RDONLY, None)?;
     populate_dev(rootfs)?;
 
-    pivot_into(rootfs)
-}
-
-/// Makes the mount point `rootfs` the root of the calling process' mount
-/// namespace and detaches the old root (nothing of it stays reachable); the
-/// working directory is `/` after. Also the exec stage's way into an image
-/// under Mesos' launcher (`exec_stage::stage`).
-pub fn pivot_into(rootfs: &Path) -> Result<(), RootfsError> {
     nix::unistd::chdir(rootfs).map_err(at("chdir", rootfs))?;
     // With new and old root the same directory, the old root ends up
     // stacked on top of the new one; detaching it leaves just the rootfs.
     nix::unistd::pivot_root(".", ".").map_err(at("pivot_root", rootfs))?;
-    // The detach must not propagate to a peer (the old root may be shared).
-    mount(
-        None::<&str>,
-        ".",
-        None::<&str>,
-        MsFlags::MS_SLAVE | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(at("make-rslave", Path::new("old root")))?;
     umount2(".", MntFlags::MNT_DETACH).map_err(at("umount2", Path::new("old root")))?;
     nix::unistd::chdir("/").map_err(at("chdir", Path::new("/")))?;
     Ok(())

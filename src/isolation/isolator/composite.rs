@@ -87,7 +87,7 @@ fn merge_message<M: Message>(into: &mut M, from: &M) -> Result<()> {
 /// as Mesos' `std::set`); masked paths become mounts ([`mask_mounts`]), and
 /// only when the container gets its own mount namespace — masking in a
 /// shared one would hide the host's (or the parent's) `/proc` entries.
-fn finish(merged: &mut ContainerLaunchInfo, rootfs: Option<&str>) {
+fn finish(merged: &mut ContainerLaunchInfo) {
     fn dedup<T: Ord + Copy>(v: &mut Vec<T>) {
         let set: BTreeSet<T> = v.iter().copied().collect();
         *v = set.into_iter().collect();
@@ -110,7 +110,7 @@ fn finish(merged: &mut ContainerLaunchInfo, rootfs: Option<&str>) {
         );
         return;
     }
-    merged.mounts.extend(mask_mounts(&masked, rootfs));
+    merged.mounts.extend(mask_mounts(&masked));
 }
 
 /// Masked paths as mounts, the way Mesos' launch helper masks them (a file
@@ -119,19 +119,12 @@ fn finish(merged: &mut ContainerLaunchInfo, rootfs: Option<&str>) {
 /// `mounts` so every launcher that executes mounts masks them — nestguard's
 /// launcher has no `masked_paths` support — and placed last, after any
 /// `/proc` mount. Whether a path is a file or a directory is read on the
-/// host (`/proc` and `/sys` entries look the same in the container). In a
-/// container with its own image (`rootfs`) the targets are the image's
-/// paths: Mesos' helper mounts them, after `/proc` and `/sys` are mounted
-/// into the image and before it enters it.
-pub fn mask_mounts(paths: &[String], rootfs: Option<&str>) -> Vec<ContainerMountInfo> {
+/// host (`/proc` and `/sys` entries look the same in the container).
+pub fn mask_mounts(paths: &[String]) -> Vec<ContainerMountInfo> {
     let flags = |f: libc::c_ulong| u32::try_from(f).unwrap_or(0);
     let mut out = Vec::new();
-    for host in paths {
-        let path = &match rootfs {
-            Some(root) => format!("{}{host}", root.trim_end_matches('/')),
-            None => host.clone(),
-        };
-        match std::fs::metadata(host) {
+    for path in paths {
+        match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => out.push(ContainerMountInfo {
                 source: Some("tmpfs".into()),
                 target: path.clone(),
@@ -333,7 +326,7 @@ impl Isolator for Composite {
             stage.wrap(id, config, info)?;
         }
         if let Some(m) = merged.as_mut() {
-            finish(m, config.rootfs.as_deref());
+            finish(m);
         }
         tracing::debug!(container = %to_dotted(id), "isolators prepared");
         Ok(merged)
@@ -690,22 +683,16 @@ mod tests {
             merge_launch_info(&mut m, &info).unwrap();
         }
         let mut without_mnt = m.clone();
-        finish(&mut without_mnt, None);
+        finish(&mut without_mnt);
         assert_eq!(without_mnt.enter_namespaces.len(), 2);
         assert_eq!(without_mnt.clone_namespaces, vec![libc::CLONE_NEWPID]);
         assert_eq!(without_mnt.supplementary_groups, vec![3, 5]);
         assert!(without_mnt.masked_paths.is_empty() && without_mnt.mounts.is_empty());
         m.clone_namespaces.push(libc::CLONE_NEWNS);
-        let mut in_image = m.clone();
-        finish(&mut m, None);
+        finish(&mut m);
         assert!(m.masked_paths.is_empty());
         assert_eq!(m.mounts.len(), 2, "{:?}", m.mounts);
         assert_eq!(m.mounts[0].source.as_deref(), Some("/dev/null"));
         assert_eq!(m.mounts[0].target, "/proc/keys");
-        // In an image, the image's /proc/keys (what it is, read on the host).
-        finish(&mut in_image, Some("/var/lib/mesos/rootfs/"));
-        assert_eq!(in_image.mounts.len(), 2, "{:?}", in_image.mounts);
-        assert_eq!(in_image.mounts[0].target, "/var/lib/mesos/rootfs/proc/keys");
-        assert_eq!(in_image.mounts[1].target, "/var/lib/mesos/rootfs/proc/keys");
     }
 }

@@ -17,18 +17,14 @@
 //! `value`): the sealed plan goes there, and the `mesos-containerizer`
 //! wrapper makes that container's command the stage
 //! ([`crate::isolation::exec_stage::command_task`]), so the executor and
-//! the task it starts are confined alike. A container with its own image
-//! gets an empty `value` (the wrapper runs the stage, which enters the
-//! image itself) and its command as Mesos' `docker/runtime` makes it, the
-//! image's `Entrypoint`/`Cmd` included (see "Containers with their own
-//! image" in [`crate::isolation::exec_stage`]).
+//! the task it starts are confined alike.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::error::{IsolatorError, Result};
 use crate::container_id::to_dotted;
-use crate::isolation::exec_stage::seal::{self, SealKey};
+use crate::isolation::exec_stage::seal::SealKey;
 use crate::isolation::exec_stage::{ExecPlan, STAGE_NAME, command_task};
 use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
@@ -130,14 +126,13 @@ impl ExecStage {
         config: &ContainerConfig,
         info: &mut ContainerLaunchInfo,
     ) -> Result<()> {
-        if config.rootfs.is_some() && config.task_info.is_some() {
-            // Mesos' command executor enters the task's image itself (it
-            // needs root and mounts for that), which the stage's defences
-            // on the executor would forbid.
+        if config.rootfs.is_some() {
+            // After Mesos' chroot the stage path would resolve in the
+            // image; a command task's executor needs root and mounts to
+            // enter the task's image.
             return Err(IsolatorError::Invalid(format!(
-                "container '{}' is a command task with its own image: under Mesos' launcher \
-                 nestguard confines command tasks through their executor, which must enter the \
-                 image itself; run it as a task group (pod) or a standalone container",
+                "container '{}' has its own rootfs: under Mesos' launcher nestguard cannot run \
+                 its exec stage inside an image",
                 to_dotted(id)
             )));
         }
@@ -172,10 +167,6 @@ impl ExecStage {
                 plan_arg.len()
             )));
         }
-        if config.rootfs.is_some() {
-            info.command = Some(image_stage_command(id, config, plan_arg, &self.key)?);
-            return Ok(());
-        }
         let stage = self.path.display().to_string();
         let seal = self
             .key
@@ -201,84 +192,6 @@ impl ExecStage {
         });
         Ok(())
     }
-}
-
-/// The stage command of a container with its own image. Mesos' helper
-/// resolves `value` inside the image, where a stage path would be the
-/// image's file (a tenant's). So `value` is empty: the `mesos-containerizer`
-/// wrapper moves the image (`rootfs`, `working_directory`) to the stage and
-/// makes `value` its own binary, which Mesos' helper then runs on the host;
-/// without the wrapper `execvp("")` fails and nothing runs. The seal covers
-/// the rootfs and the whole command after it ([`seal::image_stage`]),
-/// because Mesos' `docker/runtime` may put the image's entrypoint in front.
-fn image_stage_command(
-    id: &ContainerId,
-    config: &ContainerConfig,
-    plan_arg: String,
-    key: &SealKey,
-) -> Result<CommandInfo> {
-    let (path, argv) = image_command(id, config)?;
-    let mut tail = vec!["--".to_owned(), path];
-    tail.extend(argv);
-    let rootfs = config.rootfs.as_deref().unwrap_or_default();
-    let seal = key.seal(
-        &plan_arg,
-        &seal::image_stage(rootfs, &tail),
-        config.user.as_deref().unwrap_or(""),
-    );
-    let mut arguments = vec![STAGE_NAME.to_owned(), plan_arg, seal];
-    arguments.extend(tail);
-    Ok(CommandInfo {
-        value: Some(String::new()),
-        shell: Some(false),
-        arguments,
-        ..CommandInfo::default()
-    })
-}
-
-/// The executable and argv of a container with its own image, as Mesos'
-/// `docker/runtime` isolator makes them (`getLaunchCommand`): a shell
-/// command or one with a `value` as it is; otherwise the image's
-/// `Entrypoint` (then the command's arguments, or the image's `Cmd` if it
-/// has none), or its `Cmd` (then the command's arguments, or the rest of
-/// `Cmd`).
-fn image_command(id: &ContainerId, config: &ContainerConfig) -> Result<(String, Vec<String>)> {
-    let command = &config.command_info;
-    if command.shell() || command.value.is_some() {
-        return command_path_and_argv(id, command);
-    }
-    let image = config
-        .docker
-        .as_ref()
-        .and_then(|d| d.manifest.as_ref())
-        .and_then(|m| m.config.as_ref());
-    let (entrypoint, cmd) = image
-        .map(|c| (c.entrypoint.clone(), c.cmd.clone()))
-        .unwrap_or_default();
-    let user = &command.arguments;
-    let argv = if !entrypoint.is_empty() {
-        let mut argv = entrypoint;
-        if user.is_empty() {
-            argv.extend(cmd);
-        } else {
-            argv.extend(user.iter().cloned());
-        }
-        argv
-    } else if let Some((first, rest)) = cmd.split_first() {
-        let mut argv = vec![first.clone()];
-        if user.is_empty() {
-            argv.extend(rest.iter().cloned());
-        } else {
-            argv.extend(user.iter().cloned());
-        }
-        argv
-    } else {
-        return Err(IsolatorError::Invalid(format!(
-            "container '{}' has no command and its image has neither Entrypoint nor Cmd",
-            to_dotted(id)
-        )));
-    };
-    Ok((argv[0].clone(), argv))
 }
 
 /// The executable and argv the stage runs for `command`: a shell command as

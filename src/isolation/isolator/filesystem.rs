@@ -5,14 +5,8 @@
 //!
 //! Nested sandboxes live at `<parent sandbox>/containers/<child>` (Mesos'
 //! layout); prepare refuses a nested container whose sandbox is elsewhere,
-//! since volume sharing and disk accounting rely on it.
-//!
-//! Container images (`rootfs`): nestguard provisions none. Under Mesos'
-//! launcher, Mesos' provisioner and its own `filesystem/linux` isolator
-//! (which the agent requires for `--image_providers`) prepare and enter the
-//! image, and nestguard's exec stage confines what runs in it, so a rootfs
-//! is accepted there; under nestguard's launcher it is refused rather than
-//! ignored.
+//! since volume sharing and disk accounting rely on it. Container images
+//! (`rootfs`) are not supported and are refused rather than ignored.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,23 +22,13 @@ use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, Container
 #[derive(Debug)]
 pub struct FilesystemIsolator {
     sandboxes: Arc<SandboxRegistry>,
-    images_entered_by_mesos: bool,
 }
 
 impl FilesystemIsolator {
     /// Records sandboxes in `sandboxes` (shared with the volume and disk
     /// isolators).
     pub fn new(sandboxes: Arc<SandboxRegistry>) -> Self {
-        Self {
-            sandboxes,
-            images_entered_by_mesos: false,
-        }
-    }
-
-    /// Under Mesos' launcher: Mesos enters a container's image itself.
-    pub fn with_images_entered_by_mesos(mut self, yes: bool) -> Self {
-        self.images_entered_by_mesos = yes;
-        self
+        Self { sandboxes }
     }
 }
 
@@ -56,11 +40,9 @@ impl Isolator for FilesystemIsolator {
         id: &ContainerId,
         config: &ContainerConfig,
     ) -> Result<Option<ContainerLaunchInfo>> {
-        if config.rootfs.is_some() && !self.images_entered_by_mesos {
+        if config.rootfs.is_some() {
             return Err(IsolatorError::Invalid(format!(
-                "container '{}': container images (rootfs) are not supported by filesystem/linux \
-                 under nestguard's launcher (under Mesos', with launcher=mesos, Mesos' \
-                 provisioner and filesystem/linux isolator enter them)",
+                "container '{}': container images (rootfs) are not supported by filesystem/linux",
                 to_dotted(id)
             )));
         }

@@ -511,10 +511,7 @@ impl Composite {
                     disallow_sharing_agent_pid_namespace: params
                         .disallow_sharing_agent_pid_namespace,
                 }),
-                "filesystem/linux" => Arc::new(
-                    FilesystemIsolator::new(sandboxes.clone())
-                        .with_images_entered_by_mesos(params.mesos_launcher),
-                ),
+                "filesystem/linux" => Arc::new(FilesystemIsolator::new(sandboxes.clone())),
                 "volume/sandbox_path" => Arc::new(SandboxPathIsolator::new(sandboxes.clone())),
                 "environment/credentials" => Arc::new(CredentialsIsolator::new(params.injector()?)),
                 "hardening" => Arc::new(params.hardening.clone()),
