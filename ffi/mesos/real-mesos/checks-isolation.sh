@@ -18,9 +18,8 @@ ZERO_CAPS=0000000000000000
 probe_cmd() {  # probe_cmd <report name> [then]: a shell command for a container
   printf 'python3 %s %s/%s.json; %s' "$WORK/probe.py" "$REPORTS" "$1" "${2:-exec sleep 600}"
 }
-report_ok() {  # report_ok <name | absolute path> <expected CapEff>: "ok" or what is wrong
+report_ok() {  # report_ok <name> <expected CapEff>: "ok" or what is wrong
   local f="$REPORTS/$1.json" i
-  [ "${1:0:1}" = / ] && f="$1"
   for i in $(seq 100); do [ -s "$f" ] && break; sleep 0.2; done
   [ -s "$f" ] || { echo "no report $f (did the container start?)"; return; }
   python3 - "$f" "$2" "$DEFAULT_CAPS" <<'PY'
@@ -146,13 +145,13 @@ print(next((u[3] for u in d.get("tasks",{}).get(sys.argv[2],[]) if u[0]==sys.arg
 command_task_container() {  # command_task_container <task>: its executor's container
   containers | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")==sys.argv[2] and "parent" not in c["container_id"]][0]' "$1"
 }
-# "ok" when every `sleep` (or <comm>) of <container> has the defences, or what is wrong.
-sleeps_keep_defences() {  # sleeps_keep_defences <container path under freezer/$MCG> [comm]
-  local pids="" pid st r=ok comm="${2:-sleep}"
+# "ok" when every `sleep` of <container> has the defences, or what is wrong.
+sleeps_keep_defences() {  # sleeps_keep_defences <container path under freezer/$MCG>
+  local pids="" pid st r=ok
   for pid in $(cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null); do
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] && pids="$pids $pid"
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] && pids="$pids $pid"
   done
-  [ -z "$pids" ] && { echo "$1 has no $comm process"; return; }
+  [ -z "$pids" ] && { echo "$1 has no sleep process"; return; }
   for pid in $pids; do
     st="$(grep -E '^(Seccomp|NoNewPrivs|CapBnd):' "/proc/$pid/status" 2>/dev/null | tr -s '\t\n' '  ')"
     { grep -q "Seccomp: 2" <<<"$st" && grep -q "NoNewPrivs: 1" <<<"$st" &&
