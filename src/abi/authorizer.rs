@@ -11,7 +11,8 @@
 //! freed, and follows reloads while the authorizer lives.
 
 use super::error::fail;
-use super::ffi::{free_handle, handle_ref, into_handle, slice_from, text_out, write_out};
+use super::error::text_out;
+use super::ffi::{free_handle, handle_ref, into_handle, slice_from, write_out};
 use super::result::nestguard_result;
 use crate::authz::{Approver, Authorizer, ObjectView, ParseMode, Source};
 use crate::input::DEFAULT_MAX_FILE_SIZE;

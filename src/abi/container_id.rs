@@ -2,7 +2,8 @@
 //! serialized `mesos.ContainerID` bytes.
 
 use super::bytes::nestguard_bytes;
-use super::ffi::{text_out, write_out};
+use super::error::text_out;
+use super::ffi::write_out;
 use super::result::nestguard_result;
 use crate::container_id;
 use crate::proto::mesos::ContainerId;

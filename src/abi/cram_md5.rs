@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use super::bytes::nestguard_bytes;
 use super::credentials::nestguard_credentials;
 use super::error::fail;
-use super::ffi::{free_handle, handle_ref, into_handle, text_out, write_out};
+use super::error::text_out;
+use super::ffi::{free_handle, handle_ref, into_handle, write_out};
 use super::result::{AbiError, nestguard_result};
 use crate::credentials::cram_md5::{
     Authenticatee, Authenticator, ClientConfig, ClientOutcome, CramMd5Error, Message, MessageKind,

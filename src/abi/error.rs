@@ -30,6 +30,22 @@ pub(crate) fn fail_with<R: From<nestguard_result>, E: AbiError>(err: &E) -> R {
     fail(err.code(), err.to_string())
 }
 
+/// Fills a caller buffer with `text` (see [`copy_text`]) and returns the
+/// result code: `Ok`, or `BufferTooSmall` with `what` as the error text.
+pub(crate) fn text_out(
+    text: &str,
+    buf: *mut std::ffi::c_char,
+    len: usize,
+    out_n: *mut usize,
+    what: &str,
+) -> nestguard_result {
+    if copy_text(text, buf, len, out_n) {
+        nestguard_result::Ok
+    } else {
+        fail(nestguard_result::BufferTooSmall, what)
+    }
+}
+
 /// Lets `fail` be returned from functions that return a pointer: NULL.
 impl<T> From<nestguard_result> for *mut T {
     fn from(_: nestguard_result) -> Self {

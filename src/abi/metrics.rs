@@ -5,7 +5,7 @@
 use std::ffi::c_char;
 
 use super::error::fail;
-use super::ffi::text_out;
+use super::error::text_out;
 use super::result::nestguard_result;
 use crate::metrics;
 

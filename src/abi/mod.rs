@@ -36,6 +36,7 @@
 #[macro_use]
 mod panic;
 #[macro_use]
+mod arguments;
 mod ffi;
 
 pub mod audit;

@@ -15,6 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::proto::mesos::slave::ContainerLaunchInfo;
 
+/// The first argument of a helper that was handed stdio; three descriptor
+/// numbers follow (stdin, stdout, stderr). Part of the protocol, so both the
+/// launcher (which writes it) and the helper (which reads it) take it from
+/// here and the helper never depends on the launcher.
+pub const STDIO_ARG: &str = "--stdio";
+
 /// Launcher-side facts the helper needs besides the launch info.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Control {

@@ -26,8 +26,8 @@ use std::os::fd::RawFd;
 
 use rustix::io::Errno;
 
+use crate::isolation::channel::STDIO_ARG;
 use crate::isolation::channel::StdioKind;
-use crate::isolation::launcher::STDIO_ARG;
 
 /// The three descriptors the host handed over, and what they are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -44,7 +44,7 @@ mod stdio;
 mod tree;
 
 pub use launch::{default_helper_path, encoded_len};
-pub use stdio::{ContainerIo, STDIO_ARG, StdioError};
+pub use stdio::{ContainerIo, StdioError};
 use tree::{Container, Pending, PendingGuard, in_subtree};
 
 /// Raw status for a container whose status is unknown: killed by SIGKILL, as

@@ -14,11 +14,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use crate::isolation::channel::StdioKind;
-
-/// The first argument of a helper that was handed stdio; three descriptor
-/// numbers follow (stdin, stdout, stderr).
-pub const STDIO_ARG: &str = "--stdio";
+use crate::isolation::channel::{STDIO_ARG, StdioKind};
 
 /// Duplicates are made at or above this number, clear of 0/1/2.
 const FIRST_HANDOFF_FD: RawFd = 10;

@@ -24,7 +24,6 @@ use std::sync::Mutex;
 use anyhow::Context;
 
 use super::abi::Authorizer;
-use super::flags::AgentFlags;
 
 /// One subject's denials take at most this fraction (1/N) of a file (the
 /// record that crosses it is still written).
@@ -224,21 +223,35 @@ impl Drop for AuditLog {
     }
 }
 
+/// What the agent's `--audit_*` flags ask of the audit log: plain values,
+/// so this module does not depend on the flag parser (which depends on it for
+/// [`MIN_MAX_SIZE`]).
+pub struct AuditSettings<'a> {
+    /// `--audit_log`: no log when `None`.
+    pub path: Option<&'a Path>,
+    /// `--audit_log_max_size`.
+    pub max_size: u64,
+    /// `--audit_sample`: one decision in N.
+    pub sample: u32,
+    /// `--audit_denials_only`.
+    pub denials_only: bool,
+}
+
 /// Registers the audit callback on `authorizer` when `--audit_log` is set
 /// (which needs an authorizer module: `local` makes no decisions to log).
-pub fn install(authorizer: Option<&Authorizer>, flags: &AgentFlags) -> anyhow::Result<()> {
-    let Some(path) = &flags.audit_log else {
+pub fn install(authorizer: Option<&Authorizer>, settings: &AuditSettings) -> anyhow::Result<()> {
+    let Some(path) = settings.path else {
         return Ok(());
     };
     let Some(authorizer) = authorizer else {
         anyhow::bail!("--audit_log needs an authorizer module (--authorizer names none)");
     };
-    let log = AuditLog::open(path, flags.audit_log_max_size)?;
+    let log = AuditLog::open(path, settings.max_size)?;
     authorizer
         .set_audit(
             Box::new(move |record| log.write(record)),
-            flags.audit_sample,
-            flags.audit_denials_only,
+            settings.sample,
+            settings.denials_only,
         )
         .context("registering the audit callback")?;
     tracing::info!(path = %path.display(), "decision audit log on");

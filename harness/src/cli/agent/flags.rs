@@ -153,6 +153,16 @@ pub fn parse_duration(value: &str) -> Result<Duration, String> {
 }
 
 impl AgentFlags {
+    /// The `--audit_*` flags as the audit log takes them.
+    pub fn audit_settings(&self) -> super::audit_log::AuditSettings<'_> {
+        super::audit_log::AuditSettings {
+            path: self.audit_log.as_deref(),
+            max_size: self.audit_log_max_size,
+            sample: self.audit_sample,
+            denials_only: self.audit_denials_only,
+        }
+    }
+
     /// Comma list → names, empty entries dropped.
     pub fn list(value: &str) -> Vec<String> {
         value

@@ -199,7 +199,7 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             Some(Authorizer::create(&abi, &spec.parameters)?)
         }
     };
-    audit_log::install(authorizer.as_ref(), &flags)?;
+    audit_log::install(authorizer.as_ref(), &flags.audit_settings())?;
     core::set_debug_sessions(flags.debug_sessions);
     let credentials = flags
         .http_credentials
