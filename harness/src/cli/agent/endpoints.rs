@@ -4,7 +4,7 @@
 //! of the version info), `/flags` (:955-1000: `{"flags": {...}}`, VIEW_FLAGS
 //! or 403), `/state` (:1331, the frameworks and executors the principal
 //! may view), `/metrics/snapshot` (a flat JSON object of metric values;
-//! GET_ENDPOINT_WITH_PATH or 403, see [`authorize_metrics`]), `/metrics`
+//! GET_ENDPOINT_WITH_PATH or 403, see [`Agent::authorize_metrics`]), `/metrics`
 //! (the same in the Prometheus text format, for scrapers; the same guard)
 //! and `/files/{browse,read,download}` (src/files/files.cpp:380-800; the
 //! sandbox lookup is shared with LIST_FILES/READ_FILE in [`files`]).
@@ -20,10 +20,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 
-use super::api::{AgentDetails, version_info};
-use super::core::{Agent, ApiError};
-use super::http::{Principal, Server};
+use super::api::version_info;
 use super::negotiation::APPLICATION_JSON;
+use super::server::{AgentDetails, Principal, Server};
 
 pub(super) fn json(value: &serde_json::Value) -> Response {
     (
@@ -82,30 +81,11 @@ async fn flags(
     }
 }
 
-/// The path Mesos authorizes its metrics as: libprocess' `/metrics/snapshot`
-/// is one of `AUTHORIZABLE_ENDPOINTS` (src/common/authorization.cpp:47-53).
-pub const METRICS_ENDPOINT: &str = "/metrics/snapshot";
-
-/// Whether `subject` may read the agent's metrics: GET_ENDPOINT_WITH_PATH
-/// on [`METRICS_ENDPOINT`], as Mesos' authorization callback for
-/// `/metrics/snapshot` asks (src/common/authorization.cpp:114-144; libprocess
-/// answers `Forbidden()` on a refusal, process.cpp:3844-3882). An executor
-/// token (claims, no principal) is refused by the authorizer, as Mesos'
-/// local authorizer refuses it outside the implicit executor actions.
-/// `/metrics` and GET_METRICS carry the same values under the same guard.
-pub(super) fn authorize_metrics(agent: &Agent, subject: Option<&Subject>) -> Result<(), ApiError> {
-    let object = Object {
-        value: Some(METRICS_ENDPOINT.to_owned()),
-        ..Default::default()
-    };
-    agent.authorize_action(subject, Action::GetEndpointWithPath, Some(object))
-}
-
 async fn metrics(
     State(server): State<Arc<Server>>,
     Extension(Principal(subject)): Extension<Principal>,
 ) -> Response {
-    if let Err(e) = authorize_metrics(&server.agent, subject.as_ref()) {
+    if let Err(e) = server.agent.authorize_metrics(subject.as_ref()) {
         return e.into_response();
     }
     let snapshot: serde_json::Map<String, serde_json::Value> = server
@@ -124,7 +104,7 @@ async fn prometheus(
     State(server): State<Arc<Server>>,
     Extension(Principal(subject)): Extension<Principal>,
 ) -> Response {
-    if let Err(e) = authorize_metrics(&server.agent, subject.as_ref()) {
+    if let Err(e) = server.agent.authorize_metrics(subject.as_ref()) {
         return e.into_response();
     }
     // The library's part is read through the ABI: off the async workers.

@@ -47,8 +47,9 @@ use prost::Message;
 
 use super::core::{Agent, ApiError, EventReceiver, Lookup};
 use super::decision::subject_text;
-use super::http::{Principal, Server, may_manage_pod, pod_executor};
 use super::negotiation::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
+use super::pod_routes::{may_manage_pod, pod_executor};
+use super::server::{Principal, Server};
 
 /// The executor API's routes and the pod client's update routes; merged
 /// into the agent's router, behind its front door.

@@ -1,138 +1,27 @@
-//! The agent's HTTP surface: Mesos' `POST /api/v1` (JSON or protobuf) for
-//! the container calls, and nestguard's pod endpoints (what a scheduler's
-//! LAUNCH_GROUP does through a Mesos master).
+//! The agent's front door: the routes, authentication from headers only,
+//! the per-subject request cap and the body limits, then Mesos'
+//! `POST /api/v1` (JSON or protobuf) handed to [`super::api::dispatch`]. What
+//! the handlers share ([`Server`], [`Principal`]) is in `server.rs`; the pod
+//! endpoints are in `pod_routes.rs`.
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Extension, Path, Request, State};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Extension, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::any;
 use axum::{Router, http};
 use http_body_util::{BodyExt, Limited};
-use nestguard::proto::mesos::ContainerId;
-use nestguard::proto::mesos::authorization::{Action, Subject};
-use nestguard::proto::nestguard::PodSpec;
+use nestguard::proto::mesos::authorization::Subject;
 
-use super::abi::{Authentication, HttpAuthenticator};
-use super::api::{attach_input, blocking, dispatch};
-use super::core::{Agent, ApiError};
-use super::negotiation::{
-    APPLICATION_JSON, APPLICATION_RECORDIO, ContentType, Rejection, decode_call, negotiate,
+use super::abi::Authentication;
+use super::api::{attach_input, dispatch};
+use super::negotiation::{APPLICATION_RECORDIO, ContentType, Rejection, decode_call, negotiate};
+use super::server::{
+    BodyLimits, Principal, Server, SubjectSlot, TOO_MANY_REQUESTS_BODY, UNAUTHORIZED_BODY, text,
 };
-
-/// Shared server state.
-pub struct Server {
-    /// The agent.
-    pub agent: Arc<Agent>,
-    /// Set when `--authenticate_http_readwrite`.
-    pub authenticator: Option<HttpAuthenticator>,
-    /// Set when `--authenticate_http_executors`: the executor API's realm.
-    pub executor_authenticator: Option<HttpAuthenticator>,
-    /// True until the agent finished recovery.
-    pub recovering: Arc<std::sync::atomic::AtomicBool>,
-    /// How much of a body is read, and how long for.
-    pub bodies: BodyLimits,
-    /// Requests in progress per authenticated subject.
-    pub per_subject: SubjectLimits,
-    /// What the agent says about itself (flags, address).
-    pub details: super::api::AgentDetails,
-    /// The metrics registry.
-    pub metrics: Arc<super::metrics::Metrics>,
-}
-
-/// Caps the requests one authenticated subject (a principal, or an executor
-/// token's container) has in progress, so that one tenant cannot hold every
-/// connection of the front door, e.g. with WAITs on its own long-running
-/// containers (exempt from the idle timeout). Beyond the cap the request
-/// gets 429, as Mesos' master answers a principal over its `--rate_limits`.
-#[derive(Debug)]
-pub struct SubjectLimits {
-    max: usize,
-    in_flight: std::sync::Mutex<std::collections::HashMap<String, usize>>,
-}
-
-impl SubjectLimits {
-    /// At most `max` requests in progress per subject.
-    pub fn new(max: usize) -> SubjectLimits {
-        SubjectLimits {
-            max,
-            in_flight: std::sync::Mutex::default(),
-        }
-    }
-
-    fn counts(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// The key requests are counted under: principals and token containers
-/// live in separate name spaces, so neither can use up the other's share.
-fn subject_key(subject: &Subject) -> String {
-    match &subject.value {
-        Some(principal) => format!("principal {principal}"),
-        None => super::decision::subject_text(Some(subject)),
-    }
-}
-
-/// One request of a subject in progress; released on drop (also when the
-/// client went away and the request's future was dropped).
-struct SubjectSlot {
-    server: Arc<Server>,
-    key: String,
-}
-
-impl SubjectSlot {
-    fn take(server: &Arc<Server>, subject: &Subject) -> Option<SubjectSlot> {
-        let key = subject_key(subject);
-        let mut counts = server.per_subject.counts();
-        let count = counts.entry(key.clone()).or_insert(0);
-        if *count >= server.per_subject.max {
-            return None;
-        }
-        *count += 1;
-        drop(counts);
-        Some(SubjectSlot {
-            server: Arc::clone(server),
-            key,
-        })
-    }
-}
-
-impl Drop for SubjectSlot {
-    fn drop(&mut self) {
-        let mut counts = self.server.per_subject.counts();
-        if let Some(count) = counts.get_mut(&self.key) {
-            *count -= 1;
-            if *count == 0 {
-                counts.remove(&self.key);
-            }
-        }
-    }
-}
-
-/// The body of a 429 (libprocess' `TooManyRequests` status line).
-pub const TOO_MANY_REQUESTS_BODY: &str = "429 Too Many Requests.";
-
-/// Request body limits (from the agent's flags).
-#[derive(Debug, Clone, Copy)]
-pub struct BodyLimits {
-    /// Bytes read (and dropped) before a 401, to keep the connection.
-    pub unauthenticated: usize,
-    /// Largest body of an authenticated request.
-    pub max: usize,
-    /// An authenticated body must arrive within this.
-    pub read_timeout: std::time::Duration,
-}
-
-/// The authenticated principal (None: authentication is off), set by the
-/// front door for every route behind it.
-#[derive(Debug, Clone)]
-pub struct Principal(pub Option<Subject>);
 
 /// The routes. Every API route is behind [`front_door`]; `/health` and
 /// `/version` are open, as Mesos' are. Add a route to the list its
@@ -141,8 +30,7 @@ pub fn router(server: Arc<Server>) -> Router {
     Router::new()
         .route("/api/v1", any(api))
         .route("/slave(1)/api/v1", any(api))
-        .route("/nestguard/v1/pods", post(launch_pod))
-        .route("/nestguard/v1/pods/{id}", get(pod_status).delete(kill_pod))
+        .merge(super::pod_routes::routes())
         .merge(super::executor_api::routes())
         .merge(super::endpoints::authenticated_routes())
         .route_layer(middleware::from_fn_with_state(
@@ -153,33 +41,6 @@ pub fn router(server: Arc<Server>) -> Router {
         .layer(DefaultBodyLimit::disable())
         .merge(super::endpoints::open_routes())
         .with_state(server)
-}
-
-fn text(status: StatusCode, body: impl Into<String>) -> Response {
-    (status, body.into()).into_response()
-}
-
-/// Mesos' body of a 401 (libprocess' `Unauthorized`): nothing about why.
-pub const UNAUTHORIZED_BODY: &str = "401 Unauthorized.";
-/// Mesos' body of a 403 (libprocess' `Forbidden()`): no ACL internals. The
-/// explanation goes to the decision log instead.
-pub const FORBIDDEN_BODY: &str = "403 Forbidden.";
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        match self {
-            ApiError::BadRequest(m) => text(StatusCode::BAD_REQUEST, m),
-            ApiError::Forbidden(why) => {
-                // Already in the decision log; never in the body.
-                tracing::debug!(reason = %why, "403");
-                text(StatusCode::FORBIDDEN, FORBIDDEN_BODY)
-            }
-            ApiError::NotFound(m) => text(StatusCode::NOT_FOUND, m),
-            ApiError::Conflict(m) => text(StatusCode::CONFLICT, m),
-            ApiError::Internal(m) => text(StatusCode::INTERNAL_SERVER_ERROR, m),
-            ApiError::Unavailable(m) => text(StatusCode::SERVICE_UNAVAILABLE, m),
-        }
-    }
 }
 
 /// Whether `path` is the v1 executor API (its own realm and flag).
@@ -436,141 +297,6 @@ async fn api(
     };
     match dispatch(&server, subject.as_ref(), call, media).await {
         Ok(response) => response,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn launch_pod(
-    State(server): State<Arc<Server>>,
-    Extension(Principal(subject)): Extension<Principal>,
-    body: Bytes,
-) -> Response {
-    let Ok(text_body) = std::str::from_utf8(&body) else {
-        return text(StatusCode::BAD_REQUEST, "the pod spec is not UTF-8");
-    };
-    let pod: PodSpec = match nestguard::json::from_json(text_body) {
-        Ok(p) => p,
-        Err(e) => return text(StatusCode::BAD_REQUEST, format!("invalid pod spec: {e}")),
-    };
-    let agent = Arc::clone(&server.agent);
-    match blocking(move || agent.launch_pod(subject.as_ref(), pod)).await {
-        Ok(id) => {
-            let body = serde_json::json!({ "container_id": id.value }).to_string();
-            ([(header::CONTENT_TYPE, APPLICATION_JSON)], body).into_response()
-        }
-        Err(e) => e.into_response(),
-    }
-}
-
-/// Who may see or kill a pod: its framework's principal, or its own
-/// executor's token; anyone when authentication is off.
-///
-/// Without an executor record (no such pod, or a damaged checkpoint) there
-/// is no framework to match, so the root container is authorized as a
-/// standalone one (`view_standalone_containers` /
-/// `kill_standalone_containers`), as Mesos' `killContainer` does for a
-/// container without an executor. Authorization always comes first and a
-/// refusal is the same 403 whether the pod exists or not, so IDs cannot be
-/// probed; only an authorized caller learns that a pod is missing (404).
-pub(super) fn may_manage_pod(
-    server: &Server,
-    subject: Option<&Subject>,
-    id: &str,
-    action: Action,
-) -> Result<(), ApiError> {
-    let Some(subject) = subject else {
-        return Ok(());
-    };
-    let Some(exec) = server.agent.executor(id) else {
-        let root = ContainerId {
-            value: id.to_owned(),
-            parent: None,
-        };
-        return server.agent.authorize(Some(subject), action, &root, None);
-    };
-    let allowed = match subject.value.as_deref() {
-        Some(principal) => exec.framework.principal.as_deref() == Some(principal),
-        None => subject.claims.as_ref().is_some_and(|c| {
-            c.labels
-                .iter()
-                .find(|l| l.key == "cid" && l.value.is_some())
-                .is_some_and(|l| l.value.as_deref() == Some(id))
-        }),
-    };
-    if allowed {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!(
-            "pod {id}: only its framework's principal or its executor may manage it"
-        )))
-    }
-}
-
-/// A pod route's checks: the caller may see the pod ([`may_manage_pod`]),
-/// and the pod has an executor (404 otherwise); returns the executor.
-pub(super) fn pod_executor(
-    server: &Server,
-    subject: Option<&Subject>,
-    id: &str,
-) -> Result<super::core::ExecutorRecord, Box<Response>> {
-    may_manage_pod(server, subject, id, Action::ViewStandaloneContainer)
-        .map_err(|e| Box::new(e.into_response()))?;
-    server.agent.executor(id).ok_or_else(|| {
-        Box::new(text(
-            StatusCode::NOT_FOUND,
-            format!("Container {id} cannot be found"),
-        ))
-    })
-}
-
-async fn pod_status(
-    State(server): State<Arc<Server>>,
-    Extension(Principal(subject)): Extension<Principal>,
-    Path(id): Path<String>,
-) -> Response {
-    let exec = match pod_executor(&server, subject.as_ref(), &id) {
-        Ok(exec) => exec,
-        Err(response) => return *response,
-    };
-    let root = ContainerId {
-        value: id.clone(),
-        parent: None,
-    };
-    let body = match tokio::time::timeout(
-        std::time::Duration::from_millis(1),
-        server.agent.wait(&root),
-    )
-    .await
-    {
-        Ok(Ok(t)) => {
-            serde_json::json!({"container_id": id, "state": "TERMINATED", "exit_status": t.status,
-                                         "sandbox": exec.sandbox})
-        }
-        _ => serde_json::json!({"container_id": id, "state": "RUNNING", "sandbox": exec.sandbox}),
-    };
-    ([(header::CONTENT_TYPE, APPLICATION_JSON)], body.to_string()).into_response()
-}
-
-async fn kill_pod(
-    State(server): State<Arc<Server>>,
-    Extension(Principal(subject)): Extension<Principal>,
-    Path(id): Path<String>,
-) -> Response {
-    if let Err(e) = may_manage_pod(
-        &server,
-        subject.as_ref(),
-        &id,
-        Action::KillStandaloneContainer,
-    ) {
-        return e.into_response();
-    }
-    let agent = Arc::clone(&server.agent);
-    match blocking(move || agent.kill_pod(&id)).await {
-        Ok(t) => (
-            [(header::CONTENT_TYPE, APPLICATION_JSON)],
-            serde_json::json!({"exit_status": t.status}).to_string(),
-        )
-            .into_response(),
         Err(e) => e.into_response(),
     }
 }

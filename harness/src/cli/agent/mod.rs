@@ -35,7 +35,9 @@ mod metrics;
 mod negotiation;
 mod paths;
 mod pod_admission;
+mod pod_routes;
 mod reload;
+mod server;
 
 /// What [`crate::cli::inputs`] re-exports from the agent.
 pub mod inputs {
@@ -338,18 +340,18 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         let _watcher = reload::start(Arc::clone(&agent))?;
         let metrics = agent_metrics(&agent, library_metrics);
         let recovering = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let server = Arc::new(http::Server {
+        let server = Arc::new(server::Server {
             agent: Arc::clone(&agent),
             authenticator,
             executor_authenticator,
             recovering: Arc::clone(&recovering),
-            bodies: http::BodyLimits {
+            bodies: server::BodyLimits {
                 unauthenticated: flags.max_unauthenticated_body_bytes,
                 max: flags.max_body_bytes,
                 read_timeout: flags.http_body_read_timeout,
             },
-            per_subject: http::SubjectLimits::new(flags.max_requests_per_principal as usize),
-            details: api::AgentDetails {
+            per_subject: server::SubjectLimits::new(flags.max_requests_per_principal as usize),
+            details: server::AgentDetails {
                 flags: flags.values(),
                 hostname: address.ip().to_string(),
                 port: address.port(),

@@ -13,21 +13,8 @@ use nestguard::proto::mesos::v1::agent::{Call, Response as AgentResponse, respon
 
 use super::encoded;
 use crate::cli::agent::core::ApiError;
-use crate::cli::agent::http::Server;
 use crate::cli::agent::negotiation::Format;
-
-/// What the agent says about itself (fixed at start).
-#[derive(Debug, Clone)]
-pub struct AgentDetails {
-    /// Every flag with a value, by name (GET_FLAGS, `/flags`).
-    pub flags: Vec<(String, String)>,
-    /// The address it serves on.
-    pub hostname: String,
-    /// Its port.
-    pub port: u16,
-    /// When it started.
-    pub started: std::time::SystemTime,
-}
+use crate::cli::agent::server::{AgentDetails, Server};
 
 /// The agent's version as GET_VERSION and `/version` report it: nestguard's
 /// own (it is not a Mesos build).
@@ -107,7 +94,7 @@ pub(super) fn metrics(
     subject: Option<&Subject>,
     format: Format,
 ) -> Result<Response, ApiError> {
-    crate::cli::agent::endpoints::authorize_metrics(&server.agent, subject)?;
+    server.agent.authorize_metrics(subject)?;
     let metrics = server
         .metrics
         .snapshot()

@@ -19,10 +19,10 @@ use axum::response::{IntoResponse, Response};
 use nestguard::proto::mesos::authorization::Subject;
 use nestguard::proto::mesos::v1::agent::{Call, Response as AgentResponse, call, response};
 
-pub use self::info::{AgentDetails, version_info};
+pub use self::info::version_info;
 use super::core::ApiError;
-use super::http::Server;
 use super::negotiation::{Format, MediaTypes};
+use super::server::Server;
 
 /// Runs a blocking step of a call (module calls) off the async workers.
 pub(super) async fn blocking<T: Send + 'static>(

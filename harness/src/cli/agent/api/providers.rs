@@ -14,8 +14,8 @@ use nestguard::proto::mesos::v1::agent::{Call, response};
 
 use super::encoded;
 use crate::cli::agent::core::ApiError;
-use crate::cli::agent::http::Server;
 use crate::cli::agent::negotiation::Format;
+use crate::cli::agent::server::Server;
 
 /// GET_OPERATIONS: VIEW_ROLE only filters operations; there are none.
 pub(super) fn operations(format: Format) -> Response {

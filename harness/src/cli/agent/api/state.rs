@@ -19,8 +19,8 @@ use nestguard::proto::mesos::v1::agent::response;
 
 use super::{encoded, tasks};
 use crate::cli::agent::core::ExecutorRecord;
-use crate::cli::agent::http::Server;
 use crate::cli::agent::negotiation::Format;
+use crate::cli::agent::server::Server;
 use crate::cli::wire::twin;
 
 /// What `subject` may see of the running executors.

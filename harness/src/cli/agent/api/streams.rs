@@ -263,7 +263,7 @@ pub async fn attach_input(
     subject: Option<&Subject>,
     media: MediaTypes,
     body: Body,
-    limits: crate::cli::agent::http::BodyLimits,
+    limits: crate::cli::agent::server::BodyLimits,
 ) -> Response {
     let mut records = Records {
         body,

@@ -10,7 +10,26 @@ use super::registry::{Agent, ApiError, lock};
 use crate::cli::agent::abi::Authorizer;
 use crate::cli::agent::decision::{deciding_acl, log_decision, object_text, subject_text};
 
+/// The path Mesos authorizes its metrics as: libprocess' `/metrics/snapshot`
+/// is one of `AUTHORIZABLE_ENDPOINTS` (src/common/authorization.cpp:47-53).
+pub const METRICS_ENDPOINT: &str = "/metrics/snapshot";
+
 impl Agent {
+    /// Whether `subject` may read the agent's metrics: GET_ENDPOINT_WITH_PATH
+    /// on [`METRICS_ENDPOINT`], as Mesos' authorization callback for
+    /// `/metrics/snapshot` asks (src/common/authorization.cpp:114-144; libprocess
+    /// answers `Forbidden()` on a refusal, process.cpp:3844-3882). An executor
+    /// token (claims, no principal) is refused by the authorizer, as Mesos'
+    /// local authorizer refuses it outside the implicit executor actions.
+    /// `/metrics` and GET_METRICS carry the same values under the same guard.
+    pub fn authorize_metrics(&self, subject: Option<&Subject>) -> Result<(), ApiError> {
+        let object = Object {
+            value: Some(METRICS_ENDPOINT.to_owned()),
+            ..Default::default()
+        };
+        self.authorize_action(subject, Action::GetEndpointWithPath, Some(object))
+    }
+
     /// The object Mesos builds for a container call (§3.7).
     fn object(&self, id: &ContainerId, command: Option<&CommandInfo>, nested: bool) -> Object {
         if nested {

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::json;
 use crate::cli::agent::api::files::{self, FilesError};
-use crate::cli::agent::http::{Principal, Server};
+use crate::cli::agent::server::{Principal, Server};
 
 /// The query's parameters, decoded (`+` is a space, as in forms).
 fn query(uri: &Uri) -> std::collections::HashMap<String, String> {
@@ -223,7 +223,7 @@ pub(super) async fn files_download(
         }
         Ok(Err(FilesError::Unauthorized)) => (
             StatusCode::FORBIDDEN,
-            crate::cli::agent::http::FORBIDDEN_BODY,
+            crate::cli::agent::server::FORBIDDEN_BODY,
         )
             .into_response(),
         Ok(Err(FilesError::NotFound)) => (StatusCode::NOT_FOUND, "404 Not Found.").into_response(),
