@@ -6,17 +6,22 @@
 mod authorization;
 mod container_io;
 mod containers;
+mod executor_queue;
 mod executors;
 mod frameworks;
 mod pods;
+mod records;
 mod recovery;
 mod registry;
+mod sessions;
 mod status_updates;
 mod switchboard;
+mod update_streams;
 mod views;
 
-pub use self::executors::{EventReceiver, Lookup};
-pub use self::registry::{Agent, ApiError, ExecutorRecord, Launched, Modules};
+pub use self::executor_queue::{EventReceiver, Lookup};
+pub use self::records::{ApiError, ExecutorRecord, Launched};
+pub use self::registry::{Agent, Modules};
 pub use self::switchboard::{Chunk, InputSlot, require_debug_sessions};
 
 /// Turns debug sessions, attach and TTYs on or off for this process (the

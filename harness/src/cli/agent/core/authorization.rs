@@ -6,7 +6,8 @@ use nestguard::container_id;
 use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 use nestguard::proto::mesos::{CommandInfo, ContainerId};
 
-use super::registry::{Agent, ApiError, lock};
+use super::records::{ApiError, lock};
+use super::registry::Agent;
 use crate::cli::agent::abi::Authorizer;
 use crate::cli::agent::decision::{deciding_acl, log_decision, object_text, subject_text};
 

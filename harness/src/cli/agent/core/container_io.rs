@@ -17,7 +17,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::pipe::PipeFlags;
 use rustix::pty::OpenptFlags;
 
-use super::registry::ApiError;
+use super::records::ApiError;
 use crate::cli::agent::abi::LaunchIo;
 
 /// The container's side, handed to the launcher.

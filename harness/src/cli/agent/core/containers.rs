@@ -14,8 +14,9 @@ use nestguard::proto::mesos::slave::{
 use nestguard::proto::mesos::{self, CommandInfo, ContainerId, ContainerInfo, Environment};
 
 use super::container_io::ChildIo;
+use super::records::{ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
 use super::recovery::{exited, recovery_failed};
-use super::registry::{Agent, ApiError, ContainerRecord, ExecutorRecord, Launched, lock};
+use super::registry::Agent;
 use super::switchboard::Switchboard;
 use crate::cli::agent::abi::{LaunchIo, Watch, codes};
 use crate::cli::agent::paths::nested_sandbox;

@@ -21,10 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use nestguard::checkpoint::CheckpointError;
-use nestguard::proto::mesos::authorization::{Action, Object, Subject};
-use nestguard::proto::mesos::{FrameworkId, FrameworkInfo};
 
-use super::registry::{Agent, ApiError};
+use nestguard::proto::mesos::{FrameworkId, FrameworkInfo};
 
 /// A binding file's name is the framework ID and this suffix; the atomic
 /// writer's temporary files (`.checkpoint-XXXXXX`) never end so.
@@ -75,11 +73,11 @@ pub struct Bindings {
 }
 
 /// The principal a `FrameworkInfo` names (an empty one is none).
-fn principal(framework: &FrameworkInfo) -> Option<&str> {
+pub(super) fn principal(framework: &FrameworkInfo) -> Option<&str> {
     framework.principal.as_deref().filter(|p| !p.is_empty())
 }
 
-fn framework_id(framework: &FrameworkInfo) -> &str {
+pub(super) fn framework_id(framework: &FrameworkInfo) -> &str {
     framework.id.as_ref().map_or("", |id| id.value.as_str())
 }
 
@@ -183,61 +181,6 @@ fn read_binding(path: &Path, id: &str) -> Result<FrameworkInfo, BindingError> {
         return Err(damaged(format!("it records framework '{recorded}'")));
     }
     Ok(record)
-}
-
-impl Agent {
-    /// Binds the framework of a pod being launched to its principal, or
-    /// refuses the launch when another principal holds it: 409 with Mesos'
-    /// text to a caller that may view that framework (VIEW_FRAMEWORK),
-    /// else the neutral 403 of any refusal, so the answer does not say the
-    /// ID exists.
-    pub(super) fn claim_framework(
-        &self,
-        subject: Option<&Subject>,
-        framework: &FrameworkInfo,
-    ) -> Result<(), ApiError> {
-        let owner = self
-            .frameworks
-            .claim(framework)
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-        let Some(owner) = owner else {
-            return Ok(());
-        };
-        // The owner's principal goes to the operator's log only.
-        tracing::warn!(
-            framework_id = ?framework_id(framework),
-            principal = ?principal(framework),
-            owner = ?principal(&owner),
-            "a pod claimed a framework ID bound to another principal; refused"
-        );
-        let object = Object {
-            framework_info: Some(owner),
-            ..Default::default()
-        };
-        if self.may_view(subject, Action::ViewFramework, object) {
-            Err(ApiError::Conflict(PRINCIPAL_CHANGE.to_owned()))
-        } else {
-            Err(ApiError::Forbidden(
-                "the framework ID is bound to another principal".to_owned(),
-            ))
-        }
-    }
-
-    /// Binds the frameworks of executors recovered from before bindings
-    /// existed (the first one recovered wins; a conflict is logged).
-    pub(super) fn adopt_frameworks(&self, frameworks: &[FrameworkInfo]) -> anyhow::Result<()> {
-        for framework in frameworks {
-            if let Some(owner) = self.frameworks.claim(framework)? {
-                tracing::warn!(
-                    framework_id = ?framework_id(framework),
-                    principal = ?principal(framework),
-                    owner = ?principal(&owner),
-                    "a recovered executor's framework is bound to another principal"
-                );
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -14,14 +14,16 @@
 use std::sync::Arc;
 
 use nestguard::container_id;
-use nestguard::proto::mesos::authorization::{Action, Subject};
+use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 use nestguard::proto::mesos::slave::{ContainerConfig, ContainerTermination};
-use nestguard::proto::mesos::{self, CommandInfo, ContainerId, Environment};
+use nestguard::proto::mesos::{self, CommandInfo, ContainerId, Environment, FrameworkInfo};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::containers::{LaunchMarker, env_var, merge_env};
+use super::frameworks::{PRINCIPAL_CHANGE, framework_id, principal};
+use super::records::{ApiError, ExecutorRecord, lock};
 use super::recovery::exited;
-use super::registry::{Agent, ApiError, ExecutorRecord, lock};
+use super::registry::Agent;
 use crate::cli::agent::abi::codes;
 use crate::cli::agent::pod_admission;
 use crate::cli::executor::{RESTART_POLICY_LABEL, TRANSIENT_LABEL};
@@ -375,5 +377,44 @@ impl Agent {
                 .map_err(|e| fail(&level, &e))?;
         }
         Ok(())
+    }
+}
+
+impl Agent {
+    /// Binds the framework of a pod being launched to its principal, or
+    /// refuses the launch when another principal holds it: 409 with Mesos'
+    /// text to a caller that may view that framework (VIEW_FRAMEWORK),
+    /// else the neutral 403 of any refusal, so the answer does not say the
+    /// ID exists.
+    pub(super) fn claim_framework(
+        &self,
+        subject: Option<&Subject>,
+        framework: &FrameworkInfo,
+    ) -> Result<(), ApiError> {
+        let owner = self
+            .frameworks
+            .claim(framework)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        let Some(owner) = owner else {
+            return Ok(());
+        };
+        // The owner's principal goes to the operator's log only.
+        tracing::warn!(
+            framework_id = ?framework_id(framework),
+            principal = ?principal(framework),
+            owner = ?principal(&owner),
+            "a pod claimed a framework ID bound to another principal; refused"
+        );
+        let object = Object {
+            framework_info: Some(owner),
+            ..Default::default()
+        };
+        if self.may_view(subject, Action::ViewFramework, object) {
+            Err(ApiError::Conflict(PRINCIPAL_CHANGE.to_owned()))
+        } else {
+            Err(ApiError::Forbidden(
+                "the framework ID is bound to another principal".to_owned(),
+            ))
+        }
     }
 }

@@ -12,7 +12,9 @@ use nestguard::container_id::{self, to_dotted};
 use nestguard::proto::mesos::slave::{ContainerConfig, ContainerTermination};
 use nestguard::proto::mesos::{self, ContainerId};
 
-use super::registry::{Agent, ContainerRecord, ExecutorRecord, lock};
+use super::frameworks::{framework_id, principal};
+use super::records::{ContainerRecord, ExecutorRecord, lock};
+use super::registry::Agent;
 use crate::cli::agent::paths::nested_sandbox;
 
 /// The reason a container whose checkpoints could not be read reports when
@@ -426,6 +428,27 @@ impl Agent {
                 }
             }
         }
+    }
+}
+
+impl Agent {
+    /// Binds the frameworks of executors recovered from before bindings
+    /// existed (the first one recovered wins; a conflict is logged).
+    pub(super) fn adopt_frameworks(
+        &self,
+        frameworks: &[mesos::FrameworkInfo],
+    ) -> anyhow::Result<()> {
+        for framework in frameworks {
+            if let Some(owner) = self.frameworks.claim(framework)? {
+                tracing::warn!(
+                    framework_id = ?framework_id(framework),
+                    principal = ?principal(framework),
+                    owner = ?principal(&owner),
+                    "a recovered executor's framework is bound to another principal"
+                );
+            }
+        }
+        Ok(())
     }
 }
 

@@ -15,88 +15,15 @@
 //! executor's updates are needed after a start, so recovery needs no step
 //! of its own.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard};
-
 use base64::Engine;
 use nestguard::proto::mesos::v1;
 
-use super::registry::{Agent, ApiError};
-
-/// Acknowledged uuids remembered per executor (to answer an executor that
-/// re-sends an update the framework already acknowledged).
-const ACKNOWLEDGED_KEPT: usize = 4096;
-/// Executor MESSAGEs kept for the framework per executor.
-const MESSAGES_KEPT: usize = 1024;
-/// The largest checkpoint read back.
-const CHECKPOINT_MAX: u64 = 16 * 1024 * 1024;
-/// Unacknowledged updates kept per executor: an executor that sends more
-/// (a framework that never acknowledges, or a flood) is refused, so the
-/// checkpoint, rewritten on every change, stays small and readable.
-const PENDING_MAX: usize = 1024;
-/// Tasks whose latest state is remembered per executor.
-const STATES_MAX: usize = 4096;
-/// The largest status update (encoded) an executor may send: updates are
-/// kept in memory and checkpointed until acknowledged, and a request body
-/// may be far larger.
-pub const STATUS_MAX_BYTES: usize = 256 * 1024;
-/// All unacknowledged updates of one executor, encoded: well below
-/// [`CHECKPOINT_MAX`] once written as JSON (bytes as base64), so a full
-/// checkpoint is always read back after a restart.
-const PENDING_MAX_BYTES: usize = 4 * 1024 * 1024;
-/// The largest executor MESSAGE, and all those kept for one executor.
-pub const MESSAGE_MAX_BYTES: usize = 256 * 1024;
-const MESSAGES_MAX_BYTES: usize = 4 * 1024 * 1024;
-
-/// Every executor's update stream, by root container id.
-#[derive(Default)]
-pub struct StatusUpdates {
-    inner: Mutex<HashMap<String, UpdateStream>>,
-}
-
-#[derive(Default, Clone)]
-struct UpdateStream {
-    /// Sent by the executor, not yet acknowledged by the framework, in order.
-    pending: Vec<v1::TaskStatus>,
-    /// Uuids the framework acknowledged, oldest first.
-    acknowledged: VecDeque<Vec<u8>>,
-    /// Executor messages for the framework (not checkpointed, as in Mesos).
-    messages: VecDeque<Vec<u8>>,
-    /// The latest state each task was reported in (what GET_TASKS shows).
-    states: std::collections::BTreeMap<String, i32>,
-    /// A task was ever delivered to the executor, or the executor reported
-    /// on one (Mesos' `Executor::everSentTask`): an executor with this set
-    /// is never shut down for having "no task", even when its queue is
-    /// empty and the agent restarted since (checkpointed for that reason).
-    ever_sent: bool,
-    /// Tasks queued for the executor, not delivered and with no state: if
-    /// the queue's own checkpoint is lost, the framework still hears of
-    /// them (TASK_LOST), as it would of a task group.
-    queued: std::collections::BTreeSet<String>,
-}
-
-/// What became of an update the executor sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Submitted {
-    /// New: pending for the framework.
-    Pending,
-    /// Already pending (a re-sent update): nothing changes.
-    Duplicate,
-    /// The framework already acknowledged it: ACKNOWLEDGED goes back.
-    AlreadyAcknowledged,
-}
-
-impl StatusUpdates {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, UpdateStream>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-fn b64() -> base64::engine::GeneralPurpose {
-    base64::engine::general_purpose::STANDARD
-}
+use super::records::ApiError;
+use super::registry::Agent;
+use super::update_streams::{
+    ACKNOWLEDGED_KEPT, CHECKPOINT_MAX, MESSAGE_MAX_BYTES, MESSAGES_KEPT, MESSAGES_MAX_BYTES,
+    STATES_MAX, Submitted, UpdateStream, b64, submit,
+};
 
 impl Agent {
     fn updates_path(&self, root: &str) -> std::path::PathBuf {
@@ -451,53 +378,6 @@ impl Agent {
     pub(super) fn forget_updates(&self, root: &str) {
         self.status_updates.lock().remove(root);
     }
-}
-
-fn submit(
-    stream: &mut UpdateStream,
-    status: v1::TaskStatus,
-) -> (Result<Submitted, ApiError>, bool) {
-    let uuid = status.uuid.clone().unwrap_or_default();
-    if stream.acknowledged.contains(&uuid) {
-        return (Ok(Submitted::AlreadyAcknowledged), false);
-    }
-    if stream
-        .pending
-        .iter()
-        .any(|s| s.uuid.as_deref() == Some(&uuid[..]))
-    {
-        return (Ok(Submitted::Duplicate), false);
-    }
-    let size = prost::Message::encoded_len(&status);
-    if size > STATUS_MAX_BYTES {
-        return (
-            Err(ApiError::BadRequest(format!(
-                "Status update of {size} bytes is over the limit of {STATUS_MAX_BYTES}"
-            ))),
-            false,
-        );
-    }
-    let pending_bytes: usize = stream.pending.iter().map(prost::Message::encoded_len).sum();
-    if stream.pending.len() >= PENDING_MAX || pending_bytes + size > PENDING_MAX_BYTES {
-        return (
-            Err(ApiError::BadRequest(format!(
-                "Too many unacknowledged status updates (at most {PENDING_MAX}, {PENDING_MAX_BYTES} bytes)"
-            ))),
-            false,
-        );
-    }
-    let task = status.task_id.value.clone();
-    stream.queued.remove(&task);
-    if stream.states.len() < STATES_MAX || stream.states.contains_key(&task) {
-        stream.states.insert(task, status.state);
-    }
-    // The executor reporting on a task had it (the agent's own updates,
-    // TASK_KILLED before delivery or TASK_LOST, do not tell).
-    if status.source != Some(v1::task_status::Source::Agent as i32) {
-        stream.ever_sent = true;
-    }
-    stream.pending.push(status);
-    (Ok(Submitted::Pending), true)
 }
 
 /// A checkpointed status in the v1 names. Checkpoints written before the

@@ -36,16 +36,16 @@ use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use nestguard::proto::mesos::ContainerInfo;
 use nestguard::proto::mesos::slave::ContainerClass;
-use nestguard::proto::mesos::{CommandInfo, ContainerInfo};
 use rustix::fs::{FileType, OFlags};
 use tokio::sync::mpsc;
 
 use super::container_io::{self, ChildIo, Wiring};
-use super::registry::{Agent, ApiError};
+use super::records::ApiError;
 
 /// Whether the agent serves debug sessions, attach and TTYs (its
 /// `--debug_sessions` flag, on by default as in Mesos; one agent per
@@ -68,7 +68,7 @@ pub fn require_debug_sessions() -> Result<(), ApiError> {
 
 /// How often the watcher looks whether the container terminated (and the
 /// readers whether they should stop waiting for a writer).
-const WATCH_PERIOD: Duration = Duration::from_millis(100);
+pub(super) const WATCH_PERIOD: Duration = Duration::from_millis(100);
 
 /// The most the agent reads from the container in one go (one chunk).
 pub const READ_CHUNK: usize = 16 * 1024;
@@ -82,7 +82,7 @@ pub const SUBSCRIBER_QUEUE: usize = 256;
 pub const SLOW_READER_GRACE: Duration = Duration::from_secs(5);
 
 /// How often a full queue is tried again.
-const BACKOFF: Duration = Duration::from_millis(10);
+pub(super) const BACKOFF: Duration = Duration::from_millis(10);
 
 /// Output readers attached to one container at once.
 pub const MAX_SUBSCRIBERS: usize = 8;
@@ -109,21 +109,21 @@ pub enum Chunk {
 
 /// Which output a reader pumps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stream {
+pub(super) enum Stream {
     Stdout,
     Stderr,
 }
 
 impl Stream {
     /// The sandbox's log file of this stream.
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Stream::Stdout => "stdout",
             Stream::Stderr => "stderr",
         }
     }
 
-    fn chunk(self, data: Vec<u8>) -> Chunk {
+    pub(super) fn chunk(self, data: Vec<u8>) -> Chunk {
         match self {
             Stream::Stdout => Chunk::Stdout(data),
             Stream::Stderr => Chunk::Stderr(data),
@@ -136,7 +136,7 @@ impl Stream {
 pub struct Boards(Mutex<HashMap<String, Arc<Switchboard>>>);
 
 impl Boards {
-    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Switchboard>>> {
+    pub(super) fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Switchboard>>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -144,46 +144,46 @@ impl Boards {
 }
 
 #[derive(Default)]
-struct Fanout {
-    subscribers: Vec<mpsc::Sender<Chunk>>,
+pub(super) struct Fanout {
+    pub(super) subscribers: Vec<mpsc::Sender<Chunk>>,
     /// Output streams still read (2 with pipes, 1 with a TTY).
-    open_streams: usize,
-    ended: bool,
+    pub(super) open_streams: usize,
+    pub(super) ended: bool,
     /// An output client attached once (DEBUG containers wait for it).
-    connected: bool,
+    pub(super) connected: bool,
 }
 
 /// One container's switchboard.
 pub struct Switchboard {
-    tty: bool,
+    pub(super) tty: bool,
     /// Mesos' `wait_for_connection`: output is read only once a client attached.
-    debug: bool,
+    pub(super) debug: bool,
     /// The sandbox's path, for messages only.
-    sandbox_path: PathBuf,
+    pub(super) sandbox_path: PathBuf,
     /// The sandbox, opened once.
-    sandbox: OwnedFd,
+    pub(super) sandbox: OwnedFd,
     /// The container's stdin (non-blocking); None once closed.
-    stdin: Mutex<Option<OwnedFd>>,
+    pub(super) stdin: Mutex<Option<OwnedFd>>,
     /// Set when the container ended: a write waiting for room gives up.
-    closed: AtomicBool,
+    pub(super) closed: AtomicBool,
     /// The pty master (reads, window size); None with pipes.
-    master: Option<OwnedFd>,
+    pub(super) master: Option<OwnedFd>,
     /// The container's side of its stdio, until the launch took it.
-    child: Mutex<Option<ChildIo>>,
+    pub(super) child: Mutex<Option<ChildIo>>,
     /// The output pipes' read ends, until their readers start.
-    outputs: Mutex<Vec<(Stream, OwnedFd)>>,
-    fanout: Mutex<Fanout>,
-    changed: Condvar,
-    input_taken: AtomicBool,
-    terminated: AtomicBool,
+    pub(super) outputs: Mutex<Vec<(Stream, OwnedFd)>>,
+    pub(super) fanout: Mutex<Fanout>,
+    pub(super) changed: Condvar,
+    pub(super) input_taken: AtomicBool,
+    pub(super) terminated: AtomicBool,
     /// Readers disconnected because their queue was full.
-    dropped_readers: AtomicU64,
+    pub(super) dropped_readers: AtomicU64,
     /// [`SLOW_READER_GRACE`] (shorter in tests).
-    slow_reader_grace: Duration,
+    pub(super) slow_reader_grace: Duration,
     /// The uid the container runs as: the only owner of a sandbox log file
     /// the output is teed to (a root-owned file the tenant renamed to
     /// `stdout` is not its to fill).
-    log_owner: u32,
+    pub(super) log_owner: u32,
 }
 
 /// The single input connection; dropping it frees the slot.
@@ -209,11 +209,13 @@ impl std::ops::Deref for InputSlot {
     }
 }
 
-fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+pub(super) fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::Internal(format!("Failed to create the I/O switchboard: {what}: {e}"))
 }
 
-fn user_ids(user: Option<&str>) -> Result<Option<(rustix::fs::Uid, rustix::fs::Gid)>, ApiError> {
+pub(super) fn user_ids(
+    user: Option<&str>,
+) -> Result<Option<(rustix::fs::Uid, rustix::fs::Gid)>, ApiError> {
     let Some(name) = user else { return Ok(None) };
     match nix::unistd::User::from_name(name) {
         Ok(Some(u)) => Ok(Some((
@@ -228,7 +230,7 @@ fn user_ids(user: Option<&str>) -> Result<Option<(rustix::fs::Uid, rustix::fs::G
 }
 
 /// [`WATCH_PERIOD`] for `poll`.
-fn poll_timeout() -> rustix::event::Timespec {
+pub(super) fn poll_timeout() -> rustix::event::Timespec {
     rustix::event::Timespec {
         tv_sec: 0,
         tv_nsec: i64::try_from(WATCH_PERIOD.as_nanos()).unwrap_or(100_000_000),
@@ -243,7 +245,7 @@ impl Switchboard {
 
     /// Creates the pipes (or the pty) for a container whose sandbox exists
     /// below `work_dir`, run as `user` (the owner its logs must have).
-    fn create(
+    pub(super) fn create(
         work_dir: &Path,
         sandbox_path: &Path,
         user: Option<&str>,
@@ -271,7 +273,7 @@ impl Switchboard {
         )))
     }
 
-    fn new(
+    pub(super) fn new(
         tty: bool,
         debug: bool,
         sandbox_path: &Path,
@@ -318,7 +320,7 @@ impl Switchboard {
             .take()
     }
 
-    fn fanout(&self) -> MutexGuard<'_, Fanout> {
+    pub(super) fn fanout(&self) -> MutexGuard<'_, Fanout> {
         self.fanout
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -359,7 +361,7 @@ impl Switchboard {
 
     /// Output readers disconnected so far because they fell behind.
     #[cfg(test)]
-    fn dropped_readers(&self) -> u64 {
+    pub(super) fn dropped_readers(&self) -> u64 {
         self.dropped_readers.load(Ordering::Relaxed)
     }
 
@@ -417,7 +419,7 @@ impl Switchboard {
         Ok(())
     }
 
-    fn stdin_lock(&self) -> MutexGuard<'_, Option<OwnedFd>> {
+    pub(super) fn stdin_lock(&self) -> MutexGuard<'_, Option<OwnedFd>> {
         self.stdin
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -442,7 +444,7 @@ impl Switchboard {
     /// descriptor: never through a link, never created, and only a regular
     /// file with a single link (a hard link could name a file elsewhere)
     /// owned by the container's user (not one of root's renamed there).
-    fn open_log(&self, name: &str) -> Option<File> {
+    pub(super) fn open_log(&self, name: &str) -> Option<File> {
         let at = self.sandbox_path.join(name);
         let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::NOCTTY | OFlags::NONBLOCK;
         let fd = match nestguard::beneath::open_at(self.sandbox.as_fd(), name, flags, 0, &at) {
@@ -468,7 +470,7 @@ impl Switchboard {
     /// client whose queue is full holds the output back (the container
     /// blocks on its full pipe, as with a slow terminal) for up to the
     /// grace; one still full then is disconnected.
-    fn emit(&self, chunk: Chunk, log: Option<&mut File>) {
+    pub(super) fn emit(&self, chunk: Chunk, log: Option<&mut File>) {
         let data = match &chunk {
             Chunk::Stdout(d) | Chunk::Stderr(d) => d,
         };
@@ -510,7 +512,7 @@ impl Switchboard {
     }
 
     /// Waits for the first client (DEBUG containers) or the end.
-    fn wait_for_connection(&self) -> bool {
+    pub(super) fn wait_for_connection(&self) -> bool {
         let mut fanout = self.fanout();
         while self.debug && !fanout.connected && !self.terminated.load(Ordering::SeqCst) {
             fanout = self
@@ -521,7 +523,7 @@ impl Switchboard {
         !self.terminated.load(Ordering::SeqCst) || !self.debug || fanout.connected
     }
 
-    fn stream_done(&self) {
+    pub(super) fn stream_done(&self) {
         let mut fanout = self.fanout();
         fanout.open_streams = fanout.open_streams.saturating_sub(1);
         if fanout.open_streams == 0 {
@@ -534,7 +536,7 @@ impl Switchboard {
     /// it ends: EOF (a pipe whose write ends are all closed), an error (the
     /// pty, once no slave is open), or the container terminated and nothing
     /// more is there.
-    fn pump(&self, stream: Stream, fd: &OwnedFd) {
+    pub(super) fn pump(&self, stream: Stream, fd: &OwnedFd) {
         if self.wait_for_connection() {
             let mut log = self.open_log(stream.name());
             let mut buf = vec![0u8; READ_CHUNK];
@@ -559,193 +561,12 @@ impl Switchboard {
     }
 
     /// The container ended: a pending write gives up, stdin is closed.
-    fn close_input(&self) {
+    pub(super) fn close_input(&self) {
         self.closed.store(true, Ordering::SeqCst);
         // Writers hold the lock only to look or to duplicate the
         // descriptor; one waiting for room holds a duplicate, which it
         // drops within a WATCH_PERIOD.
         *self.stdin_lock() = None;
-    }
-}
-
-impl Agent {
-    /// Creates the switchboard of a container about to launch, if it needs
-    /// one.
-    pub(super) fn prepare_switchboard(
-        &self,
-        sandbox: &Path,
-        user: Option<&str>,
-        class: ContainerClass,
-        container: Option<&ContainerInfo>,
-    ) -> Result<Option<Arc<Switchboard>>, ApiError> {
-        if !Switchboard::required(class, container) {
-            return Ok(None);
-        }
-        require_debug_sessions()?;
-        Switchboard::create(&self.layout.work_dir, sandbox, user, class, container).map(Some)
-    }
-
-    /// Serves a launched container's switchboard until the container ends.
-    /// `place` is the generation of its place among the switchboards,
-    /// which it frees when it closed.
-    pub(super) fn start_switchboard(
-        self: &Arc<Self>,
-        key: String,
-        board: Arc<Switchboard>,
-        place: Option<u64>,
-    ) {
-        // Never over a running container's switchboard (its readers and
-        // writer stay attached to the one they opened).
-        match self.switchboards.map().entry(key.clone()) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                tracing::warn!(container_id = %key, "a second switchboard for a container was dropped");
-                board.close_input();
-                self.free_board_place(&key, place);
-                return;
-            }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(Arc::clone(&board));
-            }
-        }
-        if board.tty {
-            let b = Arc::clone(&board);
-            std::thread::spawn(move || {
-                if let Some(master) = &b.master {
-                    b.pump(Stream::Stdout, master);
-                }
-            });
-        } else {
-            let outputs = std::mem::take(
-                &mut *board
-                    .outputs
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            );
-            for (stream, fd) in outputs {
-                let b = Arc::clone(&board);
-                std::thread::spawn(move || b.pump(stream, &fd));
-            }
-        }
-        let agent: Weak<Agent> = Arc::downgrade(self);
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(WATCH_PERIOD);
-                let ended = agent
-                    .upgrade()
-                    .is_none_or(|a| a.terminated(&key) != Some(false));
-                if ended && !board.terminated.swap(true, Ordering::SeqCst) {
-                    let _guard = board.fanout();
-                    board.changed.notify_all();
-                }
-                if ended {
-                    board.close_input();
-                    if board.output_ended() {
-                        break;
-                    }
-                }
-            }
-            board.close_input();
-            if let Some(agent) = agent.upgrade() {
-                // Only this board and its place: a later container of the
-                // same ID has its own.
-                let mut boards = agent.switchboards.map();
-                if boards.get(&key).is_some_and(|b| Arc::ptr_eq(b, &board)) {
-                    boards.remove(&key);
-                }
-                drop(boards);
-                agent.free_board_place(&key, place);
-            }
-            tracing::debug!(container_id = %key, "switchboard closed");
-        });
-    }
-
-    /// Frees `key`'s place among the switchboards, if it is still the one
-    /// of generation `place`.
-    fn free_board_place(&self, key: &str, place: Option<u64>) {
-        if let Some(place) = place {
-            let mut state = super::registry::lock(&self.state);
-            super::containers::free_place(&mut state.boards, key, place);
-        }
-    }
-
-    /// Drops the switchboard of a container whose launch failed.
-    pub(super) fn abandon_switchboard(board: &Switchboard) {
-        board.close_input();
-    }
-
-    /// The switchboard of a running container, if it has one.
-    pub fn switchboard(&self, key: &str) -> Option<Arc<Switchboard>> {
-        self.switchboards.map().get(key).cloned()
-    }
-
-    /// Whether the agent runs this container (for the switchboard's
-    /// "disabled" answer versus "cannot be found").
-    pub fn runs(&self, key: &str) -> bool {
-        self.terminated(key) == Some(false)
-    }
-}
-
-impl Agent {
-    /// LAUNCH_NESTED_CONTAINER_SESSION's launch (already authorized): a
-    /// DEBUG container, which has a switchboard. At most [`MAX_SESSIONS`]
-    /// run under one root container (checked in [`Agent::launch_as`] under
-    /// the registry's lock, with the launch marked as started).
-    pub fn launch_session(
-        self: &Arc<Self>,
-        id: &nestguard::proto::mesos::ContainerId,
-        command: Option<CommandInfo>,
-        container: Option<ContainerInfo>,
-    ) -> Result<super::Launched, ApiError> {
-        self.session_user_is_the_parents(id, command.as_ref())?;
-        self.launch_as(
-            id,
-            command,
-            container,
-            Vec::new(),
-            Default::default(),
-            ContainerClass::Debug,
-        )
-    }
-
-    /// Refuses a session whose `command.user` is not its parent
-    /// container's user: a debug session is a shell in the parent
-    /// container, with the parent's rights (as `mesos task exec` gives
-    /// it), never a way to run as another user (root) in a sandbox the
-    /// tenant controls.
-    fn session_user_is_the_parents(
-        &self,
-        id: &nestguard::proto::mesos::ContainerId,
-        command: Option<&CommandInfo>,
-    ) -> Result<(), ApiError> {
-        let Some(parent) = &id.parent else {
-            return Ok(());
-        };
-        let parent_key = nestguard::container_id::to_dotted(parent);
-        let parent_user = super::registry::lock(&self.state)
-            .containers
-            .get(&parent_key)
-            .map(|p| (p.user.clone(), p.user_unknown));
-        // A nested parent recovered after a restart whose user checkpoint
-        // is missing or torn: a session without a user would run as the
-        // agent's user in a sandbox the tenant controls. Refused, whatever
-        // the call asks.
-        if let Some((_, true)) = parent_user {
-            return Err(ApiError::BadRequest(format!(
-                "Debug sessions under '{parent_key}' are refused: its user could not be recovered from its checkpoint"
-            )));
-        }
-        let Some(wanted) = command.and_then(|c| c.user.as_deref()) else {
-            return Ok(());
-        };
-        match parent_user.map(|(user, _)| user) {
-            // An absent parent is answered by the launch itself.
-            None => Ok(()),
-            Some(user) if user.as_deref() == Some(wanted) => Ok(()),
-            Some(user) => Err(ApiError::BadRequest(format!(
-                "A debug session runs as its parent container's user ({}): 'command.user' '{wanted}' differs",
-                user.as_deref().unwrap_or("the agent's user")
-            ))),
-        }
     }
 }
 

@@ -7,7 +7,8 @@ use nestguard::container_id::to_dotted;
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 use nestguard::proto::mesos::{ContainerId, ContainerStatus, ResourceStatistics};
 
-use super::registry::{Agent, ApiError, ExecutorRecord, lock};
+use super::records::{ApiError, ExecutorRecord, lock};
+use super::registry::Agent;
 use crate::cli::agent::decision::{deciding_acl, log_decision};
 
 impl Agent {
