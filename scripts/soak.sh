@@ -11,7 +11,7 @@
 #
 # SOAK_MINUTES (default 9) bounds a run: no round or launch starts after it.
 # SOAK_PROFILE=release builds optimized binaries (default: debug, as the tests).
-# The driver is harness/examples/soak.rs; its exit status is 0 only when
+# The driver is harness/examples/soak/ (main.rs); its exit status is 0 only when
 # nothing was lost, inexact, orphaned or leaked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
