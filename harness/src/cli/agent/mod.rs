@@ -49,7 +49,7 @@ pub mod inputs {
     pub use axum::http;
 }
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -152,7 +152,8 @@ fn with_pid_sharing_policy(
     Ok(out)
 }
 
-/// Runs the agent until SIGINT/SIGTERM.
+/// Runs the agent until SIGINT/SIGTERM: checks the flags, loads the
+/// library and its modules, then serves (recovering meanwhile).
 pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     if !flags.ip.is_loopback() {
         bail!(
@@ -171,6 +172,61 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         (None, Some(spec)) => manifest::resolve(&spec.library, exe_dir.as_deref()),
         (None, None) => crate::cli::library::default_path()?,
     };
+    require_executor_key(&flags)?;
+    let abi = Abi::load(&library)?;
+    tracing::info!(library = %abi.path().display(), "loaded libnestguard.so");
+
+    let authorizer = load_authorizer(&abi, &specs, &flags)?;
+    audit_log::install(authorizer.as_ref(), &flags.audit_settings())?;
+    core::set_debug_sessions(flags.debug_sessions);
+    let credentials = flags
+        .http_credentials
+        .as_deref()
+        .map(|p| Credentials::load(&abi, p))
+        .transpose()?;
+    let injector = load_hooks(&abi, &specs, &flags, credentials.as_ref())?;
+    std::fs::create_dir_all(&flags.work_dir)
+        .with_context(|| format!("creating {}", flags.work_dir.display()))?;
+    let layout = paths::Layout {
+        work_dir: flags.work_dir.clone(),
+        agent_id: paths::agent_id(&flags.work_dir)?,
+        runtime_dir: flags.runtime_dir(),
+    };
+    let isolator = load_isolator(&abi, &specs, &flags, &layout)?;
+    let authenticators = http_authenticators(&abi, &flags, credentials.as_ref())?;
+    let (launcher, launcher_kind) =
+        create_launcher(&abi, &flags, exe_dir.as_deref(), isolator.as_ref())?;
+
+    let agent = Arc::new(Agent::new(
+        Modules {
+            authorizer,
+            injector,
+            isolator,
+            launcher,
+        },
+        layout,
+        exe,
+    ));
+    let library_metrics = Arc::clone(&abi);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(serve(
+        flags,
+        agent,
+        authenticators,
+        library_metrics,
+        launcher_kind,
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The operator API's and the executor API's authenticators.
+type Authenticators = (Option<HttpAuthenticator>, Option<HttpAuthenticator>);
+
+/// Refuses executor authentication without a key to check tokens with.
+fn require_executor_key(flags: &AgentFlags) -> anyhow::Result<()> {
     // Mesos' realm for the executor API, with its own flag
     // (src/slave/slave.cpp:338-388); not given, it follows
     // --authenticate_http_readwrite (see `AgentFlags`). Checked before the
@@ -188,29 +244,37 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             "--jwt_secret_key must be specified when --authenticate_http_executors is set to true"
         );
     }
-    let abi = Abi::load(&library)?;
-    tracing::info!(library = %abi.path().display(), "loaded libnestguard.so");
+    Ok(())
+}
 
-    let authorizer = match flags.authorizer.as_str() {
+/// The `--authorizer` module, or None for `local`.
+fn load_authorizer(
+    abi: &Arc<Abi>,
+    specs: &[ModuleSpec],
+    flags: &AgentFlags,
+) -> anyhow::Result<Option<Authorizer>> {
+    Ok(match flags.authorizer.as_str() {
         "local" => None,
         name => {
-            let spec = find(&specs, name)?;
+            let spec = find(specs, name)?;
             if spec.name != AUTHORIZER_MODULE {
                 bail!("Module '{name}' is not an Authorizer module");
             }
-            Some(Authorizer::create(&abi, &spec.parameters)?)
+            Some(Authorizer::create(abi, &spec.parameters)?)
         }
-    };
-    audit_log::install(authorizer.as_ref(), &flags.audit_settings())?;
-    core::set_debug_sessions(flags.debug_sessions);
-    let credentials = flags
-        .http_credentials
-        .as_deref()
-        .map(|p| Credentials::load(&abi, p))
-        .transpose()?;
+    })
+}
+
+/// The credential hook of `--hooks`, if any (the last one named wins).
+fn load_hooks(
+    abi: &Arc<Abi>,
+    specs: &[ModuleSpec],
+    flags: &AgentFlags,
+    credentials: Option<&Credentials>,
+) -> anyhow::Result<Option<CredentialInjector>> {
     let mut injector = None;
     for name in AgentFlags::list(&flags.hooks) {
-        let spec = find(&specs, &name)?;
+        let spec = find(specs, &name)?;
         if spec.name != HOOK_MODULE {
             bail!("Module '{name}' is not a Hook module");
         }
@@ -223,10 +287,10 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             ),
         };
         let hook = CredentialInjector::create(
-            &abi,
+            abi,
             mode,
             flags.jwt_secret_key.as_deref(),
-            credentials.as_ref(),
+            credentials,
             param(spec, "executor_principals"),
         )?;
         tracing::info!(
@@ -239,23 +303,27 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         );
         injector = Some(hook);
     }
-    std::fs::create_dir_all(&flags.work_dir)
-        .with_context(|| format!("creating {}", flags.work_dir.display()))?;
-    let layout = paths::Layout {
-        work_dir: flags.work_dir.clone(),
-        agent_id: paths::agent_id(&flags.work_dir)?,
-        runtime_dir: flags.runtime_dir(),
-    };
+    Ok(injector)
+}
+
+/// The isolator module of `--isolation`, if any (Mesos' posix defaults are
+/// accepted and do nothing here).
+fn load_isolator(
+    abi: &Arc<Abi>,
+    specs: &[ModuleSpec],
+    flags: &AgentFlags,
+    layout: &paths::Layout,
+) -> anyhow::Result<Option<Isolator>> {
     let mut isolator = None;
     for name in AgentFlags::list(&flags.isolation) {
         match name.as_str() {
             ISOLATOR_MODULE => {
-                let spec = find(&specs, &name)?;
+                let spec = find(specs, &name)?;
                 let parameters = with_pid_sharing_policy(
-                    &isolator_parameters(&spec.parameters, &flags, &layout)?,
+                    &isolator_parameters(&spec.parameters, flags, layout)?,
                     flags.disallow_sharing_agent_pid_namespace,
                 )?;
-                isolator = Some(Isolator::create(&abi, &parameters).with_context(|| {
+                isolator = Some(Isolator::create(abi, &parameters).with_context(|| {
                     format!(
                         "{ISOLATOR_MODULE} could not be created; nothing was recovered or destroyed"
                     )
@@ -268,6 +336,16 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
             ),
         }
     }
+    Ok(isolator)
+}
+
+/// The authenticators of the operator API and of the executor API, each
+/// when its flag asks for one.
+fn http_authenticators(
+    abi: &Arc<Abi>,
+    flags: &AgentFlags,
+    credentials: Option<&Credentials>,
+) -> anyhow::Result<Authenticators> {
     if flags.authenticate_http_readwrite && flags.authenticate_http_executors_given == Some(false) {
         tracing::warn!(
             "--authenticate_http_executors=false: the executor API (/api/v1/executor) is not authenticated although --authenticate_http_readwrite is set"
@@ -275,9 +353,9 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     }
     let authenticator = if flags.authenticate_http_readwrite {
         Some(HttpAuthenticator::create(
-            &abi,
+            abi,
             "mesos-agent-readwrite",
-            credentials.as_ref(),
+            credentials,
             flags.jwt_secret_key.as_deref(),
         )?)
     } else {
@@ -285,15 +363,24 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     };
     let executor_authenticator = if flags.authenticate_http_executors() {
         Some(HttpAuthenticator::create(
-            &abi,
+            abi,
             "mesos-agent-executor",
-            credentials.as_ref(),
+            credentials,
             flags.jwt_secret_key.as_deref(),
         )?)
     } else {
         None
     };
+    Ok((authenticator, executor_authenticator))
+}
 
+/// The launcher `--launcher` asks for, sharing the isolator's cgroups.
+fn create_launcher(
+    abi: &Arc<Abi>,
+    flags: &AgentFlags,
+    exe_dir: Option<&Path>,
+    isolator: Option<&Isolator>,
+) -> anyhow::Result<(Launcher, LauncherKind)> {
     let launcher_kind = flags.launcher();
     if launcher_kind == LauncherKind::Posix {
         tracing::warn!(
@@ -304,89 +391,81 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
         tracing::warn!("--cgroups_root has no effect without {ISOLATOR_MODULE} in --isolation");
     }
     let runtime_dir = flags.runtime_dir();
-    let helper = exe_dir.as_ref().map(|d| d.join("nestguard-launch"));
+    let helper = exe_dir.map(|d| d.join("nestguard-launch"));
     let launcher = Launcher::create(
-        &abi,
+        abi,
         &runtime_dir,
         helper.as_deref(),
         launcher_kind == LauncherKind::Posix,
         !flags.disallow_sharing_agent_pid_namespace,
-        isolator.as_ref(),
+        isolator,
     )?;
+    Ok((launcher, launcher_kind))
+}
 
-    let agent = Arc::new(Agent::new(
-        Modules {
-            authorizer,
-            injector,
-            isolator,
-            launcher,
+/// Serves the agent's HTTP API until shutdown, recovering meanwhile.
+async fn serve(
+    flags: AgentFlags,
+    agent: Arc<Agent>,
+    (authenticator, executor_authenticator): Authenticators,
+    library_metrics: Arc<Abi>,
+    launcher_kind: LauncherKind,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind((flags.ip, flags.port))
+        .await
+        .with_context(|| format!("binding {}:{}", flags.ip, flags.port))?;
+    let address = listener.local_addr()?;
+    agent.set_endpoint(address.to_string());
+    // Before recovery (which can take a while): from here on SIGHUP
+    // reloads the ACLs instead of killing the agent.
+    let _watcher = reload::start(Arc::clone(&agent))?;
+    let metrics = agent_metrics(&agent, library_metrics);
+    let recovering = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let server = Arc::new(server::Server {
+        agent: Arc::clone(&agent),
+        authenticator,
+        executor_authenticator,
+        recovering: Arc::clone(&recovering),
+        bodies: server::BodyLimits {
+            unauthenticated: flags.max_unauthenticated_body_bytes,
+            max: flags.max_body_bytes,
+            read_timeout: flags.http_body_read_timeout,
         },
-        layout,
-        exe,
+        per_subject: server::SubjectLimits::new(flags.max_requests_per_principal as usize),
+        details: server::AgentDetails {
+            flags: flags.values(),
+            hostname: address.ip().to_string(),
+            port: address.port(),
+            started: std::time::SystemTime::now(),
+        },
+        metrics,
+    });
+    let limits = door::Limits {
+        header_read_timeout: flags.http_header_read_timeout,
+        idle_timeout: flags.http_idle_timeout,
+        max_connections: flags.max_http_connections,
+        max_connections_per_peer: flags.max_http_connections_per_peer(),
+    };
+    // Served during recovery, as Mesos' agent is: the API, the executor
+    // API and /state answer 503 until it is done, so that an executor
+    // reconnecting early retries instead of finding its connection
+    // refused or queued.
+    let serving = tokio::spawn(door::serve(
+        listener,
+        http::router(server),
+        limits,
+        shutdown(),
     ));
-    let library_metrics = Arc::clone(&abi);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind((flags.ip, flags.port))
-            .await
-            .with_context(|| format!("binding {}:{}", flags.ip, flags.port))?;
-        let address = listener.local_addr()?;
-        agent.set_endpoint(address.to_string());
-        // Before recovery (which can take a while): from here on SIGHUP
-        // reloads the ACLs instead of killing the agent.
-        let _watcher = reload::start(Arc::clone(&agent))?;
-        let metrics = agent_metrics(&agent, library_metrics);
-        let recovering = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let server = Arc::new(server::Server {
-            agent: Arc::clone(&agent),
-            authenticator,
-            executor_authenticator,
-            recovering: Arc::clone(&recovering),
-            bodies: server::BodyLimits {
-                unauthenticated: flags.max_unauthenticated_body_bytes,
-                max: flags.max_body_bytes,
-                read_timeout: flags.http_body_read_timeout,
-            },
-            per_subject: server::SubjectLimits::new(flags.max_requests_per_principal as usize),
-            details: server::AgentDetails {
-                flags: flags.values(),
-                hostname: address.ip().to_string(),
-                port: address.port(),
-                started: std::time::SystemTime::now(),
-            },
-            metrics,
-        });
-        let limits = door::Limits {
-            header_read_timeout: flags.http_header_read_timeout,
-            idle_timeout: flags.http_idle_timeout,
-            max_connections: flags.max_http_connections,
-            max_connections_per_peer: flags.max_http_connections_per_peer(),
-        };
-        // Served during recovery, as Mesos' agent is: the API, the executor
-        // API and /state answer 503 until it is done, so that an executor
-        // reconnecting early retries instead of finding its connection
-        // refused or queued.
-        let serving = tokio::spawn(door::serve(
-            listener,
-            http::router(server),
-            limits,
-            shutdown(),
-        ));
-        let recovering_agent = Arc::clone(&agent);
-        tokio::task::spawn_blocking(move || {
-            hold_recovery_for_tests();
-            recovering_agent.recover()
-        })
-        .await??;
-        recovering.store(false, std::sync::atomic::Ordering::SeqCst);
-        outln!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
-        serving.await?;
-        anyhow::Ok(())
-    })?;
-    Ok(ExitCode::SUCCESS)
+    let recovering_agent = Arc::clone(&agent);
+    tokio::task::spawn_blocking(move || {
+        hold_recovery_for_tests();
+        recovering_agent.recover()
+    })
+    .await??;
+    recovering.store(false, std::sync::atomic::Ordering::SeqCst);
+    outln!("nestguard agent listening on http://{address} (launcher: {launcher_kind:?})");
+    serving.await?;
+    anyhow::Ok(())
 }
 
 /// The environment variable naming a file whose existence holds the

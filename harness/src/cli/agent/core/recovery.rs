@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use nestguard::container_id::{self, to_dotted};
-use nestguard::proto::mesos::slave::{ContainerConfig, ContainerTermination};
+use nestguard::proto::mesos::slave::{self, ContainerConfig, ContainerTermination};
 use nestguard::proto::mesos::{self, ContainerId};
 
 use super::frameworks::{framework_id, principal};
@@ -46,6 +46,24 @@ pub(super) fn exited(status: i32, recovery_error: Option<String>) -> ContainerTe
     }
 }
 
+/// What recovery found in the agent's own checkpoints before it asked the
+/// launcher, handed from step to step.
+#[derive(Default)]
+struct Found {
+    /// Every root container with a checkpoint of the agent's.
+    known: Vec<ContainerId>,
+    /// Root container → why its checkpoint could not be read.
+    damaged: HashMap<String, String>,
+    /// Executors whose queue of undelivered tasks could not be read.
+    queues_damaged: usize,
+    /// Standalone containers' configs, by root.
+    standalone: HashMap<String, ContainerConfig>,
+    /// Launches a crash cut off: container key and marker.
+    cut_off: Vec<(String, PathBuf)>,
+    /// Cut-off launches whose checkpoint was incomplete (not damage).
+    interrupted: HashSet<String>,
+}
+
 impl Agent {
     /// Rebuilds state after a restart: executors from the agent's
     /// checkpoints, containers from the launcher's; orphans are destroyed.
@@ -58,18 +76,62 @@ impl Agent {
     /// failed launch, as Mesos ends one: destroyed, with
     /// `REASON_CONTAINER_LAUNCH_FAILED`.
     pub fn recover(self: &Arc<Self>) -> anyhow::Result<()> {
-        use std::os::unix::ffi::OsStringExt;
-        /// The largest `sandbox` checkpoint read: it holds one path.
-        const SANDBOX_CHECKPOINT_MAX: u64 = 64 * 1024;
         // First: a framework ID must never be free for another principal,
         // not even while the rest recovers.
         let bound = self.frameworks.load()?;
         tracing::info!(count = bound, "framework bindings recovered");
-        let mut known = Vec::new();
-        // Root container → why its checkpoint could not be read.
-        let mut damaged: HashMap<String, String> = HashMap::new();
-        // Executors whose queue of undelivered tasks could not be read.
-        let mut queues_damaged = 0usize;
+        let mut found = Found::default();
+        self.recover_executors(&mut found);
+        // Executors of an agent from before framework bindings bind theirs.
+        let frameworks: Vec<_> = lock(&self.state)
+            .executors
+            .values()
+            .map(|e| e.framework.clone())
+            .collect();
+        self.adopt_frameworks(&frameworks)?;
+        self.recover_standalones(&mut found);
+        found.cut_off = self.launch_markers()?;
+        // A launch the crash cut off may have left its checkpoint half
+        // written: that is the unfinished launch, not damage, and it ends
+        // as a failed launch below instead of being kept for inspection.
+        for (key, _) in &found.cut_off {
+            if let Some(message) = found.damaged.remove(key) {
+                tracing::info!(container_id = %key, error = %message, "the checkpoint of a launch the crash cut off is incomplete");
+                found.interrupted.insert(key.clone());
+            }
+        }
+        let reply = self.modules.launcher.recover(&found.known)?;
+        self.settle_with_launcher(&reply, &found)?;
+        let cut_keys: HashSet<&str> = found.cut_off.iter().map(|(k, _)| k.as_str()).collect();
+        // Every known container and its checkpointed descendants come back
+        // under management: running ones are reaped, exited ones answer WAIT.
+        for state in &reply.checkpointed_container_states {
+            self.manage_recovered(state, &found, &cut_keys);
+        }
+        // Cut off before the launcher had anything: no process ever ran.
+        for (key, _) in &found.cut_off {
+            self.end_launch_cut_off_early(key, &found);
+        }
+        for (_, marker) in &found.cut_off {
+            let _ = std::fs::remove_file(marker);
+        }
+        tracing::info!(
+            known = found.known.len(),
+            damaged = found.damaged.len(),
+            queues_damaged = found.queues_damaged,
+            cut_off = found.cut_off.len(),
+            orphans = reply.orphan_container_ids.len(),
+            "recovered"
+        );
+        Ok(())
+    }
+
+    /// Executors from the agent's checkpoints, with the tasks queued for
+    /// them; an unreadable checkpoint is recorded in `found.damaged`.
+    fn recover_executors(&self, found: &mut Found) {
+        use std::os::unix::ffi::OsStringExt;
+        /// The largest `sandbox` checkpoint read: it holds one path.
+        const SANDBOX_CHECKPOINT_MAX: u64 = 64 * 1024;
         for (root, dir) in checkpoint_dirs(&self.layout.executors_meta()) {
             let read = || -> anyhow::Result<ExecutorRecord> {
                 let sandbox = dir.join("sandbox");
@@ -87,7 +149,7 @@ impl Agent {
                     )),
                 })
             };
-            known.push(ContainerId {
+            found.known.push(ContainerId {
                 value: root.clone(),
                 parent: None,
             });
@@ -98,48 +160,46 @@ impl Agent {
                     // when it re-subscribes. A torn queue is reported and
                     // recovery goes on.
                     if self.recover_queue(&root).is_some() {
-                        queues_damaged += 1;
+                        found.queues_damaged += 1;
                     }
                 }
                 Err(e) => {
                     tracing::error!(container_id = %root, path = %dir.display(), error = %e, "unreadable executor checkpoint: the container is kept as it is until it is killed explicitly");
-                    damaged.insert(
+                    found.damaged.insert(
                         root.clone(),
                         format!("Failed to recover executor container {root}: {e}"),
                     );
                 }
             }
         }
-        // Executors of an agent from before framework bindings bind theirs.
-        let frameworks: Vec<_> = lock(&self.state)
-            .executors
-            .values()
-            .map(|e| e.framework.clone())
-            .collect();
-        self.adopt_frameworks(&frameworks)?;
-        // Standalone containers: their config says where their sandbox is
-        // and which user they run as.
-        let mut standalone: HashMap<String, ContainerConfig> = HashMap::new();
+    }
+
+    /// Standalone containers: their config says where their sandbox is
+    /// and which user they run as.
+    fn recover_standalones(&self, found: &mut Found) {
         for (root, dir) in checkpoint_dirs(&self.layout.standalones_meta()) {
             let path = dir.join("config");
-            known.push(ContainerId {
+            found.known.push(ContainerId {
                 value: root.clone(),
                 parent: None,
             });
             match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
                 Ok(config) => {
-                    standalone.insert(root, config);
+                    found.standalone.insert(root, config);
                 }
                 Err(e) => {
                     tracing::error!(container_id = %root, path = %path.display(), error = %e, "unreadable standalone container checkpoint: the container is kept as it is until it is killed explicitly");
-                    damaged.insert(
+                    found.damaged.insert(
                         root.clone(),
                         format!("Failed to recover standalone container {root}: {e}"),
                     );
                 }
             }
         }
-        // Launches a crash cut off.
+    }
+
+    /// Launches a crash cut off: the markers left in the markers directory.
+    fn launch_markers(&self) -> anyhow::Result<Vec<(String, PathBuf)>> {
         let markers = self.layout.launch_markers();
         std::fs::create_dir_all(&markers)
             .with_context(|| format!("creating {}", markers.display()))?;
@@ -155,17 +215,18 @@ impl Agent {
                 tracing::warn!(path = %entry.path().display(), "ignoring a launch marker that names no container");
             }
         }
-        // A launch the crash cut off may have left its checkpoint half
-        // written: that is the unfinished launch, not damage, and it ends
-        // as a failed launch below instead of being kept for inspection.
-        let mut interrupted: HashSet<String> = HashSet::new();
-        for (key, _) in &cut_off {
-            if let Some(message) = damaged.remove(key) {
-                tracing::info!(container_id = %key, error = %message, "the checkpoint of a launch the crash cut off is incomplete");
-                interrupted.insert(key.clone());
-            }
-        }
-        let reply = self.modules.launcher.recover(&known)?;
+        Ok(cut_off)
+    }
+
+    /// What the launcher's answer settles: standalone checkpoints of
+    /// containers that ended before the restart go, damaged ones of
+    /// containers no longer running are reported, the isolator recovers,
+    /// orphans are destroyed.
+    fn settle_with_launcher(
+        &self,
+        reply: &slave::ContainerRecoverInfo,
+        found: &Found,
+    ) -> anyhow::Result<()> {
         // A standalone container the launcher no longer has (it ended and
         // was destroyed before the restart) has nothing left to recover.
         let managed = |root: &str| {
@@ -174,7 +235,7 @@ impl Agent {
                 .iter()
                 .any(|s| s.container_id.parent.is_none() && s.container_id.value == root)
         };
-        for id in standalone.keys() {
+        for id in found.standalone.keys() {
             if !managed(id) {
                 let _ = std::fs::remove_dir_all(self.layout.standalone_meta(&ContainerId {
                     value: id.clone(),
@@ -182,13 +243,13 @@ impl Agent {
                 }));
             }
         }
-        for (root, message) in &damaged {
+        for (root, message) in &found.damaged {
             if !managed(root) {
                 tracing::warn!(container_id = %root, error = %message, "unreadable checkpoint of a container that no longer runs: left for inspection");
             }
         }
         if let Some(isolator) = &self.modules.isolator {
-            isolator.recover(&reply)?;
+            isolator.recover(reply)?;
         }
         for orphan in &reply.orphan_container_ids {
             tracing::info!(container_id = %to_dotted(orphan), "destroying orphan container");
@@ -197,124 +258,124 @@ impl Agent {
                 let _ = isolator.cleanup(orphan);
             }
         }
-        let cut_keys: HashSet<&str> = cut_off.iter().map(|(k, _)| k.as_str()).collect();
-        // Every known container and its checkpointed descendants come back
-        // under management: running ones are reaped, exited ones answer WAIT.
-        for state in &reply.checkpointed_container_states {
-            let id = state.container_id.clone();
-            let key = to_dotted(&id);
-            let root = container_id::root(&id).value.clone();
-            let recovery_error = damaged.get(&root).filter(|_| id.parent.is_none()).cloned();
-            let (mut sandbox, root_user) = match (self.executor(&root), standalone.get(&root)) {
-                (Some(exec), _) => (
-                    exec.sandbox.clone(),
-                    exec.executor
-                        .command
-                        .as_ref()
-                        .and_then(|c| c.user.clone())
-                        .or_else(|| Some(exec.framework.user.clone()))
-                        .filter(|u| !u.is_empty()),
-                ),
-                (None, Some(config)) => (PathBuf::from(&config.directory), config.user.clone()),
-                // Where the launcher says it is.
-                (None, None) if damaged.contains_key(&root) => {
-                    (PathBuf::from(&state.directory), None)
-                }
-                (None, None) => continue,
-            };
-            if !damaged.contains_key(&root) {
-                for level in container_id::chain(&id).iter().skip(1) {
-                    sandbox = sandbox.join("containers").join(level);
-                }
-            } else if id.parent.is_some() {
-                sandbox = PathBuf::from(&state.directory);
-            }
-            let nested = if id.parent.is_none() {
-                Recovered {
-                    user: root_user,
-                    user_unknown: false,
-                    session: false,
-                }
-            } else {
-                self.recovered_config(&id)
-            };
-            let mut record =
-                ContainerRecord::running(id.clone(), sandbox, nested.user, recovery_error);
-            record.user_unknown = nested.user_unknown;
-            lock(&self.state).containers.insert(key.clone(), record);
-            if cut_keys.contains(key.as_str()) {
-                self.fail_cut_off_launch(&id);
-                continue;
-            }
-            if nested.session && self.terminated(&key) == Some(false) {
-                self.end_recovered_session(&id);
-                continue;
-            }
-            if self.terminated(&key) == Some(true) {
-                continue; // under a cut-off launch destroyed just above
-            }
-            let watch = self.modules.isolator.as_ref().and_then(|i| {
-                i.watch(&id)
-                    .inspect_err(|e| {
-                        tracing::warn!(container_id = %key, error = %e,
-                            "no limitation watch for the recovered container");
-                    })
-                    .ok()
-            });
-            self.reap(id, watch);
-        }
-        // Cut off before the launcher had anything: no process ever ran.
-        for (key, _) in &cut_off {
-            let Ok(id) = container_id::parse_dotted(key) else {
-                continue;
-            };
-            let root = container_id::root(&id).value.clone();
-            // A standalone launch cut off before its checkpoint was written
-            // may have made its sandbox: recorded, WAIT says what happened
-            // and REMOVE_CONTAINER removes it.
-            let standalone_sandbox = id
-                .parent
-                .is_none()
-                .then(|| self.layout.standalone_sandbox(&id))
-                .filter(|s| s.is_dir());
-            let root_known = self.executor(&root).is_some()
-                || standalone.contains_key(&root)
-                || damaged.contains_key(&root)
-                || interrupted.contains(&root)
-                || standalone_sandbox.is_some();
-            if lock(&self.state).containers.contains_key(key) || !root_known {
-                continue;
-            }
-            let sandbox = match &id.parent {
-                Some(parent) => lock(&self.state)
-                    .containers
-                    .get(&to_dotted(parent))
-                    .map(|p| nested_sandbox(&p.sandbox, &id))
-                    .unwrap_or_default(),
-                None => standalone
-                    .get(&root)
-                    .map(|c| PathBuf::from(&c.directory))
-                    .or(standalone_sandbox)
-                    .unwrap_or_default(),
-            };
-            lock(&self.state).containers.insert(
-                key.clone(),
-                ContainerRecord::running(id.clone(), sandbox, None, None),
-            );
-            self.fail_cut_off_launch(&id);
-        }
-        for (_, marker) in &cut_off {
-            let _ = std::fs::remove_file(marker);
-        }
-        tracing::info!(
-            known = known.len(),
-            damaged = damaged.len(),
-            queues_damaged,
-            cut_off = cut_off.len(),
-            orphans = reply.orphan_container_ids.len(),
-            "recovered"
-        );
         Ok(())
+    }
+
+    /// Brings one container the launcher checkpointed back under
+    /// management (recorded, then reaped, failed or ended as its state says).
+    fn manage_recovered(
+        self: &Arc<Self>,
+        state: &slave::ContainerState,
+        found: &Found,
+        cut_keys: &HashSet<&str>,
+    ) {
+        let id = state.container_id.clone();
+        let key = to_dotted(&id);
+        let root = container_id::root(&id).value.clone();
+        let recovery_error = found
+            .damaged
+            .get(&root)
+            .filter(|_| id.parent.is_none())
+            .cloned();
+        let (mut sandbox, root_user) = match (self.executor(&root), found.standalone.get(&root)) {
+            (Some(exec), _) => (
+                exec.sandbox.clone(),
+                exec.executor
+                    .command
+                    .as_ref()
+                    .and_then(|c| c.user.clone())
+                    .or_else(|| Some(exec.framework.user.clone()))
+                    .filter(|u| !u.is_empty()),
+            ),
+            (None, Some(config)) => (PathBuf::from(&config.directory), config.user.clone()),
+            // Where the launcher says it is.
+            (None, None) if found.damaged.contains_key(&root) => {
+                (PathBuf::from(&state.directory), None)
+            }
+            (None, None) => return,
+        };
+        if !found.damaged.contains_key(&root) {
+            for level in container_id::chain(&id).iter().skip(1) {
+                sandbox = sandbox.join("containers").join(level);
+            }
+        } else if id.parent.is_some() {
+            sandbox = PathBuf::from(&state.directory);
+        }
+        let nested = if id.parent.is_none() {
+            Recovered {
+                user: root_user,
+                user_unknown: false,
+                session: false,
+            }
+        } else {
+            self.recovered_config(&id)
+        };
+        let mut record = ContainerRecord::running(id.clone(), sandbox, nested.user, recovery_error);
+        record.user_unknown = nested.user_unknown;
+        lock(&self.state).containers.insert(key.clone(), record);
+        if cut_keys.contains(key.as_str()) {
+            self.fail_cut_off_launch(&id);
+            return;
+        }
+        if nested.session && self.terminated(&key) == Some(false) {
+            self.end_recovered_session(&id);
+            return;
+        }
+        if self.terminated(&key) == Some(true) {
+            return; // under a cut-off launch destroyed just above
+        }
+        let watch = self.modules.isolator.as_ref().and_then(|i| {
+            i.watch(&id)
+                .inspect_err(|e| {
+                    tracing::warn!(container_id = %key, error = %e,
+                        "no limitation watch for the recovered container");
+                })
+                .ok()
+        });
+        self.reap(id, watch);
+    }
+
+    /// Ends a launch cut off before the launcher had anything of it (no
+    /// process ever ran), if its root is known.
+    fn end_launch_cut_off_early(&self, key: &str, found: &Found) {
+        let Ok(id) = container_id::parse_dotted(key) else {
+            return;
+        };
+        let root = container_id::root(&id).value.clone();
+        // A standalone launch cut off before its checkpoint was written
+        // may have made its sandbox: recorded, WAIT says what happened
+        // and REMOVE_CONTAINER removes it.
+        let standalone_sandbox = id
+            .parent
+            .is_none()
+            .then(|| self.layout.standalone_sandbox(&id))
+            .filter(|s| s.is_dir());
+        let root_known = self.executor(&root).is_some()
+            || found.standalone.contains_key(&root)
+            || found.damaged.contains_key(&root)
+            || found.interrupted.contains(&root)
+            || standalone_sandbox.is_some();
+        if lock(&self.state).containers.contains_key(key) || !root_known {
+            return;
+        }
+        let sandbox = match &id.parent {
+            Some(parent) => lock(&self.state)
+                .containers
+                .get(&to_dotted(parent))
+                .map(|p| nested_sandbox(&p.sandbox, &id))
+                .unwrap_or_default(),
+            None => found
+                .standalone
+                .get(&root)
+                .map(|c| PathBuf::from(&c.directory))
+                .or(standalone_sandbox)
+                .unwrap_or_default(),
+        };
+        lock(&self.state).containers.insert(
+            key.to_owned(),
+            ContainerRecord::running(id.clone(), sandbox, None, None),
+        );
+        self.fail_cut_off_launch(&id);
     }
 
     /// Ends a container whose launch a crash of the agent cut off, as Mesos
