@@ -382,17 +382,7 @@ fn demo() -> anyhow::Result<ExitCode> {
         .tempdir()
         .context("creating a temporary directory")?;
     let library = super::library::default_path()?;
-    std::fs::write(dir.path().join("acls.json"), DEMO_ACLS)?;
-    write_private(
-        &dir.path().join("credentials.json"),
-        r#"{"credentials":[{"principal":"ops","secret":"demo-ops-secret"},{"principal":"intruder","secret":"demo-intruder-secret"}]}"#,
-    )?;
-    let mut key = [0u8; 32];
-    getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
-    write_private(
-        &dir.path().join("jwt.key"),
-        &key.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-    )?;
+    write_demo_files(dir.path())?;
     let log = dir.path().join("agent.log");
     let cgroups_root = is_root().then(|| format!("nestguard-demo-{}", std::process::id()));
     let _cgroups_root_guard = CgroupsRootGuard(cgroups_root.clone());
@@ -410,20 +400,8 @@ fn demo() -> anyhow::Result<ExitCode> {
         ),
     )?;
 
-    let ops = AgentClient::new(
-        &agent.address,
-        Credential::Basic {
-            principal: "ops".into(),
-            secret: "demo-ops-secret".into(),
-        },
-    );
-    let intruder = AgentClient::new(
-        &agent.address,
-        Credential::Basic {
-            principal: "intruder".into(),
-            secret: "demo-intruder-secret".into(),
-        },
-    );
+    let ops = basic_client(&agent.address, "ops", "demo-ops-secret");
+    let intruder = basic_client(&agent.address, "intruder", "demo-intruder-secret");
     let user = if is_root() {
         "root".to_owned()
     } else {
@@ -448,94 +426,21 @@ fn demo() -> anyhow::Result<ExitCode> {
     )?;
 
     let events: Arc<Mutex<Vec<TaskEvent>>> = Arc::default();
-    let seen = Arc::clone(&events);
-    let follower = {
-        let address = agent.address.clone();
-        let (pod_id, sandbox) = (pod_id.clone(), sandbox.clone());
-        std::thread::spawn(move || {
-            let client = AgentClient::new(
-                &address,
-                Credential::Basic {
-                    principal: "ops".into(),
-                    secret: "demo-ops-secret".into(),
-                },
-            );
-            pod::follow(
-                &client,
-                &pod_id,
-                &sandbox,
-                |e| {
-                    say!("{}", pod::describe(e, started));
-                    seen.lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push(e.clone());
-                },
-                || {},
-            )
-        })
-    };
-    let container_of = |task: &str| -> Option<String> {
-        events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .rev()
-            .find(|e| e.task_id == task && e.state == "TASK_RUNNING")
-            .and_then(|e| e.detail["container_id"].as_str().map(str::to_owned))
-    };
-    let state_of = |task: &str| -> Option<String> {
-        events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .rev()
-            .find(|e| e.task_id == task)
-            .map(|e| e.state.clone())
-    };
-    let wait_until = |what: &str, cond: &dyn Fn() -> bool| -> anyhow::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !cond() {
-            checkpoint()?;
-            if Instant::now() > deadline {
-                bail!(
-                    "timed out waiting for {what} (agent log: {})",
-                    log.display()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(())
-    };
+    let follower = spawn_follower(&agent.address, &pod_id, &sandbox, started, &events);
+    let wait_until = |what: &str, cond: &dyn Fn() -> bool| wait_for(&log, what, cond);
 
-    wait_until("the app to run", &|| container_of("app").is_some())?;
-    let app = container_of("app").unwrap_or_default();
+    wait_until("the app to run", &|| container_of(&events, "app").is_some())?;
+    let app = container_of(&events, "app").unwrap_or_default();
     std::thread::sleep(Duration::from_millis(500));
     step(
         started,
         "'intruder' (authenticated, but not in the ACLs) tries to kill the app",
     )?;
-    let reply = intruder.kill_nested(&app, libc::SIGKILL)?;
-    say!(
-        "           -> HTTP {} {}",
-        reply.status,
-        if reply.status == 403 { "Forbidden" } else { "" }
-    );
-    // The body is Mesos' neutral text; the deciding entry is in the
-    // agent's decision log.
-    if let Some(acl) = last_denial(&log) {
-        say!("           -> decided by {acl} (from the agent's decision log)");
-    }
-    if reply.status != 403 {
-        bail!(
-            "the intruder's kill was not refused: {} {}",
-            reply.status,
-            reply.body
-        );
-    }
+    intruder_kill_is_refused(&intruder, &app, &log)?;
 
     wait_until("the backup and the flaky task to finish", &|| {
-        state_of("backup").as_deref() == Some("TASK_FINISHED")
-            && state_of("flaky").as_deref() == Some("TASK_FINISHED")
+        state_of(&events, "backup").as_deref() == Some("TASK_FINISHED")
+            && state_of(&events, "flaky").as_deref() == Some("TASK_FINISHED")
     })?;
     step(
         started,
@@ -557,18 +462,7 @@ fn demo() -> anyhow::Result<ExitCode> {
             wait_status_text(outcome.exit_status)
         ),
     )?;
-    say!(
-        "executor API: {} status updates from the executor acknowledged by the framework",
-        outcome.acknowledged
-    );
-    say!("\nfinal task states:");
-    for (task, state) in &outcome.final_states {
-        say!("  {task:<8} {state}");
-    }
-    let backup = std::fs::read_to_string(sandbox.join("shared/backup.log"))
-        .map(|s| s.lines().count())
-        .unwrap_or(0);
-    say!("\nshared volume: app.log heartbeats backed up by the transient task: {backup} lines");
+    report_outcome(&outcome, &sandbox);
 
     show_audit_and_metrics(&ops, &dir.path().join("audit.jsonl"))?;
 
@@ -583,20 +477,159 @@ fn demo() -> anyhow::Result<ExitCode> {
         started,
         "cleaned up: pod destroyed, agent stopped, work directory removed",
     )?;
+    Ok(if ended_as_expected(&outcome) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The demo's ACLs, credentials and executor-token key in `dir`.
+fn write_demo_files(dir: &Path) -> anyhow::Result<()> {
+    std::fs::write(dir.join("acls.json"), DEMO_ACLS)?;
+    write_private(
+        &dir.join("credentials.json"),
+        r#"{"credentials":[{"principal":"ops","secret":"demo-ops-secret"},{"principal":"intruder","secret":"demo-intruder-secret"}]}"#,
+    )?;
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
+    write_private(
+        &dir.join("jwt.key"),
+        &key.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+    )?;
+    Ok(())
+}
+
+/// A client of the agent authenticated with HTTP Basic.
+fn basic_client(address: &str, principal: &str, secret: &str) -> AgentClient {
+    AgentClient::new(
+        address,
+        Credential::Basic {
+            principal: principal.into(),
+            secret: secret.into(),
+        },
+    )
+}
+
+/// Follows the pod's task events as 'ops' on a thread of its own, printing
+/// each and keeping them in `events`, until the pod ends.
+fn spawn_follower(
+    address: &str,
+    pod_id: &str,
+    sandbox: &Path,
+    started: Instant,
+    events: &Arc<Mutex<Vec<TaskEvent>>>,
+) -> std::thread::JoinHandle<anyhow::Result<pod::PodOutcome>> {
+    let seen = Arc::clone(events);
+    let address = address.to_owned();
+    let (pod_id, sandbox) = (pod_id.to_owned(), sandbox.to_path_buf());
+    std::thread::spawn(move || {
+        let client = basic_client(&address, "ops", "demo-ops-secret");
+        pod::follow(
+            &client,
+            &pod_id,
+            &sandbox,
+            |e| {
+                say!("{}", pod::describe(e, started));
+                seen.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(e.clone());
+            },
+            || {},
+        )
+    })
+}
+
+/// The container of `task`'s latest TASK_RUNNING.
+fn container_of(events: &Mutex<Vec<TaskEvent>>, task: &str) -> Option<String> {
+    events
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .rev()
+        .find(|e| e.task_id == task && e.state == "TASK_RUNNING")
+        .and_then(|e| e.detail["container_id"].as_str().map(str::to_owned))
+}
+
+/// The latest state of `task`.
+fn state_of(events: &Mutex<Vec<TaskEvent>>, task: &str) -> Option<String> {
+    events
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .rev()
+        .find(|e| e.task_id == task)
+        .map(|e| e.state.clone())
+}
+
+/// Waits up to 30 s for `cond`, answering Ctrl-C and a closed stdout.
+fn wait_for(log: &Path, what: &str, cond: &dyn Fn() -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        checkpoint()?;
+        if Instant::now() > deadline {
+            bail!(
+                "timed out waiting for {what} (agent log: {})",
+                log.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// The intruder's kill of the app: 403, with the deciding entry from the
+/// agent's decision log.
+fn intruder_kill_is_refused(intruder: &AgentClient, app: &str, log: &Path) -> anyhow::Result<()> {
+    let reply = intruder.kill_nested(app, libc::SIGKILL)?;
+    say!(
+        "           -> HTTP {} {}",
+        reply.status,
+        if reply.status == 403 { "Forbidden" } else { "" }
+    );
+    // The body is Mesos' neutral text; the deciding entry is in the
+    // agent's decision log.
+    if let Some(acl) = last_denial(log) {
+        say!("           -> decided by {acl} (from the agent's decision log)");
+    }
+    if reply.status != 403 {
+        bail!(
+            "the intruder's kill was not refused: {} {}",
+            reply.status,
+            reply.body
+        );
+    }
+    Ok(())
+}
+
+/// The executor API's count and the tasks' final states, and what the
+/// transient task backed up in the shared volume.
+fn report_outcome(outcome: &pod::PodOutcome, sandbox: &Path) {
+    say!(
+        "executor API: {} status updates from the executor acknowledged by the framework",
+        outcome.acknowledged
+    );
+    say!("\nfinal task states:");
+    for (task, state) in &outcome.final_states {
+        say!("  {task:<8} {state}");
+    }
+    let backup = std::fs::read_to_string(sandbox.join("shared/backup.log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0);
+    say!("\nshared volume: app.log heartbeats backed up by the transient task: {backup} lines");
+}
+
+/// Whether every task of the demo pod ended as it should.
+fn ended_as_expected(outcome: &pod::PodOutcome) -> bool {
     let expected = [
         ("app", "TASK_KILLED"),
         ("backup", "TASK_FINISHED"),
         ("flaky", "TASK_FINISHED"),
         ("logger", "TASK_KILLED"),
     ];
-    let ok = expected
+    expected
         .iter()
-        .all(|(t, s)| outcome.final_states.get(*t).map(String::as_str) == Some(*s));
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+        .all(|(t, s)| outcome.final_states.get(*t).map(String::as_str) == Some(*s))
 }
 
 /// The `acl` field of the last denial in the agent's decision log.
