@@ -69,24 +69,7 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
             let Some(launch) = &call.launch_nested_container else {
                 return err("Expecting 'launch_nested_container' to be present");
             };
-            let id = container_id_field("launch_nested_container", &launch.container_id)?;
-            require_parent("launch_nested_container", &id)?;
-            command_and_container(
-                "launch_nested_container",
-                launch.command.as_ref(),
-                launch.container.as_ref(),
-            )?;
-            let unshared = launch
-                .container
-                .as_ref()
-                .and_then(|c| c.linux_info.as_ref())
-                .is_some_and(|l| l.share_cgroups == Some(false));
-            if unshared && id.parent.as_ref().is_some_and(|p| p.parent.is_some()) {
-                return err(
-                    "'launch_nested_container' is invalid: containers nested at the second level \
-                     or greater cannot set 'share_cgroups' to 'false'",
-                );
-            }
+            validate_launch_nested(launch)?;
         }
         Type::LaunchNestedContainerSession => {
             // Mesos' rules but `share_cgroups`, whose text the handler
@@ -124,60 +107,7 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
             let Some(launch) = &call.launch_container else {
                 return err("Expecting 'launch_container' to be present");
             };
-            let id = container_id_field("launch_container", &launch.container_id)?;
-            if id.parent.is_none() {
-                for resource in &launch.resources {
-                    if resource.reservation.is_some() || !resource.reservations.is_empty() {
-                        return err("'launch_container.resources' must be unreserved");
-                    }
-                    if resource
-                        .disk
-                        .as_ref()
-                        .is_some_and(|d| d.persistence.is_some())
-                    {
-                        return err("'launch_container.resources' may not use persistent volumes");
-                    }
-                    if resource.revocable.is_some() {
-                        return err("'launch_container.resources' must be non-revocable");
-                    }
-                }
-            }
-            command_and_container(
-                "launch_container",
-                launch.command.as_ref(),
-                launch.container.as_ref(),
-            )?;
-            let explicit_share = launch
-                .container
-                .as_ref()
-                .and_then(|c| c.linux_info.as_ref())
-                .and_then(|l| l.share_cgroups);
-            let share_cgroups = explicit_share.unwrap_or(true);
-            let twice_nested = id.parent.as_ref().is_some_and(|p| p.parent.is_some());
-            if twice_nested && !launch.resources.is_empty() {
-                return err(
-                    "'launch_container' is invalid: containers nested at the second level or \
-                     greater cannot specify resources",
-                );
-            }
-            if twice_nested && !launch.limits.is_empty() {
-                return err(
-                    "'launch_container' is invalid: containers nested at the second level or \
-                     greater cannot specify resource limits",
-                );
-            }
-            if twice_nested && !share_cgroups {
-                return err(
-                    "'launch_container' is invalid: containers nested at the second level or \
-                     greater cannot set 'share_cgroups' to 'false'",
-                );
-            }
-            if id.parent.is_none() && explicit_share == Some(true) {
-                return err(
-                    "'launch_container' is invalid: containers without a parent cannot set \
-                     'share_cgroups' to 'true'",
-                );
-            }
+            validate_launch_container(launch)?;
         }
         Type::WaitContainer => {
             let Some(wait) = &call.wait_container else {
@@ -238,6 +168,96 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
             return err("Expecting 'mark_resource_provider_gone' to be present");
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// LAUNCH_NESTED_CONTAINER's fields (src/slave/validation.cpp).
+fn validate_launch_nested(launch: &v1::agent::call::LaunchNestedContainer) -> Result {
+    let id = container_id_field("launch_nested_container", &launch.container_id)?;
+    require_parent("launch_nested_container", &id)?;
+    command_and_container(
+        "launch_nested_container",
+        launch.command.as_ref(),
+        launch.container.as_ref(),
+    )?;
+    let unshared = launch
+        .container
+        .as_ref()
+        .and_then(|c| c.linux_info.as_ref())
+        .is_some_and(|l| l.share_cgroups == Some(false));
+    if unshared && id.parent.as_ref().is_some_and(|p| p.parent.is_some()) {
+        return err(
+            "'launch_nested_container' is invalid: containers nested at the second level \
+             or greater cannot set 'share_cgroups' to 'false'",
+        );
+    }
+    Ok(())
+}
+
+/// LAUNCH_CONTAINER's fields: standalone resources, command and container,
+/// and what containers nested at the second level may not set.
+fn validate_launch_container(launch: &v1::agent::call::LaunchContainer) -> Result {
+    let id = container_id_field("launch_container", &launch.container_id)?;
+    if id.parent.is_none() {
+        standalone_resources(&launch.resources)?;
+    }
+    command_and_container(
+        "launch_container",
+        launch.command.as_ref(),
+        launch.container.as_ref(),
+    )?;
+    let explicit_share = launch
+        .container
+        .as_ref()
+        .and_then(|c| c.linux_info.as_ref())
+        .and_then(|l| l.share_cgroups);
+    let share_cgroups = explicit_share.unwrap_or(true);
+    let twice_nested = id.parent.as_ref().is_some_and(|p| p.parent.is_some());
+    if twice_nested && !launch.resources.is_empty() {
+        return err(
+            "'launch_container' is invalid: containers nested at the second level or \
+             greater cannot specify resources",
+        );
+    }
+    if twice_nested && !launch.limits.is_empty() {
+        return err(
+            "'launch_container' is invalid: containers nested at the second level or \
+             greater cannot specify resource limits",
+        );
+    }
+    if twice_nested && !share_cgroups {
+        return err(
+            "'launch_container' is invalid: containers nested at the second level or \
+             greater cannot set 'share_cgroups' to 'false'",
+        );
+    }
+    if id.parent.is_none() && explicit_share == Some(true) {
+        return err(
+            "'launch_container' is invalid: containers without a parent cannot set \
+             'share_cgroups' to 'true'",
+        );
+    }
+    Ok(())
+}
+
+/// A standalone container's resources: unreserved, without persistent
+/// volumes, non-revocable.
+fn standalone_resources(resources: &[v1::Resource]) -> Result {
+    for resource in resources {
+        if resource.reservation.is_some() || !resource.reservations.is_empty() {
+            return err("'launch_container.resources' must be unreserved");
+        }
+        if resource
+            .disk
+            .as_ref()
+            .is_some_and(|d| d.persistence.is_some())
+        {
+            return err("'launch_container.resources' may not use persistent volumes");
+        }
+        if resource.revocable.is_some() {
+            return err("'launch_container.resources' must be non-revocable");
+        }
     }
     Ok(())
 }
