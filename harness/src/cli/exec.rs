@@ -196,43 +196,8 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         request.send(&body[..])
     };
 
-    let mut suffix = [0u8; 8];
-    getrandom::fill(&mut suffix).context("random container ID")?;
-    let child = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(suffix);
-    let id = v1::ContainerId {
-        value: format!("exec-{}", child.replace(['-', '_'], "x")),
-        parent: Some(Box::new(container_id(&args.container))),
-    };
-    let command = if args.command.len() == 1 {
-        CommandInfo {
-            shell: Some(true),
-            value: Some(args.command[0].clone()),
-            ..Default::default()
-        }
-    } else {
-        CommandInfo {
-            shell: Some(false),
-            value: Some(args.command[0].clone()),
-            arguments: args.command.clone(),
-            ..Default::default()
-        }
-    };
-    let container = args.tty.then(|| ContainerInfo {
-        r#type: v1::container_info::Type::Mesos as i32,
-        tty_info: Some(TtyInfo {
-            window_size: Some(window_size()),
-        }),
-        ..Default::default()
-    });
-    let session = Call {
-        r#type: Some(call::Type::LaunchNestedContainerSession as i32),
-        launch_nested_container_session: Some(call::LaunchNestedContainerSession {
-            container_id: id.clone(),
-            command: Some(command),
-            container,
-        }),
-        ..Default::default()
-    };
+    let id = session_id(&args.container)?;
+    let session = session_call(&id, &args.command, args.tty);
     let mut response = post(
         nestguard::json::to_json(&session).into_bytes(),
         &[
@@ -249,62 +214,140 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     }
 
     // stdin streams to the container as it is read, on its own connection.
-    let input = args.interactive.then(|| {
-        let mut first =
-            recordio::encode(nestguard::json::to_json(&input_call(&id, None)).as_bytes());
-        if args.tty {
-            let control = ProcessIo {
-                r#type: Some(process_io::Type::Control as i32),
-                data: None,
-                control: Some(process_io::Control {
-                    r#type: Some(process_io::control::Type::TtyInfo as i32),
-                    tty_info: Some(TtyInfo {
-                        window_size: Some(window_size()),
-                    }),
-                    heartbeat: None,
-                }),
-            };
-            first.extend(recordio::encode(
-                nestguard::json::to_json(&input_call(&id, Some(control))).as_bytes(),
-            ));
-        }
-        let records = StdinRecords {
-            id: id.clone(),
-            tty: args.tty,
-            pending: first,
-            pos: 0,
-            done: false,
-            stdin: stdin_chunks(),
-            heartbeat: INPUT_HEARTBEAT,
-        };
-        let http = http.clone();
-        let url = format!("{base}/api/v1");
-        let auth = auth.clone();
-        std::thread::spawn(move || {
-            let mut request = http
-                .post(url)
-                .header("Content-Type", "application/recordio")
-                .header("Message-Content-Type", "application/json")
-                .header("Accept", "application/json");
-            if let Some(h) = &auth {
-                request = request.header("Authorization", h);
-            }
-            match request.send(ureq::SendBody::from_owned_reader(records)) {
-                Ok(mut reply) if reply.status().as_u16() != 200 => {
-                    let text = reply.body_mut().read_to_string().unwrap_or_default();
-                    tracing::warn!(
-                        status = reply.status().as_u16(),
-                        text,
-                        "the agent refused the input"
-                    );
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "sending the input failed"),
-            }
-        })
-    });
+    let input = args
+        .interactive
+        .then(|| spawn_input(&http, &base, auth.clone(), &id, args.tty));
+    copy_output(response.body_mut().as_reader())?;
 
-    let mut reader = response.body_mut().as_reader();
+    // The input ends with the container (its stdin is gone); it is not
+    // waited for, as stdin may never reach EOF.
+    drop(input);
+    let wait = Call {
+        r#type: Some(call::Type::WaitNestedContainer as i32),
+        wait_nested_container: Some(call::WaitNestedContainer { container_id: id }),
+        ..Default::default()
+    };
+    let mut reply = post(
+        nestguard::json::to_json(&wait).into_bytes(),
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+        ],
+    )?;
+    let body = reply.body_mut().read_to_string().unwrap_or_default();
+    let status = exit_status(&body).with_context(|| format!("the WAIT answer: {body}"))?;
+    Ok(shell_exit_code(status))
+}
+
+/// A fresh ID for the session, nested under `parent` (dotted).
+fn session_id(parent: &str) -> anyhow::Result<v1::ContainerId> {
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).context("random container ID")?;
+    let child = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(suffix);
+    Ok(v1::ContainerId {
+        value: format!("exec-{}", child.replace(['-', '_'], "x")),
+        parent: Some(Box::new(container_id(parent))),
+    })
+}
+
+/// LAUNCH_NESTED_CONTAINER_SESSION of `command` (one word: a shell
+/// command; more: argv), with a TTY of this terminal's size if `tty`.
+fn session_call(id: &v1::ContainerId, command: &[String], tty: bool) -> Call {
+    let command = if command.len() == 1 {
+        CommandInfo {
+            shell: Some(true),
+            value: Some(command[0].clone()),
+            ..Default::default()
+        }
+    } else {
+        CommandInfo {
+            shell: Some(false),
+            value: Some(command[0].clone()),
+            arguments: command.to_vec(),
+            ..Default::default()
+        }
+    };
+    let container = tty.then(|| ContainerInfo {
+        r#type: v1::container_info::Type::Mesos as i32,
+        tty_info: Some(TtyInfo {
+            window_size: Some(window_size()),
+        }),
+        ..Default::default()
+    });
+    Call {
+        r#type: Some(call::Type::LaunchNestedContainerSession as i32),
+        launch_nested_container_session: Some(call::LaunchNestedContainerSession {
+            container_id: id.clone(),
+            command: Some(command),
+            container,
+        }),
+        ..Default::default()
+    }
+}
+
+/// Streams this process' stdin to the session as ATTACH_CONTAINER_INPUT
+/// on its own connection (with the window size first on a TTY).
+fn spawn_input(
+    http: &ureq::Agent,
+    base: &str,
+    auth: Option<String>,
+    id: &v1::ContainerId,
+    tty: bool,
+) -> std::thread::JoinHandle<()> {
+    let mut first = recordio::encode(nestguard::json::to_json(&input_call(id, None)).as_bytes());
+    if tty {
+        let control = ProcessIo {
+            r#type: Some(process_io::Type::Control as i32),
+            data: None,
+            control: Some(process_io::Control {
+                r#type: Some(process_io::control::Type::TtyInfo as i32),
+                tty_info: Some(TtyInfo {
+                    window_size: Some(window_size()),
+                }),
+                heartbeat: None,
+            }),
+        };
+        first.extend(recordio::encode(
+            nestguard::json::to_json(&input_call(id, Some(control))).as_bytes(),
+        ));
+    }
+    let records = StdinRecords {
+        id: id.clone(),
+        tty,
+        pending: first,
+        pos: 0,
+        done: false,
+        stdin: stdin_chunks(),
+        heartbeat: INPUT_HEARTBEAT,
+    };
+    let http = http.clone();
+    let url = format!("{base}/api/v1");
+    std::thread::spawn(move || {
+        let mut request = http
+            .post(url)
+            .header("Content-Type", "application/recordio")
+            .header("Message-Content-Type", "application/json")
+            .header("Accept", "application/json");
+        if let Some(h) = &auth {
+            request = request.header("Authorization", h);
+        }
+        match request.send(ureq::SendBody::from_owned_reader(records)) {
+            Ok(mut reply) if reply.status().as_u16() != 200 => {
+                let text = reply.body_mut().read_to_string().unwrap_or_default();
+                tracing::warn!(
+                    status = reply.status().as_u16(),
+                    text,
+                    "the agent refused the input"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "sending the input failed"),
+        }
+    })
+}
+
+/// Copies the session's output records to stdout and stderr until it ends.
+fn copy_output(mut reader: impl Read) -> anyhow::Result<()> {
     let mut decoder = recordio::Decoder::new(16 << 20);
     let mut buf = vec![0u8; 16 * 1024];
     // Through `out`: a closed stdout drops the output, never panics or
@@ -324,31 +367,17 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    Ok(())
+}
 
-    // The input ends with the container (its stdin is gone); it is not
-    // waited for, as stdin may never reach EOF.
-    drop(input);
-    let wait = Call {
-        r#type: Some(call::Type::WaitNestedContainer as i32),
-        wait_nested_container: Some(call::WaitNestedContainer { container_id: id }),
-        ..Default::default()
-    };
-    let mut reply = post(
-        nestguard::json::to_json(&wait).into_bytes(),
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json"),
-        ],
-    )?;
-    let body = reply.body_mut().read_to_string().unwrap_or_default();
-    let status = exit_status(&body).with_context(|| format!("the WAIT answer: {body}"))?;
-    // A wait status: the exit code, or 128 + the signal, as a shell reports it.
+/// A wait status as a shell reports it: the exit code, or 128 + the signal.
+fn shell_exit_code(status: i32) -> ExitCode {
     let code = if status & 0x7f == 0 {
         (status >> 8) & 0xff
     } else {
         128 + (status & 0x7f)
     };
-    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 #[cfg(test)]
