@@ -11,6 +11,7 @@
 //! acknowledgements ([`super::status_updates`]), KILL of a task, and the
 //! teardown (SHUTDOWN, then destroy).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use nestguard::container_id;
@@ -115,44 +116,12 @@ impl Agent {
         subject: Option<&Subject>,
         mut pod: PodSpec,
     ) -> Result<ContainerId, ApiError> {
-        // IDs become paths: Mesos' ID rules, before anything else.
-        nestguard::validation::validate_pod_ids(&pod).map_err(|e| ApiError::BadRequest(e.0))?;
-        // Nothing touches the disk or starts before admission passed.
-        let subject = pod_admission::subject(&mut pod, subject)?;
-        pod_admission::validate(&mut pod)?;
-        // Authorized as they run: on this agent, whatever the caller wrote.
-        for t in &mut pod.tasks {
-            t.task.slave_id = mesos::SlaveId {
-                value: self.layout.agent_id.clone(),
-            };
-        }
-        for object in pod_admission::run_task_objects(&pod) {
-            self.authorize_object(subject.as_ref(), Action::RunTask, object)?;
-        }
-        // Authorized: the framework ID is (or becomes) this principal's.
-        self.claim_framework(subject.as_ref(), &pod.framework)?;
-        if let Some(why) = clash(&lock(&self.state).executors, &pod) {
-            return Err(ApiError::Conflict(why));
-        }
+        self.admit_pod(subject, &mut pod)?;
         let id = ContainerId {
             value: uuid::Uuid::new_v4().to_string(),
             parent: None,
         };
-        // The hook runs before anything exists: in secret mode it refuses a
-        // principal the framework may not hand out (403, nothing created).
-        let hook_env = match &self.modules.injector {
-            Some(injector) => injector
-                .decorate_executor(&pod.executor, &pod.framework, &id)
-                .map_err(|e| {
-                    if e.code == codes::CREDENTIAL_INJECTION {
-                        tracing::info!(error = %e, "credential injection refused; 403");
-                        ApiError::Forbidden(e.to_string())
-                    } else {
-                        e.into()
-                    }
-                })?,
-            None => Environment::default(),
-        };
+        let hook_env = self.hook_environment(&pod, &id)?;
         // First, as for any launch (see `Agent::launch_as`): a crash from
         // here on is a cut-off launch at recovery, whatever it left.
         let _marker = LaunchMarker::create(self.layout.launch_marker(&id.value))?;
@@ -170,67 +139,9 @@ impl Agent {
             .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
         self.open_sandbox_path(&sandbox)?;
 
-        let fw_id = pod
-            .framework
-            .id
-            .as_ref()
-            .map(|f| f.value.clone())
-            .unwrap_or_default();
-        let agent_env = Environment {
-            variables: vec![
-                env_var("MESOS_FRAMEWORK_ID", fw_id),
-                env_var("MESOS_EXECUTOR_ID", pod.executor.executor_id.value.clone()),
-                env_var("MESOS_DIRECTORY", sandbox.to_string_lossy()),
-                env_var("MESOS_SANDBOX", sandbox.to_string_lossy()),
-                env_var("MESOS_SLAVE_ID", self.layout.agent_id.clone()),
-                env_var("MESOS_AGENT_ENDPOINT", self.endpoint()),
-                // Mesos' executor library builds `/slave(1)/api/v1/executor`
-                // from the agent's libprocess PID.
-                env_var("MESOS_SLAVE_PID", format!("slave(1)@{}", self.endpoint())),
-                env_var("MESOS_CHECKPOINT", "1"),
-                // What a Mesos agent gives executors of checkpointing
-                // frameworks (slave.cpp, executorEnvironment).
-                env_var("MESOS_RECOVERY_TIMEOUT", "15mins"),
-                env_var("MESOS_SUBSCRIPTION_BACKOFF_MAX", "2secs"),
-                env_var("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "5secs"),
-            ],
-        };
-        let executor_command = pod.executor.command.clone();
-        let command = match (&pod.executor.r#type(), executor_command) {
-            (mesos::executor_info::Type::Custom, Some(c)) => c,
-            _ => CommandInfo {
-                shell: Some(false),
-                value: Some(self.nestguard_exe.to_string_lossy().into_owned()),
-                arguments: vec!["nestguard".into(), "executor".into()],
-                ..Default::default()
-            },
-        };
-        let user = pod_admission::executor_user(&pod);
-        let config = ContainerConfig {
-            directory: sandbox.to_string_lossy().into_owned(),
-            user,
-            executor_info: Some(pod.executor.clone()),
-            command_info: command,
-            container_info: pod.executor.container.clone(),
-            resources: pod.executor.resources.clone(),
-            container_class: Some(mesos::slave::ContainerClass::Default as i32),
-            ..Default::default()
-        };
-        // The agent's own record of the tasks (GET_TASKS, GET_STATE), in its
-        // meta directory: the sandbox is the tenant's to write.
-        let mut group = task_group(&pod);
-        // The agent the master assigned them to: this one, whatever the
-        // caller wrote (a Mesos agent ignores tasks for another agent ID).
-        for task in &mut group.tasks {
-            task.agent_id = mesos::v1::AgentId {
-                value: self.layout.agent_id.clone(),
-            };
-        }
-        nestguard::checkpoint::write_message(
-            &self.layout.executor_meta(&id.value).join(TASKS_FILE),
-            &group,
-        )
-        .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+        let agent_env = self.executor_environment(&pod, &sandbox);
+        let config = self.executor_config(&pod, &sandbox);
+        let group = self.checkpoint_tasks(&pod, &id)?;
         {
             // Checked again under the lock that inserts: two launches of one
             // executor at once must not both pass.
@@ -259,6 +170,132 @@ impl Agent {
         }
         tracing::info!(container_id = %id.value, executor_id = %pod.executor.executor_id.value, "pod launched");
         Ok(id)
+    }
+
+    /// Admission, before anything touches the disk or starts: Mesos' ID
+    /// rules, the master's checks, RUN_TASK of every task as it runs here,
+    /// the framework ID bound to the caller, and no clash with a running
+    /// executor.
+    fn admit_pod(&self, subject: Option<&Subject>, pod: &mut PodSpec) -> Result<(), ApiError> {
+        // IDs become paths: Mesos' ID rules, before anything else.
+        nestguard::validation::validate_pod_ids(pod).map_err(|e| ApiError::BadRequest(e.0))?;
+        // Nothing touches the disk or starts before admission passed.
+        let subject = pod_admission::subject(pod, subject)?;
+        pod_admission::validate(pod)?;
+        // Authorized as they run: on this agent, whatever the caller wrote.
+        for t in &mut pod.tasks {
+            t.task.slave_id = mesos::SlaveId {
+                value: self.layout.agent_id.clone(),
+            };
+        }
+        for object in pod_admission::run_task_objects(pod) {
+            self.authorize_object(subject.as_ref(), Action::RunTask, object)?;
+        }
+        // Authorized: the framework ID is (or becomes) this principal's.
+        self.claim_framework(subject.as_ref(), &pod.framework)?;
+        if let Some(why) = clash(&lock(&self.state).executors, pod) {
+            return Err(ApiError::Conflict(why));
+        }
+        Ok(())
+    }
+
+    /// The credential hook's environment for the executor (none without a
+    /// hook). It runs before anything exists: in secret mode it refuses a
+    /// principal the framework may not hand out (403, nothing created).
+    fn hook_environment(&self, pod: &PodSpec, id: &ContainerId) -> Result<Environment, ApiError> {
+        Ok(match &self.modules.injector {
+            Some(injector) => injector
+                .decorate_executor(&pod.executor, &pod.framework, id)
+                .map_err(|e| {
+                    if e.code == codes::CREDENTIAL_INJECTION {
+                        tracing::info!(error = %e, "credential injection refused; 403");
+                        ApiError::Forbidden(e.to_string())
+                    } else {
+                        e.into()
+                    }
+                })?,
+            None => Environment::default(),
+        })
+    }
+
+    /// The environment a Mesos agent gives an executor of a checkpointing
+    /// framework.
+    fn executor_environment(&self, pod: &PodSpec, sandbox: &Path) -> Environment {
+        let fw_id = pod
+            .framework
+            .id
+            .as_ref()
+            .map(|f| f.value.clone())
+            .unwrap_or_default();
+        Environment {
+            variables: vec![
+                env_var("MESOS_FRAMEWORK_ID", fw_id),
+                env_var("MESOS_EXECUTOR_ID", pod.executor.executor_id.value.clone()),
+                env_var("MESOS_DIRECTORY", sandbox.to_string_lossy()),
+                env_var("MESOS_SANDBOX", sandbox.to_string_lossy()),
+                env_var("MESOS_SLAVE_ID", self.layout.agent_id.clone()),
+                env_var("MESOS_AGENT_ENDPOINT", self.endpoint()),
+                // Mesos' executor library builds `/slave(1)/api/v1/executor`
+                // from the agent's libprocess PID.
+                env_var("MESOS_SLAVE_PID", format!("slave(1)@{}", self.endpoint())),
+                env_var("MESOS_CHECKPOINT", "1"),
+                // What a Mesos agent gives executors of checkpointing
+                // frameworks (slave.cpp, executorEnvironment).
+                env_var("MESOS_RECOVERY_TIMEOUT", "15mins"),
+                env_var("MESOS_SUBSCRIPTION_BACKOFF_MAX", "2secs"),
+                env_var("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "5secs"),
+            ],
+        }
+    }
+
+    /// The executor container's config: nestguard's default executor, or
+    /// a CUSTOM executor's own command.
+    fn executor_config(&self, pod: &PodSpec, sandbox: &Path) -> ContainerConfig {
+        let executor_command = pod.executor.command.clone();
+        let command = match (&pod.executor.r#type(), executor_command) {
+            (mesos::executor_info::Type::Custom, Some(c)) => c,
+            _ => CommandInfo {
+                shell: Some(false),
+                value: Some(self.nestguard_exe.to_string_lossy().into_owned()),
+                arguments: vec!["nestguard".into(), "executor".into()],
+                ..Default::default()
+            },
+        };
+        let user = pod_admission::executor_user(pod);
+        ContainerConfig {
+            directory: sandbox.to_string_lossy().into_owned(),
+            user,
+            executor_info: Some(pod.executor.clone()),
+            command_info: command,
+            container_info: pod.executor.container.clone(),
+            resources: pod.executor.resources.clone(),
+            container_class: Some(mesos::slave::ContainerClass::Default as i32),
+            ..Default::default()
+        }
+    }
+
+    /// Checkpoints the pod's task group in the executor's meta directory.
+    fn checkpoint_tasks(
+        &self,
+        pod: &PodSpec,
+        id: &ContainerId,
+    ) -> Result<mesos::v1::TaskGroupInfo, ApiError> {
+        // The agent's own record of the tasks (GET_TASKS, GET_STATE), in its
+        // meta directory: the sandbox is the tenant's to write.
+        let mut group = task_group(pod);
+        // The agent the master assigned them to: this one, whatever the
+        // caller wrote (a Mesos agent ignores tasks for another agent ID).
+        for task in &mut group.tasks {
+            task.agent_id = mesos::v1::AgentId {
+                value: self.layout.agent_id.clone(),
+            };
+        }
+        nestguard::checkpoint::write_message(
+            &self.layout.executor_meta(&id.value).join(TASKS_FILE),
+            &group,
+        )
+        .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+        Ok(group)
     }
 
     /// The task group an executor was given, as checkpointed at launch.
