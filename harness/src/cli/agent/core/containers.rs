@@ -174,27 +174,8 @@ impl Agent {
         // ALREADY_LAUNCHED (202), before anything is made for it: a second
         // switchboard (a new pty) must never replace the running one's, nor
         // a second isolator preparation touch its cgroups.
-        let mut launching = {
-            let mut state = lock(&self.state);
-            if state.containers.contains_key(&key) || state.launching.contains(&key) {
-                return Ok(Launched::Already);
-            }
-            no_earlier_switchboard(&state.boards, &key)?;
-            let place = if Switchboard::required(class, container.as_ref()) {
-                room_for_a_switchboard(&state.boards, id)?;
-                let place = state.next_board;
-                state.next_board += 1;
-                state.boards.insert(key.clone(), place);
-                Some(place)
-            } else {
-                None
-            };
-            state.launching.insert(key.clone());
-            Launching {
-                agent: self,
-                key: key.clone(),
-                place,
-            }
+        let Some(mut launching) = self.reserve_launch(id, &key, class, container.as_ref())? else {
+            return Ok(Launched::Already);
         };
         if let Some(c) = &container
             && c.r#type() != mesos::container_info::Type::Mesos
@@ -204,45 +185,7 @@ impl Agent {
             ));
         }
         let command = command.unwrap_or_default();
-        let (sandbox, user, base_env, executor) = match &id.parent {
-            Some(parent) => {
-                let parent_key = to_dotted(parent);
-                let state = lock(&self.state);
-                let Some(p) = state
-                    .containers
-                    .get(&parent_key)
-                    .filter(|p| p.termination.borrow().is_none())
-                else {
-                    return Err(ApiError::BadRequest(format!(
-                        "Parent container {parent_key} does not exist"
-                    )));
-                };
-                // A parent recovered without its user checkpoint: a launch
-                // that names no user would run as the agent's (root).
-                if p.user_unknown && command.user.is_none() {
-                    return Err(ApiError::BadRequest(format!(
-                        "Container {parent_key}'s user could not be recovered from its checkpoint: \
-                         a nested container under it must name its 'command.user'"
-                    )));
-                }
-                let user = command.user.clone().or_else(|| p.user.clone());
-                let sandbox = nested_sandbox(&p.sandbox, id);
-                let root = container_id::root(id).value.clone();
-                let exec = state.executors.get(&root).cloned();
-                drop(state);
-                let mut env = Environment::default();
-                if let (Some(injector), Some(exec)) = (&self.modules.injector, &exec) {
-                    env = injector.nested(&exec.executor, &exec.framework, &exec.container_id)?;
-                }
-                (sandbox, user, env, exec.map(|e| e.executor))
-            }
-            None => (
-                self.layout.standalone_sandbox(id),
-                command.user.clone(),
-                Environment::default(),
-                None,
-            ),
-        };
+        let (sandbox, user, base_env, executor) = self.launch_context(id, &command)?;
         // The marker comes first: a crash anywhere below leaves it, and
         // recovery then ends the launch as one the crash cut off, with its
         // checkpoint (even half written) and its sandbox. Created later, a
@@ -294,6 +237,95 @@ impl Agent {
             _ => {}
         }
         started
+    }
+
+    /// Marks `key` as launching under the registry's lock, with its
+    /// switchboard's place when it needs one; None: a duplicate of a
+    /// launching, running or ended container (Mesos' ALREADY_LAUNCHED).
+    fn reserve_launch<'a>(
+        self: &'a Arc<Self>,
+        id: &ContainerId,
+        key: &str,
+        class: mesos::slave::ContainerClass,
+        container: Option<&ContainerInfo>,
+    ) -> Result<Option<Launching<'a>>, ApiError> {
+        let mut state = lock(&self.state);
+        if state.containers.contains_key(key) || state.launching.contains(key) {
+            return Ok(None);
+        }
+        no_earlier_switchboard(&state.boards, key)?;
+        let place = if Switchboard::required(class, container) {
+            room_for_a_switchboard(&state.boards, id)?;
+            let place = state.next_board;
+            state.next_board += 1;
+            state.boards.insert(key.to_owned(), place);
+            Some(place)
+        } else {
+            None
+        };
+        state.launching.insert(key.to_owned());
+        Ok(Some(Launching {
+            agent: self,
+            key: key.to_owned(),
+            place,
+        }))
+    }
+
+    /// Where a container runs and as whom: a nested one in its running
+    /// parent's sandbox, as its parent's user unless it names one, with its
+    /// executor's injected credentials; a standalone one in its own.
+    fn launch_context(
+        &self,
+        id: &ContainerId,
+        command: &CommandInfo,
+    ) -> Result<
+        (
+            PathBuf,
+            Option<String>,
+            Environment,
+            Option<mesos::ExecutorInfo>,
+        ),
+        ApiError,
+    > {
+        Ok(match &id.parent {
+            Some(parent) => {
+                let parent_key = to_dotted(parent);
+                let state = lock(&self.state);
+                let Some(p) = state
+                    .containers
+                    .get(&parent_key)
+                    .filter(|p| p.termination.borrow().is_none())
+                else {
+                    return Err(ApiError::BadRequest(format!(
+                        "Parent container {parent_key} does not exist"
+                    )));
+                };
+                // A parent recovered without its user checkpoint: a launch
+                // that names no user would run as the agent's (root).
+                if p.user_unknown && command.user.is_none() {
+                    return Err(ApiError::BadRequest(format!(
+                        "Container {parent_key}'s user could not be recovered from its checkpoint: \
+                         a nested container under it must name its 'command.user'"
+                    )));
+                }
+                let user = command.user.clone().or_else(|| p.user.clone());
+                let sandbox = nested_sandbox(&p.sandbox, id);
+                let root = container_id::root(id).value.clone();
+                let exec = state.executors.get(&root).cloned();
+                drop(state);
+                let mut env = Environment::default();
+                if let (Some(injector), Some(exec)) = (&self.modules.injector, &exec) {
+                    env = injector.nested(&exec.executor, &exec.framework, &exec.container_id)?;
+                }
+                (sandbox, user, env, exec.map(|e| e.executor))
+            }
+            None => (
+                self.layout.standalone_sandbox(id),
+                command.user.clone(),
+                Environment::default(),
+                None,
+            ),
+        })
     }
 
     /// Remembers a standalone container across agent restarts.
