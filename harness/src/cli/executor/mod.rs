@@ -23,6 +23,7 @@ pub mod command;
 pub mod policy;
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -388,122 +389,155 @@ impl Executor {
         let mut restarts = 0u32;
         self.report(&name, "TASK_STARTING", None, serde_json::json!({}));
         loop {
-            let (stopping, killed, root) = {
-                let s = self.lock();
-                let killed = s.tasks.get(&name).is_some_and(|t| t.killed);
-                (s.stopping, killed, s.root.clone())
-            };
-            if stopping || killed {
-                let why = if killed {
-                    "killed"
-                } else {
-                    "the pod is stopping"
-                };
-                self.report(
-                    &name,
-                    "TASK_KILLED",
-                    None,
-                    serde_json::json!({"message": why}),
-                );
-                return false;
-            }
-            let Some(root) = root else {
-                self.report(
-                    &name,
-                    "TASK_FAILED",
-                    None,
-                    serde_json::json!({"message": "the agent gave no executor container id"}),
-                );
+            let Some(child) = self.start_attempt(task, &name, &command, &container, restarts)
+            else {
                 return false;
             };
-            let child = format!("{root}.{}", uuid::Uuid::new_v4());
-            let reply = match self
-                .client
-                .launch_nested(&child, command.clone(), container.clone())
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    self.report(
-                        &name,
-                        "TASK_FAILED",
-                        None,
-                        serde_json::json!({"message": format!("{e:#}")}),
-                    );
-                    return false;
-                }
-            };
-            if reply.status != 200 {
-                let message = format!("launch refused: {} {}", reply.status, reply.body);
-                self.report(
-                    &name,
-                    "TASK_FAILED",
-                    Some(&child),
-                    serde_json::json!({"message": message}),
-                );
-                if !task.transient() {
-                    self.stop_pod(&name);
-                }
-                return false;
-            }
-            let killed_meanwhile = {
-                let mut s = self.lock();
-                let stopping = s.stopping;
-                s.tasks.get_mut(&name).is_some_and(|slot| {
-                    slot.container = Some(child.clone());
-                    slot.killed || stopping
-                })
-            };
-            if killed_meanwhile {
-                // KILL or SHUTDOWN arrived while the launch was in flight.
-                let _ = self.client.kill_nested(&child, libc::SIGKILL);
-            }
-            let mut detail = serde_json::json!({"restarts": restarts});
-            if restarts > 0 {
-                detail["message"] = serde_json::json!(format!("restarted ({restarts})"));
-            }
-            self.report(&name, "TASK_RUNNING", Some(&child), detail);
             let status = wait_surviving_restarts(&self.client, &child);
-            let (stopping, killed) = {
-                let mut s = self.lock();
-                let slot = s.tasks.get_mut(&name);
-                let killed = slot.as_ref().is_some_and(|t| t.killed);
-                if let Some(slot) = slot {
-                    slot.container = None;
-                }
-                (s.stopping, killed)
-            };
-            let exit = Exit::from_raw(status);
-            let signalled =
-                matches!(exit, Exit::Signal(s) if s == libc::SIGKILL || s == libc::SIGTERM);
-            let killed = killed || signalled;
-            let decision = if killed || stopping {
-                Decision::Failed
+            match self.settle_exit(task, &name, &child, status, restarts) {
+                ControlFlow::Continue(attempt) => restarts = attempt,
+                ControlFlow::Break(ended_well) => return ended_well,
+            }
+        }
+    }
+
+    /// Launches one attempt of `task` as a new nested container and reports
+    /// it running; None when it ended instead (killed, stopping, refused),
+    /// with its state reported.
+    fn start_attempt(
+        &self,
+        task: &PodTask,
+        name: &str,
+        command: &Option<v1::CommandInfo>,
+        container: &Option<v1::ContainerInfo>,
+        restarts: u32,
+    ) -> Option<String> {
+        let (stopping, killed, root) = {
+            let s = self.lock();
+            let killed = s.tasks.get(name).is_some_and(|t| t.killed);
+            (s.stopping, killed, s.root.clone())
+        };
+        if stopping || killed {
+            let why = if killed {
+                "killed"
             } else {
-                decide(task.restart_policy.as_ref(), exit, restarts)
+                "the pod is stopping"
             };
-            let detail = serde_json::json!({"exit_status": status, "message": exit.to_string(), "restarts": restarts});
-            match decision {
-                Decision::Restart { delay, attempt } => {
-                    self.report(&name, "TASK_RESTARTING", Some(&child), detail);
-                    restarts = attempt;
-                    std::thread::sleep(delay);
+            self.report(
+                name,
+                "TASK_KILLED",
+                None,
+                serde_json::json!({"message": why}),
+            );
+            return None;
+        }
+        let Some(root) = root else {
+            self.report(
+                name,
+                "TASK_FAILED",
+                None,
+                serde_json::json!({"message": "the agent gave no executor container id"}),
+            );
+            return None;
+        };
+        let child = format!("{root}.{}", uuid::Uuid::new_v4());
+        let reply = match self
+            .client
+            .launch_nested(&child, command.clone(), container.clone())
+        {
+            Ok(r) => r,
+            Err(e) => {
+                self.report(
+                    name,
+                    "TASK_FAILED",
+                    None,
+                    serde_json::json!({"message": format!("{e:#}")}),
+                );
+                return None;
+            }
+        };
+        if reply.status != 200 {
+            let message = format!("launch refused: {} {}", reply.status, reply.body);
+            self.report(
+                name,
+                "TASK_FAILED",
+                Some(&child),
+                serde_json::json!({"message": message}),
+            );
+            if !task.transient() {
+                self.stop_pod(name);
+            }
+            return None;
+        }
+        let killed_meanwhile = {
+            let mut s = self.lock();
+            let stopping = s.stopping;
+            s.tasks.get_mut(name).is_some_and(|slot| {
+                slot.container = Some(child.clone());
+                slot.killed || stopping
+            })
+        };
+        if killed_meanwhile {
+            // KILL or SHUTDOWN arrived while the launch was in flight.
+            let _ = self.client.kill_nested(&child, libc::SIGKILL);
+        }
+        let mut detail = serde_json::json!({"restarts": restarts});
+        if restarts > 0 {
+            detail["message"] = serde_json::json!(format!("restarted ({restarts})"));
+        }
+        self.report(name, "TASK_RUNNING", Some(&child), detail);
+        Some(child)
+    }
+
+    /// What an attempt's exit means: another attempt (its number), or the
+    /// task's end (true if it ended well), with its state reported.
+    fn settle_exit(
+        &self,
+        task: &PodTask,
+        name: &str,
+        child: &str,
+        status: i32,
+        restarts: u32,
+    ) -> ControlFlow<bool, u32> {
+        let (stopping, killed) = {
+            let mut s = self.lock();
+            let slot = s.tasks.get_mut(name);
+            let killed = slot.as_ref().is_some_and(|t| t.killed);
+            if let Some(slot) = slot {
+                slot.container = None;
+            }
+            (s.stopping, killed)
+        };
+        let exit = Exit::from_raw(status);
+        let signalled = matches!(exit, Exit::Signal(s) if s == libc::SIGKILL || s == libc::SIGTERM);
+        let killed = killed || signalled;
+        let decision = if killed || stopping {
+            Decision::Failed
+        } else {
+            decide(task.restart_policy.as_ref(), exit, restarts)
+        };
+        let detail = serde_json::json!({"exit_status": status, "message": exit.to_string(), "restarts": restarts});
+        match decision {
+            Decision::Restart { delay, attempt } => {
+                self.report(name, "TASK_RESTARTING", Some(child), detail);
+                std::thread::sleep(delay);
+                ControlFlow::Continue(attempt)
+            }
+            Decision::Finished => {
+                self.report(name, "TASK_FINISHED", Some(child), detail);
+                ControlFlow::Break(true)
+            }
+            Decision::Failed => {
+                let state = if killed || stopping {
+                    "TASK_KILLED"
+                } else {
+                    "TASK_FAILED"
+                };
+                self.report(name, state, Some(child), detail);
+                if ends_pod(task, &decision) && !stopping {
+                    self.stop_pod(name);
                 }
-                Decision::Finished => {
-                    self.report(&name, "TASK_FINISHED", Some(&child), detail);
-                    return true;
-                }
-                Decision::Failed => {
-                    let state = if killed || stopping {
-                        "TASK_KILLED"
-                    } else {
-                        "TASK_FAILED"
-                    };
-                    self.report(&name, state, Some(&child), detail);
-                    if ends_pod(task, &decision) && !stopping {
-                        self.stop_pod(&name);
-                    }
-                    return task.transient() && !killed;
-                }
+                ControlFlow::Break(task.transient() && !killed)
             }
         }
     }
