@@ -408,15 +408,8 @@ fn demo() -> anyhow::Result<ExitCode> {
         current_user()
     };
     checkpoint()?;
-    let (pod_id, sandbox) = pod::submit(&ops, &pod_spec(&user, cgroups_root.is_some()))?;
-    let mut pod_guard = PodGuard {
-        address: agent.address.clone(),
-        pod_id: Some(pod_id.clone()),
-    };
-    *LAUNCHED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) =
-        Some((agent.address.clone(), pod_id.clone()));
+    let (pod_id, sandbox, mut pod_guard) =
+        submit_pod(&ops, &agent.address, &user, cgroups_root.is_some())?;
     step(
         started,
         &format!(
@@ -446,11 +439,7 @@ fn demo() -> anyhow::Result<ExitCode> {
         started,
         "'ops' (the framework) kills the app: a KILL event to the executor; a non-transient task ending for good ends the pod",
     )?;
-    let status = pod::kill_task(&ops, &pod_id, "app")?;
-    say!("           -> HTTP {status}");
-    if status != 202 {
-        bail!("the framework's kill of the app was refused: {status}");
-    }
+    framework_kills_the_app(&ops, &pod_id)?;
 
     let outcome = follower
         .join()
@@ -482,6 +471,36 @@ fn demo() -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Submits the demo pod as 'ops'; the guard (and the signal handler)
+/// destroy it if the demo stops early.
+fn submit_pod(
+    ops: &AgentClient,
+    address: &str,
+    user: &str,
+    isolated: bool,
+) -> anyhow::Result<(String, PathBuf, PodGuard)> {
+    let (pod_id, sandbox) = pod::submit(ops, &pod_spec(user, isolated))?;
+    let pod_guard = PodGuard {
+        address: address.to_owned(),
+        pod_id: Some(pod_id.clone()),
+    };
+    *LAUNCHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+        Some((address.to_owned(), pod_id.clone()));
+    Ok((pod_id, sandbox, pod_guard))
+}
+
+/// The framework's kill of the app: accepted (202).
+fn framework_kills_the_app(ops: &AgentClient, pod_id: &str) -> anyhow::Result<()> {
+    let status = pod::kill_task(ops, pod_id, "app")?;
+    say!("           -> HTTP {status}");
+    if status != 202 {
+        bail!("the framework's kill of the app was refused: {status}");
+    }
+    Ok(())
 }
 
 /// The demo's ACLs, credentials and executor-token key in `dir`.

@@ -145,22 +145,16 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
             };
             container_id_field("attach_container_output", &attach.container_id)?;
         }
-        Type::AddResourceProviderConfig => {
-            let Some(add) = &call.add_resource_provider_config else {
-                return err("Expecting 'add_resource_provider_config' to be present");
-            };
-            if add.info.id.is_some() {
-                return err("Expecting 'add_resource_provider_config.info.id' to be unset");
-            }
-        }
-        Type::UpdateResourceProviderConfig => {
-            let Some(update) = &call.update_resource_provider_config else {
-                return err("Expecting 'update_resource_provider_config' to be present");
-            };
-            if update.info.id.is_some() {
-                return err("Expecting 'update_resource_provider_config.info.id' to be unset");
-            }
-        }
+        Type::AddResourceProviderConfig => provider_config(
+            "add_resource_provider_config",
+            call.add_resource_provider_config.as_ref().map(|a| &a.info),
+        )?,
+        Type::UpdateResourceProviderConfig => provider_config(
+            "update_resource_provider_config",
+            call.update_resource_provider_config
+                .as_ref()
+                .map(|u| &u.info),
+        )?,
         Type::RemoveResourceProviderConfig if call.remove_resource_provider_config.is_none() => {
             return err("Expecting 'remove_resource_provider_config' to be present");
         }
@@ -168,6 +162,18 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
             return err("Expecting 'mark_resource_provider_gone' to be present");
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// ADD_ and UPDATE_RESOURCE_PROVIDER_CONFIG: present, and the provider's
+/// ID left for the agent to assign.
+fn provider_config(field: &str, info: Option<&v1::ResourceProviderInfo>) -> Result {
+    let Some(info) = info else {
+        return err(format!("Expecting '{field}' to be present"));
+    };
+    if info.id.is_some() {
+        return err(format!("Expecting '{field}.info.id' to be unset"));
     }
     Ok(())
 }
