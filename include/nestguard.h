@@ -42,7 +42,7 @@
 
 /** ABI version of this header; compare with nestguard_abi_version(). */
 #define NESTGUARD_ABI_VERSION_MAJOR 0
-#define NESTGUARD_ABI_VERSION_MINOR 3
+#define NESTGUARD_ABI_VERSION_MINOR 4
 #define NESTGUARD_ABI_VERSION_PATCH 0
 #define NESTGUARD_ABI_VERSION ((NESTGUARD_ABI_VERSION_MAJOR << 16) | (NESTGUARD_ABI_VERSION_MINOR << 8) | NESTGUARD_ABI_VERSION_PATCH)
 
@@ -1294,6 +1294,21 @@ nestguard_result nestguard_launcher_recover(const nestguard_launcher *launcher,
                                             const uint8_t *recover_info,
                                             size_t recover_info_len,
                                             nestguard_bytes **out);
+
+/**
+ * Writes to `*out` the serialized `mesos.slave.ContainerConfig` the
+ * launcher checkpointed when it launched `id` (a serialized
+ * `mesos.ContainerID`): its sandbox directory, user and container class.
+ * After a restart this is how the agent learns who a recovered
+ * container runs as without opening the launcher's checkpoints.
+ * `NESTGUARD_RESULT_LAUNCHER_UNKNOWN_CONTAINER` for a container the
+ * launcher does not manage; `NESTGUARD_RESULT_CHECKPOINT` when the
+ * checkpoint is missing, torn or too large. Added in ABI 0.4.
+ */
+nestguard_result nestguard_launcher_container_config(const nestguard_launcher *launcher,
+                                                     const uint8_t *id,
+                                                     size_t id_len,
+                                                     nestguard_bytes **out);
 
 /**
  * Launches a container and writes its supervisor's pid to `*out_pid`.

@@ -178,6 +178,31 @@ impl nestguard_launcher {
         }
     }
 
+    /// Writes to `*out` the serialized `mesos.slave.ContainerConfig` the
+    /// launcher checkpointed when it launched `id` (a serialized
+    /// `mesos.ContainerID`): its sandbox directory, user and container class.
+    /// After a restart this is how the agent learns who a recovered
+    /// container runs as without opening the launcher's checkpoints.
+    /// `NESTGUARD_RESULT_LAUNCHER_UNKNOWN_CONTAINER` for a container the
+    /// launcher does not manage; `NESTGUARD_RESULT_CHECKPOINT` when the
+    /// checkpoint is missing, torn or too large. Added in ABI 0.4.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn nestguard_launcher_container_config(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        out: *mut *mut nestguard_bytes,
+    ) -> nestguard_result {
+        ffi_panic_boundary! {
+            let l = try_launcher!(launcher);
+            try_not_null!(out, "out");
+            let id = try_id!(id, id_len);
+            let config = try_abi!(l.container_config(&id));
+            write_out(out, nestguard_bytes::into_raw(prost::Message::encode_to_vec(&config)));
+            nestguard_result::Ok
+        }
+    }
+
     /// Launches a container and writes its supervisor's pid to `*out_pid`.
     ///
     /// `id` is a serialized `mesos.ContainerID`; a nested id needs a running

@@ -48,6 +48,33 @@ fn launch(
     (r, id, pid)
 }
 
+/// `nestguard_launcher_container_config` of `id` (encoded), decoded.
+fn container_config(
+    l: *const nestguard_launcher,
+    id: &[u8],
+) -> Result<nestguard::proto::mesos::slave::ContainerConfig, R> {
+    let mut out: *mut nestguard_bytes = std::ptr::null_mut();
+    let r = nestguard_launcher::nestguard_launcher_container_config(
+        l,
+        id.as_ptr().cast(),
+        id.len(),
+        &mut out,
+    );
+    if r != R::Ok {
+        return Err(r);
+    }
+    // SAFETY: `out` is a live bytes handle the call returned.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            nestguard_bytes::nestguard_bytes_data(out),
+            nestguard_bytes::nestguard_bytes_len(out),
+        )
+    };
+    let config = nestguard::proto::mesos::slave::ContainerConfig::decode(bytes).unwrap();
+    nestguard_bytes::nestguard_bytes_free(out);
+    Ok(config)
+}
+
 #[test]
 fn launch_wait_kill_destroy_recover_over_the_abi() {
     if !root_or_skip() {
@@ -81,6 +108,29 @@ fn launch_wait_kill_destroy_recover_over_the_abi() {
     );
     assert_eq!(status, 4 << 8);
     assert_eq!(read(sb.join("containers/c/stdout")), "hi\n");
+    // The launcher's checkpointed config, through the ABI (the agent never
+    // opens the launcher's files): the sandbox it gave the nested one.
+    let config = container_config(l, &child).expect("the child's config");
+    assert_eq!(
+        std::path::Path::new(&config.directory),
+        sb.join("containers/c")
+    );
+    let unknown = parse_dotted("nestguard-abi.nobody")
+        .unwrap()
+        .encode_to_vec();
+    assert_eq!(
+        container_config(l, &unknown).unwrap_err(),
+        R::LauncherUnknownContainer
+    );
+    assert_eq!(
+        nestguard_launcher::nestguard_launcher_container_config(
+            l,
+            child.as_ptr().cast(),
+            child.len(),
+            std::ptr::null_mut()
+        ),
+        R::NullParameter
+    );
 
     let mut fd = 0;
     assert_eq!(

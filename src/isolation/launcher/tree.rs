@@ -132,6 +132,26 @@ impl Launcher {
             .and_then(|c| c.sandbox.clone())
     }
 
+    /// The `ContainerConfig` checkpointed at `id`'s launch (sandbox
+    /// directory, user, container class), read from the launcher's own
+    /// runtime directory. The one reader of that checkpoint outside
+    /// recovery: the agent asks through the ABI and never opens the
+    /// launcher's files (their layout is the launcher's to change).
+    pub fn container_config(
+        &self,
+        id: &ContainerId,
+    ) -> Result<crate::proto::mesos::slave::ContainerConfig, LauncherError> {
+        let key = container_id::to_dotted(id);
+        let runtime = self
+            .lock()
+            .get(&key)
+            .map(|c| c.runtime.clone())
+            .ok_or(LauncherError::Unknown(key))?;
+        Ok(crate::checkpoint::read_message(
+            &runtime.join(crate::isolation::paths::CONFIG_FILE),
+        )?)
+    }
+
     /// Mesos' `ContainerState` of every managed container, parents first:
     /// its id, supervisor pid (0 if it never started) and sandbox.
     pub fn states(&self) -> Vec<crate::proto::mesos::slave::ContainerState> {

@@ -4,9 +4,9 @@
 // NESTGUARD_BLESS=1 cargo test --test abi header
 
 pub const NESTGUARD_ABI_VERSION_MAJOR: u32 = 0;
-pub const NESTGUARD_ABI_VERSION_MINOR: u32 = 3;
+pub const NESTGUARD_ABI_VERSION_MINOR: u32 = 4;
 pub const NESTGUARD_ABI_VERSION_PATCH: u32 = 0;
-pub const NESTGUARD_ABI_VERSION: u32 = 768;
+pub const NESTGUARD_ABI_VERSION: u32 = 1024;
 pub const NESTGUARD_LAUNCHER_POSIX: u32 = 1;
 pub const NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE: u32 = 2;
 pub const NESTGUARD_CONTAINER_IO_TTY: u32 = 1;
@@ -483,6 +483,12 @@ pub struct Nestguard {
         recover_info_len: usize,
         out: *mut *mut nestguard_bytes,
     ) -> nestguard_result,
+    pub nestguard_launcher_container_config: unsafe extern "C" fn(
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        out: *mut *mut nestguard_bytes,
+    ) -> nestguard_result,
     pub nestguard_launcher_launch: unsafe extern "C" fn(
         launcher: *const nestguard_launcher,
         id: *const u8,
@@ -727,6 +733,9 @@ impl Nestguard {
         let nestguard_launcher_recover = __library
             .get(b"nestguard_launcher_recover\0")
             .map(|sym| *sym)?;
+        let nestguard_launcher_container_config = __library
+            .get(b"nestguard_launcher_container_config\0")
+            .map(|sym| *sym)?;
         let nestguard_launcher_launch = __library
             .get(b"nestguard_launcher_launch\0")
             .map(|sym| *sym)?;
@@ -820,6 +829,7 @@ impl Nestguard {
             nestguard_launcher_new,
             nestguard_launcher_new_with_isolator,
             nestguard_launcher_recover,
+            nestguard_launcher_container_config,
             nestguard_launcher_launch,
             nestguard_launcher_launch_with_io,
             nestguard_launcher_wait_fd,
@@ -1424,6 +1434,15 @@ impl Nestguard {
         out: *mut *mut nestguard_bytes,
     ) -> nestguard_result {
         (self.nestguard_launcher_recover)(launcher, recover_info, recover_info_len, out)
+    }
+    pub unsafe fn nestguard_launcher_container_config(
+        &self,
+        launcher: *const nestguard_launcher,
+        id: *const u8,
+        id_len: usize,
+        out: *mut *mut nestguard_bytes,
+    ) -> nestguard_result {
+        (self.nestguard_launcher_container_config)(launcher, id, id_len, out)
     }
     pub unsafe fn nestguard_launcher_launch(
         &self,

@@ -190,7 +190,6 @@ pub fn run(flags: AgentFlags) -> anyhow::Result<ExitCode> {
     let layout = paths::Layout {
         work_dir: flags.work_dir.clone(),
         agent_id: paths::agent_id(&flags.work_dir)?,
-        runtime_dir: flags.runtime_dir(),
     };
     let isolator = load_isolator(&abi, &specs, &flags, &layout)?;
     let authenticators = http_authenticators(&abi, &flags, credentials.as_ref())?;

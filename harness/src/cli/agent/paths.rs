@@ -13,19 +13,9 @@ pub struct Layout {
     pub work_dir: PathBuf,
     /// The agent's id (stable across restarts on the same work dir).
     pub agent_id: String,
-    /// `--runtime_dir`, where the launcher checkpoints each container.
-    pub runtime_dir: PathBuf,
 }
 
 impl Layout {
-    /// The launcher's `ContainerConfig` checkpoint of `id` (Mesos'
-    /// `containerizer::paths::getContainerConfigPath`): the directory,
-    /// command and user it was launched with.
-    pub fn container_config(&self, id: &ContainerId) -> PathBuf {
-        nestguard::isolation::paths::runtime_path(&self.runtime_dir, id)
-            .join(nestguard::isolation::paths::CONFIG_FILE)
-    }
-
     /// `<work_dir>/slaves/<agent>/frameworks/<fw>/executors/<ex>/runs/<container>`.
     pub fn executor_sandbox(
         &self,
@@ -87,12 +77,6 @@ impl Layout {
     pub fn standalones_meta(&self) -> PathBuf {
         self.work_dir.join("meta").join("standalone")
     }
-}
-
-/// `<parent sandbox>/containers/<child>` (Mesos shipped `containers/`, not
-/// the design's `.containers/`).
-pub fn nested_sandbox(parent_sandbox: &Path, id: &ContainerId) -> PathBuf {
-    parent_sandbox.join("containers").join(&id.value)
 }
 
 /// Reads or creates the agent id kept in `<work_dir>/meta/agent_id`. The

@@ -107,6 +107,29 @@ impl Launcher {
             .map_err(|e| AbiFailure::undecodable("recover reply", e))
     }
 
+    /// The `ContainerConfig` the launcher checkpointed at `id`'s launch
+    /// (sandbox, user, class): the agent never reads the launcher's files.
+    pub fn container_config(
+        &self,
+        id: &mesos::ContainerId,
+    ) -> Result<slave::ContainerConfig, AbiFailure> {
+        let i = id.encode_to_vec();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffer, out pointer.
+        let code = unsafe {
+            self.abi.f().nestguard_launcher_container_config(
+                self.handle.0,
+                i.as_ptr(),
+                i.len(),
+                &mut out,
+            )
+        };
+        self.abi.check(code)?;
+        let bytes = self.abi.take(out)?;
+        slave::ContainerConfig::decode(bytes.as_slice())
+            .map_err(|e| AbiFailure::undecodable("container config", e))
+    }
+
     /// Launches a container; returns its supervisor's pid. With `io`, the
     /// command's stdio is those descriptors (borrowed for the call).
     pub fn launch(

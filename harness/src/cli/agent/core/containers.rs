@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nestguard::container_id::{self, to_dotted};
+use nestguard::isolation::paths::nested_sandbox;
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 use nestguard::proto::mesos::environment::Variable;
 use nestguard::proto::mesos::slave::{
@@ -19,7 +20,6 @@ use super::recovery::{exited, recovery_failed};
 use super::registry::Agent;
 use super::switchboard::Switchboard;
 use crate::cli::agent::abi::{LaunchIo, Watch, codes};
-use crate::cli::agent::paths::nested_sandbox;
 use crate::cli::wire::twin;
 
 /// Removes a launch marker when the launch is over, whatever its outcome;

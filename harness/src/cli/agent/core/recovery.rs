@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use nestguard::container_id::{self, to_dotted};
+use nestguard::isolation::paths::nested_sandbox;
 use nestguard::proto::mesos::slave::{self, ContainerConfig, ContainerTermination};
 use nestguard::proto::mesos::{self, ContainerId};
 
 use super::frameworks::{framework_id, principal};
 use super::records::{ContainerRecord, ExecutorRecord, lock};
 use super::registry::Agent;
-use crate::cli::agent::paths::nested_sandbox;
 
 /// The reason a container whose checkpoints could not be read reports when
 /// it ends. Mesos has no `REASON_CONTAINER_RECOVERY_FAILED`; its agent
@@ -472,8 +472,7 @@ impl Agent {
     /// never read as the agent's user. `None` with a readable checkpoint
     /// is a container that ran as the agent's user.
     fn recovered_config(&self, id: &ContainerId) -> Recovered {
-        let path = self.layout.container_config(id);
-        match nestguard::checkpoint::read_message::<ContainerConfig>(&path) {
+        match self.modules.launcher.container_config(id) {
             Ok(config) => Recovered {
                 session: config.container_class == Some(mesos::slave::ContainerClass::Debug as i32),
                 user: config.user.filter(|u| !u.is_empty()),
