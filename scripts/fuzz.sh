@@ -14,7 +14,8 @@
 # fuzzer at a time: each uses one core.
 #
 # FUZZ_RUNS=N stops each target after N execs (SECONDS still bounds it):
-# `FUZZ_RUNS=10000000 scripts/fuzz.sh all 3600` is the README's campaign.
+# `FUZZ_RUNS=10000000 scripts/fuzz.sh all 3600` is the campaign of
+# docs/reliability.md.
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz --locked`). The build dir is
 # $NESTGUARD_FUZZ_TARGET_DIR (default fuzz/target). Reproduce a finding

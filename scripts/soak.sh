@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The soak and crash campaign and the memory figures of issue 17 (README,
-# "Reliability"). Root only (cgroups, namespaces); loopback only; bounded in
-# rounds, launches and time; everything in its own work directory, cgroup
-# root and port, removed at the end whatever happens.
+# The soak and crash campaign and the memory figures of issue 17
+# (docs/reliability.md, "Soak and memory"). Root only (cgroups, namespaces);
+# loopback only; bounded in rounds, launches and time; everything in its own
+# work directory, cgroup root and port, removed at the end whatever happens.
 #
 #   scripts/soak.sh crash [ROUNDS [SEED [UNITS]]]   launch bursts, SIGKILL, restart, check
 #   scripts/soak.sh sequential [COUNT]              launch → wait → remove, RSS and fds

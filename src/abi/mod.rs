@@ -1,6 +1,6 @@
 //! The C ABI of `libnestguard.so`, declared in `include/nestguard.h`.
 //!
-//! Conventions (repeated at the top of the header and in the README):
+//! Conventions (repeated at the top of the header and in docs/abi.md):
 //!
 //! * Every exported symbol is named `nestguard_<type>_<verb>`.
 //! * Fallible functions return a [`nestguard_result`]: `NESTGUARD_RESULT_OK`

@@ -1,4 +1,4 @@
-//! The library installed as a C library (README "Install"): `cargo cinstall`
+//! The library installed as a C library (docs/install.md): `cargo cinstall`
 //! into a staging directory, then what a C project sees there: the versioned
 //! SONAME `libnestguard.so.0` and its links, `nestguard.pc` found by
 //! pkg-config, and `ffi/c/abi_test.c` compiled with pkg-config's flags

@@ -154,7 +154,7 @@ JSON
 write_acls fw-kill
 
 # The agent's modules: ffi/mesos/modules.json with this run's paths and
-# cgroup root. Deviation, said in the README: the isolator runs in token mode
+# cgroup root. Deviation, said in ffi/mesos/README.md: the isolator runs in token mode
 # (credentials_jwt_key = the agent's --jwt_secret_key) instead of secret mode,
 # because secret mode refuses nested containers by design.
 python3 - "$repo/ffi/mesos/modules.json" "$WORK/modules.json" "$NG/libnestguard_mesos.so" \

@@ -4,7 +4,7 @@
 //
 // Parameters: passed through as a serialized mesos::Parameters; the keys
 // (`isolation`, `cgroups_root`, `credentials_jwt_key`, ...) are nestguard's
-// and unknown keys are refused by the library (see README.md). The shim adds
+// and unknown keys are refused by the library (see ffi/mesos/README.md). The shim adds
 // `launcher=mesos` unless the manifest sets `launcher`: under a Mesos agent
 // Mesos' launch helper runs the containers, and the library then refuses
 // what that helper cannot apply (capability fields where cap_last_cap > 37,

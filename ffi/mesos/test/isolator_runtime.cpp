@@ -1,6 +1,6 @@
 // Runtime test of io_nestguard_Isolator on a real libprocess, run by
 // check-compile.sh when LIBPROCESS_LIB names a libprocess built from the
-// same Mesos sources (see README.md). It drives the module through every
+// same Mesos sources (see ffi/mesos/README.md). It drives the module through every
 // Mesos call with the `disk/du` isolator only (no cgroup, no mount): each
 // call runs on the shim's own threads, errors come back as failed futures
 // with the library's text, usage() reports the background disk sample (no

@@ -1,8 +1,8 @@
 //! Media negotiation and decoding of `POST /api/v1`, in Mesos 1.11's order
 //! and with its texts (`Http::api` and `Http::_api`, src/slave/http.cpp
 //! :369-566; `deserialize`, src/common/http.hpp:109-135; stout's
-//! `protobuf::parse`, stout/protobuf.hpp:736-760). The README's status table
-//! cites the line behind each answer.
+//! `protobuf::parse`, stout/protobuf.hpp:736-760). The status table of
+//! docs/agent-api.md cites the line behind each answer.
 //!
 //! `Content-Type` and `Message-Content-Type` are compared exactly, as Mesos
 //! does: `application/json; charset=utf-8` is not `application/json` (415).
