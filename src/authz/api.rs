@@ -24,6 +24,7 @@ use super::lists::{List, Route, route};
 use super::parse::{ParseError, ParseMode, parse};
 use super::roles::{decide_role, role_objects};
 use super::validate::{ValidateError, validate};
+use crate::credentials::claims::Claims;
 use crate::input::{self, DEFAULT_MAX_FILE_SIZE, FlagValue, InputError};
 use crate::metrics::{self, Outcome};
 use crate::proto::mesos::ContainerId;
@@ -439,32 +440,25 @@ impl ApproverKind {
         if let Some(s) = subject
             && s.value.is_none()
         {
-            if let Some(claims) = &s.claims {
+            if let Some(claims) = Claims::of(s) {
                 if EXECUTOR_ACTIONS.contains(&action) {
                     // The first `cid` claim with a value.
-                    return match claims
-                        .labels
-                        .iter()
-                        .find(|l| l.key == "cid" && l.value.is_some())
-                    {
-                        Some(l) => ApproverKind::Executor(Box::from(l.value().as_bytes())),
+                    return match claims.container_id() {
+                        Some(cid) => ApproverKind::Executor(Box::from(cid.as_bytes())),
                         None => ApproverKind::Reject("the subject's claims have no `cid`"),
                     };
                 }
                 if RESOURCE_PROVIDER_ACTIONS.contains(&action) {
                     // The last `cid_prefix` claim with a value.
-                    return match claims
-                        .labels
-                        .iter()
-                        .rev()
-                        .find(|l| l.key == "cid_prefix" && l.value.is_some())
-                    {
+                    return match claims.container_id_prefix() {
                         // Stricter than Mesos: an empty prefix would match
                         // every container id; it grants nothing.
-                        Some(l) if l.value().is_empty() => {
+                        Some("") => {
                             ApproverKind::Reject("the subject's `cid_prefix` claim is empty")
                         }
-                        Some(l) => ApproverKind::ResourceProvider(Box::from(l.value().as_bytes())),
+                        Some(prefix) => {
+                            ApproverKind::ResourceProvider(Box::from(prefix.as_bytes()))
+                        }
                         None => ApproverKind::Reject("the subject's claims have no `cid_prefix`"),
                     };
                 }

@@ -32,6 +32,7 @@ use sha2::{Digest, Sha256};
 
 use super::compile::Policy;
 use super::evaluate::{Decision, EvalError, ObjectView, framework_user};
+use crate::credentials::claims::Claims;
 use crate::proto::mesos::authorization::{Object, Subject};
 
 /// Receives audit records. Called on the deciding thread (any thread), while
@@ -148,18 +149,12 @@ pub fn subject_summary(subject: Option<&Subject>) -> String {
     if let Some(v) = &s.value {
         return v.clone();
     }
-    let claim = |key: &str| {
-        s.claims.as_ref().and_then(|c| {
-            c.labels
-                .iter()
-                .find(|l| l.key == key && l.value.is_some())
-                .map(|l| l.value().to_owned())
-        })
-    };
-    if let Some(cid) = claim("cid") {
+    // The claims the authorizer decided on, read as it reads them.
+    let claims = Claims::of(s);
+    if let Some(cid) = claims.and_then(|c| c.container_id()) {
         return format!("token for {cid}");
     }
-    if let Some(prefix) = claim("cid_prefix") {
+    if let Some(prefix) = claims.and_then(|c| c.container_id_prefix()) {
         return format!("token for containers under {prefix}");
     }
     "token without a container claim".to_owned()

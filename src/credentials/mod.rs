@@ -15,6 +15,7 @@
 //! secrets live in [`Secret`], which is redacted when printed and wiped on drop.
 #![forbid(unsafe_code)]
 
+pub mod claims;
 pub mod cram_md5;
 pub mod delegation;
 pub mod file;

@@ -4,6 +4,7 @@
 
 use crate::cli::log_format::quoted;
 use nestguard::container_id::to_dotted;
+use nestguard::credentials::claims::Claims;
 use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 
 /// Who asked, for the decision log: the principal, `token for <cid>` for
@@ -15,12 +16,8 @@ pub fn subject_text(subject: Option<&Subject>) -> String {
     if let Some(value) = &subject.value {
         return value.clone();
     }
-    let cid = subject
-        .claims
-        .iter()
-        .flat_map(|c| c.labels.iter())
-        .find(|l| l.key == "cid" || l.key == "cid_prefix")
-        .and_then(|l| l.value.clone())
+    let cid = Claims::of(subject)
+        .and_then(|c| c.container_id().or_else(|| c.container_id_prefix()))
         .unwrap_or_default();
     format!("token for {cid}")
 }

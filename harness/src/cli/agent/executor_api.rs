@@ -40,6 +40,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use base64::Engine;
+use nestguard::credentials::claims::{self, Claims};
 use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::mesos::v1;
 use nestguard::proto::mesos::v1::executor::{Call, call};
@@ -314,27 +315,21 @@ fn validate_status(status: &v1::TaskStatus, eid: &str, fid: &str) -> Result<(), 
 /// `fid`, `eid` and `cid` claims must name the call's framework and
 /// executor and the executor's container.
 fn verify_claims(subject: &Subject, call: &Call, container: &str) -> Result<(), String> {
-    let claim = |key: &str| {
-        subject
-            .claims
-            .iter()
-            .flat_map(|c| c.labels.iter())
-            .find(|l| l.key == key)
-            .and_then(|l| l.value.as_deref())
-    };
+    let claims = Claims::of(subject);
+    let claim = |key: &str| claims.and_then(|c| c.first(key));
     let who = subject_text(Some(subject));
     let (fid, eid) = (&call.framework_id.value, &call.executor_id.value);
-    if claim("fid") != Some(fid.as_str()) {
+    if claim(claims::FRAMEWORK_ID) != Some(fid.as_str()) {
         return Err(format!(
             "Authenticated principal '{who}' does not contain an 'fid' claim with the framework ID {fid}, which is set in the call"
         ));
     }
-    if claim("eid") != Some(eid.as_str()) {
+    if claim(claims::EXECUTOR_ID) != Some(eid.as_str()) {
         return Err(format!(
             "Authenticated principal '{who}' does not contain an 'eid' claim with the executor ID {eid}, which is set in the call"
         ));
     }
-    if claim("cid") != Some(container) {
+    if claim(claims::CONTAINER_ID) != Some(container) {
         return Err(format!(
             "Authenticated principal '{who}' does not contain a 'cid' claim with the correct active ContainerID"
         ));

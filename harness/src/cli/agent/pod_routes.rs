@@ -10,6 +10,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use nestguard::credentials::claims::Claims;
 use nestguard::proto::mesos::ContainerId;
 use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::nestguard::PodSpec;
@@ -76,12 +77,7 @@ pub(super) fn may_manage_pod(
     };
     let allowed = match subject.value.as_deref() {
         Some(principal) => exec.framework.principal.as_deref() == Some(principal),
-        None => subject.claims.as_ref().is_some_and(|c| {
-            c.labels
-                .iter()
-                .find(|l| l.key == "cid" && l.value.is_some())
-                .is_some_and(|l| l.value.as_deref() == Some(id))
-        }),
+        None => Claims::of(subject).and_then(|c| c.container_id()) == Some(id),
     };
     if allowed {
         Ok(())

@@ -3,6 +3,7 @@
 //! and whether an executor token's container still lives.
 
 use nestguard::container_id;
+use nestguard::credentials::claims::Claims;
 use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 use nestguard::proto::mesos::{CommandInfo, ContainerId};
 
@@ -140,16 +141,8 @@ impl Agent {
         if subject.value.is_some() {
             return true;
         }
-        let Some(claims) = &subject.claims else {
-            return true;
-        };
-        // The authorizer reads the first `cid` claim with a value.
-        let Some(cid) = claims
-            .labels
-            .iter()
-            .find(|l| l.key == "cid" && l.value.is_some())
-            .and_then(|l| l.value.as_deref())
-        else {
+        // The container the authorizer reads from the claims.
+        let Some(cid) = Claims::of(subject).and_then(|c| c.container_id()) else {
             return true;
         };
         lock(&self.state)
