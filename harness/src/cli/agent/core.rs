@@ -19,6 +19,7 @@ mod switchboard;
 mod update_streams;
 mod views;
 
+pub use self::authorization::verify_executor_claims;
 pub use self::executor_queue::{EventReceiver, Lookup};
 pub use self::records::{ApiError, ExecutorRecord, Launched};
 pub use self::registry::{Agent, Modules};

@@ -74,7 +74,7 @@ async fn flags(
 ) -> Response {
     match server
         .agent
-        .authorize_action(subject.as_ref(), Action::ViewFlags, None)
+        .require(subject.as_ref(), Action::ViewFlags, None)
     {
         Ok(()) => json(&serde_json::json!({ "flags": flag_object(&server.details) })),
         Err(e) => e.into_response(),
@@ -142,7 +142,7 @@ fn state_json(server: &Server, subject: Option<&Subject>) -> serde_json::Value {
             framework_info: Some(e.framework.clone()),
             ..Default::default()
         };
-        if !agent.may_view(subject, Action::ViewFramework, framework) {
+        if !agent.filter(subject, Action::ViewFramework, framework) {
             continue;
         }
         let executor = Object {
@@ -150,7 +150,7 @@ fn state_json(server: &Server, subject: Option<&Subject>) -> serde_json::Value {
             framework_info: Some(e.framework.clone()),
             ..Default::default()
         };
-        let executors = if agent.may_view(subject, Action::ViewExecutor, executor) {
+        let executors = if agent.filter(subject, Action::ViewExecutor, executor) {
             let (mut tasks, mut completed) = (Vec::new(), Vec::new());
             for task in super::api::tasks::tasks_of(agent, &e) {
                 let object = Object {
@@ -158,7 +158,7 @@ fn state_json(server: &Server, subject: Option<&Subject>) -> serde_json::Value {
                     framework_info: Some(e.framework.clone()),
                     ..Default::default()
                 };
-                if !agent.may_view(subject, Action::ViewTask, object) {
+                if !agent.filter(subject, Action::ViewTask, object) {
                     continue;
                 }
                 let entry = serde_json::json!({
@@ -207,10 +207,7 @@ fn state_json(server: &Server, subject: Option<&Subject>) -> serde_json::Value {
         "completed_frameworks": [],
     });
     // Mesos shows the flags only to those who may view them.
-    if agent
-        .authorize_action(subject, Action::ViewFlags, None)
-        .is_ok()
-    {
+    if agent.require(subject, Action::ViewFlags, None).is_ok() {
         body["flags"] = flag_object(details);
     }
     body

@@ -40,16 +40,16 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use base64::Engine;
-use nestguard::credentials::claims::{self, Claims};
 use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::mesos::v1;
 use nestguard::proto::mesos::v1::executor::{Call, call};
 use prost::Message;
 
+use super::core::verify_executor_claims;
 use super::core::{Agent, ApiError, EventReceiver, Lookup};
 use super::decision::subject_text;
 use super::negotiation::{APPLICATION_JSON, APPLICATION_PROTOBUF, Format, accepts};
-use super::pod_routes::{may_manage_pod, pod_executor};
+use super::pod_routes::pod_executor;
 use super::server::{Principal, Server};
 
 /// The executor API's routes and the pod client's update routes; merged
@@ -213,7 +213,12 @@ fn check(
         })?;
     let root = record.container_id.value.clone();
     if let Some(subject) = subject
-        && let Err(e) = verify_claims(subject, &call, &root)
+        && let Err(e) = verify_executor_claims(
+            subject,
+            &call.framework_id.value,
+            &call.executor_id.value,
+            &root,
+        )
     {
         tracing::info!(subject = %subject_text(Some(subject)), reason = %e, "executor call refused; 403");
         return Err(fail(StatusCode::FORBIDDEN, e));
@@ -306,32 +311,6 @@ fn validate_status(status: &v1::TaskStatus, eid: &str, fid: &str) -> Result<(), 
     if status.state() == v1::TaskState::TaskStaging {
         return Err(format!(
             "Received TASK_STAGING from executor {eid} of framework {fid} which is not allowed"
-        ));
-    }
-    Ok(())
-}
-
-/// Mesos' `verifyExecutorClaims` (src/slave/http.cpp:698-728): the caller's
-/// `fid`, `eid` and `cid` claims must name the call's framework and
-/// executor and the executor's container.
-fn verify_claims(subject: &Subject, call: &Call, container: &str) -> Result<(), String> {
-    let claims = Claims::of(subject);
-    let claim = |key: &str| claims.and_then(|c| c.first(key));
-    let who = subject_text(Some(subject));
-    let (fid, eid) = (&call.framework_id.value, &call.executor_id.value);
-    if claim(claims::FRAMEWORK_ID) != Some(fid.as_str()) {
-        return Err(format!(
-            "Authenticated principal '{who}' does not contain an 'fid' claim with the framework ID {fid}, which is set in the call"
-        ));
-    }
-    if claim(claims::EXECUTOR_ID) != Some(eid.as_str()) {
-        return Err(format!(
-            "Authenticated principal '{who}' does not contain an 'eid' claim with the executor ID {eid}, which is set in the call"
-        ));
-    }
-    if claim(claims::CONTAINER_ID) != Some(container) {
-        return Err(format!(
-            "Authenticated principal '{who}' does not contain a 'cid' claim with the correct active ContainerID"
         ));
     }
     Ok(())
@@ -441,7 +420,9 @@ fn framework_only(subject: Option<&Subject>) -> Result<(), ApiError> {
 /// A framework-only pod route: the pod's framework may act on it, its
 /// executor may not.
 fn framework_route(server: &Server, subject: Option<&Subject>, id: &str) -> Result<(), ApiError> {
-    may_manage_pod(server, subject, id, Action::KillStandaloneContainer)
+    server
+        .agent
+        .require_pod(subject, id, Action::KillStandaloneContainer)
         .and_then(|()| framework_only(subject))
 }
 

@@ -1,6 +1,6 @@
 //! nestguard's pod endpoints, `/nestguard/v1/pods[/{id}]`: what a
-//! scheduler's LAUNCH_GROUP does through a Mesos master, and the rule of who
-//! may see or kill a pod (also used by the executor API's pod routes).
+//! scheduler's LAUNCH_GROUP does through a Mesos master. Who may see or
+//! kill a pod is the authorization gate's rule (`Agent::require_pod`).
 
 use std::sync::Arc;
 
@@ -10,13 +10,11 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use nestguard::credentials::claims::Claims;
 use nestguard::proto::mesos::ContainerId;
 use nestguard::proto::mesos::authorization::{Action, Subject};
 use nestguard::proto::nestguard::PodSpec;
 
 use super::api::blocking;
-use super::core::ApiError;
 use super::negotiation::APPLICATION_JSON;
 use super::server::{Principal, Server, text};
 
@@ -49,53 +47,16 @@ async fn launch_pod(
     }
 }
 
-/// Who may see or kill a pod: its framework's principal, or its own
-/// executor's token; anyone when authentication is off.
-///
-/// Without an executor record (no such pod, or a damaged checkpoint) there
-/// is no framework to match, so the root container is authorized as a
-/// standalone one (`view_standalone_containers` /
-/// `kill_standalone_containers`), as Mesos' `killContainer` does for a
-/// container without an executor. Authorization always comes first and a
-/// refusal is the same 403 whether the pod exists or not, so IDs cannot be
-/// probed; only an authorized caller learns that a pod is missing (404).
-pub(super) fn may_manage_pod(
-    server: &Server,
-    subject: Option<&Subject>,
-    id: &str,
-    action: Action,
-) -> Result<(), ApiError> {
-    let Some(subject) = subject else {
-        return Ok(());
-    };
-    let Some(exec) = server.agent.executor(id) else {
-        let root = ContainerId {
-            value: id.to_owned(),
-            parent: None,
-        };
-        return server.agent.authorize(Some(subject), action, &root, None);
-    };
-    let allowed = match subject.value.as_deref() {
-        Some(principal) => exec.framework.principal.as_deref() == Some(principal),
-        None => Claims::of(subject).and_then(|c| c.container_id()) == Some(id),
-    };
-    if allowed {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!(
-            "pod {id}: only its framework's principal or its executor may manage it"
-        )))
-    }
-}
-
-/// A pod route's checks: the caller may see the pod ([`may_manage_pod`]),
+/// A pod route's checks: the caller may see the pod ([`Agent::require_pod`](super::core::Agent::require_pod)),
 /// and the pod has an executor (404 otherwise); returns the executor.
 pub(super) fn pod_executor(
     server: &Server,
     subject: Option<&Subject>,
     id: &str,
 ) -> Result<super::core::ExecutorRecord, Box<Response>> {
-    may_manage_pod(server, subject, id, Action::ViewStandaloneContainer)
+    server
+        .agent
+        .require_pod(subject, id, Action::ViewStandaloneContainer)
         .map_err(|e| Box::new(e.into_response()))?;
     server.agent.executor(id).ok_or_else(|| {
         Box::new(text(
@@ -138,12 +99,10 @@ async fn kill_pod(
     Extension(Principal(subject)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = may_manage_pod(
-        &server,
-        subject.as_ref(),
-        &id,
-        Action::KillStandaloneContainer,
-    ) {
+    if let Err(e) = server
+        .agent
+        .require_pod(subject.as_ref(), &id, Action::KillStandaloneContainer)
+    {
         return e.into_response();
     }
     let agent = Arc::clone(&server.agent);

@@ -138,7 +138,7 @@ async fn launch_call(
     );
     // The agent always passes a command (empty when absent) to the authorizer.
     let for_authz = command.clone().unwrap_or_default();
-    agent.authorize(subject, action, &id, Some(&for_authz))?;
+    agent.require_container(subject, action, &id, Some(&for_authz))?;
     let agent = Arc::clone(agent);
     Ok(launched(
         blocking(move || agent.launch(&id, command, container, resources, limits)).await?,
@@ -162,7 +162,7 @@ async fn wait_call(
             ));
         }
     };
-    agent.authorize(
+    agent.require_container(
         subject,
         nested_or(
             &id,
@@ -191,7 +191,7 @@ async fn kill_call(
             ));
         }
     };
-    agent.authorize(
+    agent.require_container(
         subject,
         nested_or(
             &id,
@@ -222,7 +222,7 @@ async fn remove_call(
             ));
         }
     };
-    agent.authorize(
+    agent.require_container(
         subject,
         nested_or(
             &id,

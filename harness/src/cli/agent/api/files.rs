@@ -103,7 +103,7 @@ fn authorized(agent: &Agent, subject: Option<&Subject>, m: &Mount) -> bool {
         ..Default::default()
     };
     agent
-        .authorize_action(subject, Action::AccessSandbox, Some(object))
+        .require(subject, Action::AccessSandbox, Some(object))
         .is_ok()
 }
 

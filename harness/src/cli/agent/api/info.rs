@@ -55,9 +55,7 @@ pub(super) fn flags(
     subject: Option<&Subject>,
     format: Format,
 ) -> Result<Response, ApiError> {
-    server
-        .agent
-        .authorize_action(subject, Action::ViewFlags, None)?;
+    server.agent.require(subject, Action::ViewFlags, None)?;
     Ok(encoded(
         format,
         &AgentResponse {
@@ -135,9 +133,7 @@ pub(super) fn set_logging_level(
     subject: Option<&Subject>,
     call: Call,
 ) -> Result<Response, ApiError> {
-    server
-        .agent
-        .authorize_action(subject, Action::SetLogLevel, None)?;
+    server.agent.require(subject, Action::SetLogLevel, None)?;
     let set = call.set_logging_level.unwrap_or_default();
     let duration =
         std::time::Duration::from_nanos(u64::try_from(set.duration.nanoseconds).unwrap_or(0));

@@ -59,7 +59,7 @@ pub(super) fn config(
 ) -> Result<Response, ApiError> {
     server
         .agent
-        .authorize_action(subject, Action::ModifyResourceProviderConfig, None)?;
+        .require(subject, Action::ModifyResourceProviderConfig, None)?;
     let info = call
         .add_resource_provider_config
         .map(|a| a.info)
@@ -89,7 +89,7 @@ pub(super) fn mark_gone(
 ) -> Result<Response, ApiError> {
     server
         .agent
-        .authorize_action(subject, Action::MarkResourceProviderGone, None)?;
+        .require(subject, Action::MarkResourceProviderGone, None)?;
     let id = call
         .mark_resource_provider_gone
         .map(|m| m.resource_provider_id.value)
@@ -104,8 +104,6 @@ pub(super) fn prune_images(
     server: &Arc<Server>,
     subject: Option<&Subject>,
 ) -> Result<Response, ApiError> {
-    server
-        .agent
-        .authorize_action(subject, Action::PruneImages, None)?;
+    server.agent.require(subject, Action::PruneImages, None)?;
     Ok(StatusCode::OK.into_response())
 }

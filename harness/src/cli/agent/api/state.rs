@@ -44,7 +44,7 @@ fn visible(server: &Server, subject: Option<&Subject>) -> Visible {
             framework_info: Some(e.framework.clone()),
             ..Default::default()
         };
-        if !agent.may_view(subject, Action::ViewFramework, framework_object) {
+        if !agent.filter(subject, Action::ViewFramework, framework_object) {
             continue;
         }
         let key = e
@@ -63,7 +63,7 @@ fn visible(server: &Server, subject: Option<&Subject>) -> Visible {
             framework_info: Some(e.framework.clone()),
             ..Default::default()
         };
-        if !agent.may_view(subject, Action::ViewExecutor, executor_object) {
+        if !agent.filter(subject, Action::ViewExecutor, executor_object) {
             continue;
         }
         out.executors.push(response::get_executors::Executor {
@@ -75,7 +75,7 @@ fn visible(server: &Server, subject: Option<&Subject>) -> Visible {
                 framework_info: Some(e.framework.clone()),
                 ..Default::default()
             };
-            if !agent.may_view(subject, Action::ViewTask, task_object) {
+            if !agent.filter(subject, Action::ViewTask, task_object) {
                 continue;
             }
             let terminal = tasks::is_terminal(task.state());

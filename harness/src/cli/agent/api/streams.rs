@@ -96,7 +96,7 @@ fn attach_output(
     on_close: Option<Box<dyn FnOnce(bool) + Send>>,
 ) -> Result<Response, ApiError> {
     owned_by_executor(agent, id)?;
-    agent.authorize(subject, Action::AttachContainerOutput, id, None)?;
+    agent.require_container(subject, Action::AttachContainerOutput, id, None)?;
     let key = to_dotted(id);
     let Some(board) = agent.switchboard(&key) else {
         if agent.runs(&key) {
@@ -166,7 +166,7 @@ async fn launch_session(
         ));
     }
     let for_authz = command.clone().unwrap_or_default();
-    agent.authorize(
+    agent.require_container(
         subject,
         Action::LaunchNestedContainerSession,
         &id,
@@ -304,7 +304,7 @@ async fn attach_input_records(
         ApiError::BadRequest("Expecting 'attach_container_input.container_id' to be present".into())
     })?;
     owned_by_executor(agent, &id)?;
-    agent.authorize(subject, Action::AttachContainerInput, &id, None)?;
+    agent.require_container(subject, Action::AttachContainerInput, &id, None)?;
     let key = to_dotted(&id);
     let Some(board) = agent.switchboard(&key) else {
         if agent.runs(&key) {

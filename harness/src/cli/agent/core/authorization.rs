@@ -1,9 +1,12 @@
-//! Authorization of the container calls: the object Mesos builds for a
-//! call, the decision (403 with the deciding ACL), the filter of listings,
-//! and whether an executor token's container still lives.
+//! The agent's one authorization gate: [`Agent::require`] for one object
+//! (403 with the deciding ACL in the decision log), [`Agent::filter`] for
+//! listings, the object Mesos builds for a container call, and the agent's
+//! own rules beside the authorizer's: who may manage a pod, whether an
+//! executor token's container still lives and whether its claims name the
+//! executor calling. No handler decides a policy question itself.
 
 use nestguard::container_id;
-use nestguard::credentials::claims::Claims;
+use nestguard::credentials::claims::{self, Claims};
 use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
 use nestguard::proto::mesos::{CommandInfo, ContainerId};
 
@@ -29,7 +32,7 @@ impl Agent {
             value: Some(METRICS_ENDPOINT.to_owned()),
             ..Default::default()
         };
-        self.authorize_action(subject, Action::GetEndpointWithPath, Some(object))
+        self.require(subject, Action::GetEndpointWithPath, Some(object))
     }
 
     /// The object Mesos builds for a container call (§3.7).
@@ -52,8 +55,9 @@ impl Agent {
         }
     }
 
-    /// Authorizes `action` on a container; 403 carries the explanation.
-    pub fn authorize(
+    /// [`Agent::require`] on a container, with the object Mesos builds for
+    /// a container call.
+    pub fn require_container(
         &self,
         subject: Option<&Subject>,
         action: Action,
@@ -62,14 +66,14 @@ impl Agent {
     ) -> Result<(), ApiError> {
         let nested = id.parent.is_some();
         let object = self.object(id, command, nested);
-        self.authorize_object(subject, action, object)
+        self.require(subject, action, Some(object))
     }
 
     /// The authorizer's decision on a request, with the authorizer and the
     /// request (for an explanation and the log); None without an
     /// authorizer, which allows everything. An authorizer error is logged
     /// and treated as a denial, as Mesos does.
-    pub(super) fn decide(
+    fn decide(
         &self,
         subject: Option<&Subject>,
         action: Action,
@@ -88,14 +92,16 @@ impl Agent {
         Some((authorizer, request, allowed))
     }
 
-    pub(super) fn authorize_object(
+    /// The gate for one object: authorizes `action` on `object` (None:
+    /// Mesos' object-less approvers, e.g. VIEW_FLAGS); a refusal is 403,
+    /// with the deciding ACL in the decision log (never in the body).
+    pub fn require(
         &self,
         subject: Option<&Subject>,
         action: Action,
-        object: Object,
+        object: Option<Object>,
     ) -> Result<(), ApiError> {
-        let Some((authorizer, request, allowed)) = self.decide(subject, action, Some(object))
-        else {
+        let Some((authorizer, request, allowed)) = self.decide(subject, action, object) else {
             return Ok(());
         };
         let acl = if allowed {
@@ -111,14 +117,10 @@ impl Agent {
         }
     }
 
-    /// A decision that filters a listing rather than answering 403: no
-    /// explanation is computed, the decision log gets it at debug level.
-    pub(super) fn allowed_to_view(
-        &self,
-        subject: Option<&Subject>,
-        action: Action,
-        object: Object,
-    ) -> bool {
+    /// The gate for listings: whether `subject` may see `object` under
+    /// `action`. A refusal filters the entry out (no 403, no explanation
+    /// computed); the decision log gets it at debug level.
+    pub fn filter(&self, subject: Option<&Subject>, action: Action, object: Object) -> bool {
         let Some((_, request, allowed)) = self.decide(subject, action, Some(object)) else {
             return true;
         };
@@ -131,6 +133,45 @@ impl Agent {
             "view filter"
         );
         allowed
+    }
+
+    /// Who may see or kill a pod: its framework's principal, or its own
+    /// executor's token; anyone when authentication is off.
+    ///
+    /// Without an executor record (no such pod, or a damaged checkpoint) there
+    /// is no framework to match, so the root container is authorized as a
+    /// standalone one (`view_standalone_containers` /
+    /// `kill_standalone_containers`), as Mesos' `killContainer` does for a
+    /// container without an executor. Authorization always comes first and a
+    /// refusal is the same 403 whether the pod exists or not, so IDs cannot be
+    /// probed; only an authorized caller learns that a pod is missing (404).
+    pub fn require_pod(
+        &self,
+        subject: Option<&Subject>,
+        id: &str,
+        action: Action,
+    ) -> Result<(), ApiError> {
+        let Some(subject) = subject else {
+            return Ok(());
+        };
+        let Some(exec) = self.executor(id) else {
+            let root = ContainerId {
+                value: id.to_owned(),
+                parent: None,
+            };
+            return self.require_container(Some(subject), action, &root, None);
+        };
+        let allowed = match subject.value.as_deref() {
+            Some(principal) => exec.framework.principal.as_deref() == Some(principal),
+            None => Claims::of(subject).and_then(|c| c.container_id()) == Some(id),
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "pod {id}: only its framework's principal or its executor may manage it"
+            )))
+        }
     }
 
     /// Whether a subject may still act: a principal always; an executor
@@ -150,4 +191,34 @@ impl Agent {
             .get(cid)
             .is_some_and(|c| c.id.parent.is_none() && c.termination.borrow().is_none())
     }
+}
+
+/// Mesos' `verifyExecutorClaims` (src/slave/http.cpp:698-728): the caller's
+/// `fid`, `eid` and `cid` claims must name the call's framework (`fid`)
+/// and executor (`eid`) and the executor's container.
+pub fn verify_executor_claims(
+    subject: &Subject,
+    fid: &str,
+    eid: &str,
+    container: &str,
+) -> Result<(), String> {
+    let claims = Claims::of(subject);
+    let claim = |key: &str| claims.and_then(|c| c.first(key));
+    let who = subject_text(Some(subject));
+    if claim(claims::FRAMEWORK_ID) != Some(fid) {
+        return Err(format!(
+            "Authenticated principal '{who}' does not contain an 'fid' claim with the framework ID {fid}, which is set in the call"
+        ));
+    }
+    if claim(claims::EXECUTOR_ID) != Some(eid) {
+        return Err(format!(
+            "Authenticated principal '{who}' does not contain an 'eid' claim with the executor ID {eid}, which is set in the call"
+        ));
+    }
+    if claim(claims::CONTAINER_ID) != Some(container) {
+        return Err(format!(
+            "Authenticated principal '{who}' does not contain a 'cid' claim with the correct active ContainerID"
+        ));
+    }
+    Ok(())
 }

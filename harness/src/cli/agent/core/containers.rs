@@ -689,7 +689,7 @@ impl Agent {
                 framework_info: Some(e.framework.clone()),
                 ..Default::default()
             };
-            if !self.allowed_to_view(subject, Action::ViewContainer, object) {
+            if !self.filter(subject, Action::ViewContainer, object) {
                 continue;
             }
             authorized_roots.insert(e.container_id.value.clone());
@@ -728,7 +728,7 @@ impl Agent {
                             container_id: Some(root.clone()),
                             ..Default::default()
                         };
-                        self.allowed_to_view(subject, Action::ViewStandaloneContainer, object)
+                        self.filter(subject, Action::ViewStandaloneContainer, object)
                     })
             } else {
                 authorized_roots.contains(&root.value)

@@ -105,7 +105,7 @@ impl Agent {
             task_info: Some(task.clone()),
             ..Default::default()
         };
-        self.authorize_object(subject, Action::RunTask, object)?;
+        self.require(subject, Action::RunTask, Some(object))?;
         self.launch_task(root, twin(&task))
     }
 
@@ -189,7 +189,7 @@ impl Agent {
             };
         }
         for object in pod_admission::run_task_objects(pod) {
-            self.authorize_object(subject.as_ref(), Action::RunTask, object)?;
+            self.require(subject.as_ref(), Action::RunTask, Some(object))?;
         }
         // Authorized: the framework ID is (or becomes) this principal's.
         self.claim_framework(subject.as_ref(), &pod.framework)?;
@@ -446,7 +446,7 @@ impl Agent {
             framework_info: Some(owner),
             ..Default::default()
         };
-        if self.may_view(subject, Action::ViewFramework, object) {
+        if self.filter(subject, Action::ViewFramework, object) {
             Err(ApiError::Conflict(PRINCIPAL_CHANGE.to_owned()))
         } else {
             Err(ApiError::Forbidden(

@@ -1,47 +1,15 @@
-//! Read-only views of the agent's state and authorization for the
-//! operator calls (GET_FLAGS, GET_FRAMEWORKS, ...) that are not about one
-//! container: the API layer asks through these and never locks the
-//! registry itself.
+//! Read-only views of the agent's state for the operator calls
+//! (GET_FRAMEWORKS, GET_CONTAINERS, ...): the API layer asks through these
+//! and never locks the registry itself. Their authorization is the gate's
+//! (`authorization.rs`).
 
 use nestguard::container_id::to_dotted;
-use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 use nestguard::proto::mesos::{ContainerId, ContainerStatus, ResourceStatistics};
 
-use super::records::{ApiError, ExecutorRecord, lock};
+use super::records::{ExecutorRecord, lock};
 use super::registry::Agent;
-use crate::cli::agent::decision::{deciding_acl, log_decision};
 
 impl Agent {
-    /// Authorizes `action` on `object` (None: Mesos' object-less approvers,
-    /// e.g. VIEW_FLAGS); a refusal is 403 with the deciding ACL logged.
-    pub fn authorize_action(
-        &self,
-        subject: Option<&Subject>,
-        action: Action,
-        object: Option<Object>,
-    ) -> Result<(), ApiError> {
-        let Some((authorizer, request, allowed)) = self.decide(subject, action, object) else {
-            return Ok(());
-        };
-        let acl = if allowed {
-            String::new()
-        } else {
-            deciding_acl(authorizer.explain(&request).ok().as_deref())
-        };
-        log_decision(&request, allowed, &acl);
-        if allowed {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden(acl))
-        }
-    }
-
-    /// Whether `subject` may see `object` under `action` (a listing filter:
-    /// no 403, no explanation).
-    pub fn may_view(&self, subject: Option<&Subject>, action: Action, object: Object) -> bool {
-        self.allowed_to_view(subject, action, object)
-    }
-
     /// The executors whose containers run, in container-ID order.
     pub fn running_executors(&self) -> Vec<ExecutorRecord> {
         let state = lock(&self.state);
