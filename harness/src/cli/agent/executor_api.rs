@@ -119,32 +119,18 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::Internal(format!("worker failed: {e}")))?
 }
 
-/// Mesos' checks in Mesos' order; `Ok(None)` is a HEARTBEAT (202).
-fn check(
-    agent: &Agent,
-    subject: Option<&Subject>,
-    method: &Method,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Option<Checked>, Box<Response>> {
+/// The call in `body`, decoded as its `Content-Type` says (protobuf or
+/// JSON), with Mesos' answers for a missing or unsupported type and for a
+/// body that does not decode.
+fn decode_executor_call(headers: &HeaderMap, body: &[u8]) -> Result<Call, Box<Response>> {
     let fail = |status: StatusCode, message: String| Box::new(text(status, message));
-    if method != Method::POST {
-        let mut response = text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
-        );
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return Err(Box::new(response));
-    }
     let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
         return Err(fail(
             StatusCode::BAD_REQUEST,
             "Expecting 'Content-Type' to be present".into(),
         ));
     };
-    let call = match content_type.to_str().unwrap_or("") {
+    Ok(match content_type.to_str().unwrap_or("") {
         APPLICATION_PROTOBUF => Call::decode(body).map_err(|_| {
             fail(
                 StatusCode::BAD_REQUEST,
@@ -177,7 +163,29 @@ fn check(
                 format!("Expecting 'Content-Type' of {APPLICATION_JSON} or {APPLICATION_PROTOBUF}"),
             ));
         }
-    };
+    })
+}
+
+/// Mesos' checks in Mesos' order; `Ok(None)` is a HEARTBEAT (202).
+fn check(
+    agent: &Agent,
+    subject: Option<&Subject>,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Option<Checked>, Box<Response>> {
+    let fail = |status: StatusCode, message: String| Box::new(text(status, message));
+    if method != Method::POST {
+        let mut response = text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return Err(Box::new(response));
+    }
+    let call = decode_executor_call(headers, body)?;
     if let Err(e) = validate(&call) {
         return Err(fail(
             StatusCode::BAD_REQUEST,
