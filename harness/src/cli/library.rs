@@ -60,7 +60,9 @@ impl NestguardLibrary {
             path: path.to_path_buf(),
         };
         let version = this.abi_version();
-        let ours = nestguard::abi::version::ABI_VERSION;
+        // The version this host was built against: the header's, through the
+        // bindings generated from it.
+        let ours = super::agent::bindings::NESTGUARD_ABI_VERSION;
         if version >> 16 != ours >> 16 || (version >> 8) & 0xff < (ours >> 8) & 0xff {
             bail!(
                 "{} has C ABI {:#08x}, this host needs {:#08x}",

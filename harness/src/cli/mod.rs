@@ -231,7 +231,7 @@ fn run_log_timer(timer: &LogTimer) {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Version => {
-            let v = nestguard::abi::version::ABI_VERSION;
+            let v = agent::bindings::NESTGUARD_ABI_VERSION;
             out::outln!(
                 "nestguard {} (C ABI {}.{}.{})",
                 env!("CARGO_PKG_VERSION"),
