@@ -63,16 +63,21 @@ fn container_config(
     if r != R::Ok {
         return Err(r);
     }
+    Ok(nestguard::proto::mesos::slave::ContainerConfig::decode(&take_bytes(out)[..]).unwrap())
+}
+
+/// The contents of a bytes handle a call returned, which is freed.
+fn take_bytes(out: *mut nestguard_bytes) -> Vec<u8> {
     // SAFETY: `out` is a live bytes handle the call returned.
     let bytes = unsafe {
         std::slice::from_raw_parts(
             nestguard_bytes::nestguard_bytes_data(out),
             nestguard_bytes::nestguard_bytes_len(out),
         )
-    };
-    let config = nestguard::proto::mesos::slave::ContainerConfig::decode(bytes).unwrap();
+    }
+    .to_vec();
     nestguard_bytes::nestguard_bytes_free(out);
-    Ok(config)
+    bytes
 }
 
 #[test]
@@ -193,14 +198,7 @@ fn launch_wait_kill_destroy_recover_over_the_abi() {
         ),
         R::Ok
     );
-    let bytes = unsafe {
-        std::slice::from_raw_parts(
-            nestguard_bytes::nestguard_bytes_data(out),
-            nestguard_bytes::nestguard_bytes_len(out),
-        )
-    };
-    let reply = ContainerRecoverInfo::decode(bytes).unwrap();
-    nestguard_bytes::nestguard_bytes_free(out);
+    let reply = ContainerRecoverInfo::decode(&take_bytes(out)[..]).unwrap();
     let orphans: Vec<String> = reply
         .orphan_container_ids
         .iter()
