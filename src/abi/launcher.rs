@@ -180,7 +180,9 @@ impl nestguard_launcher {
 
     /// Writes to `*out` the serialized `mesos.slave.ContainerConfig` the
     /// launcher checkpointed when it launched `id` (a serialized
-    /// `mesos.ContainerID`): its sandbox directory, user and container class.
+    /// `mesos.ContainerID`), as the caller gave it at launch: its sandbox
+    /// directory, user and container class, and the command and container
+    /// info (nothing the caller did not pass in).
     /// After a restart this is how the agent learns who a recovered
     /// container runs as without opening the launcher's checkpoints.
     /// `NESTGUARD_RESULT_LAUNCHER_UNKNOWN_CONTAINER` for a container the
