@@ -185,6 +185,193 @@ fn uses_v1(mount_root: &Path) -> bool {
     crate::isolation::cgroups::detect_with_root(mount_root).is_ok_and(|h| h.uses_v1())
 }
 
+/// The pairs as a map, refusing unknown keys and repeated ones before any
+/// value is read.
+fn known_keys_once<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<HashMap<&'a str, &'a str>> {
+    let mut map: HashMap<&str, &str> = HashMap::new();
+    for (k, v) in pairs {
+        if !KEYS.contains(&k) {
+            return Err(parameter(
+                k,
+                "a known key (see the isolator parameter table)",
+                k,
+            ));
+        }
+        if map.insert(k, v).is_some() {
+            return Err(parameter(k, "the key once", "it repeated"));
+        }
+    }
+    Ok(map)
+}
+
+/// The `cgroups_mount_root`, `cgroups_root` and
+/// `cgroups_destroy_timeout_secs` group.
+fn cgroups_config(map: &HashMap<&str, &str>) -> Result<CgroupsConfig> {
+    let mut cgroups = CgroupsConfig::default();
+    if let Some(v) = map.get("cgroups_mount_root") {
+        cgroups.mount_root = PathBuf::from(v);
+        if !cgroups.mount_root.is_absolute() {
+            return Err(parameter("cgroups_mount_root", "an absolute path", v));
+        }
+    }
+    if let Some(v) = map.get("cgroups_root") {
+        cgroups.cgroups_root = PathBuf::from(v);
+        // Checked here so the module does not load at all (and the
+        // agent's --cgroups_root, passed as this parameter, with it).
+        if crate::isolation::cgroups::validate_cgroups_root(&cgroups.cgroups_root).is_err() {
+            return Err(parameter(
+                "cgroups_root",
+                "a relative path of plain names (not empty, no '.', '..' or leading '/')",
+                v,
+            ));
+        }
+    }
+    if let Some(v) = map.get("cgroups_destroy_timeout_secs") {
+        cgroups.destroy_timeout = Duration::from_secs(number("cgroups_destroy_timeout_secs", v)?);
+    }
+    Ok(cgroups)
+}
+
+/// Whether `launcher` names Mesos' launcher rather than ours.
+fn launcher_is_mesos(map: &HashMap<&str, &str>) -> Result<bool> {
+    Ok(match map.get("launcher").copied() {
+        None | Some("nestguard") => false,
+        Some("mesos") => true,
+        Some(other) => return Err(parameter("launcher", "'nestguard' or 'mesos'", other)),
+    })
+}
+
+/// The `cgroups_enable_cfs`, `cgroups_pids_max` and `cgroups_skip_freezer`
+/// group, the last defaulting on the launcher and the hierarchy version.
+fn cgroups_options(
+    map: &HashMap<&str, &str>,
+    mesos_launcher: bool,
+    mount_root: &Path,
+) -> Result<CgroupsOptions> {
+    Ok(CgroupsOptions {
+        enable_cfs: map
+            .get("cgroups_enable_cfs")
+            .map_or(Ok(false), |v| boolean("cgroups_enable_cfs", v))?,
+        pids_max: map
+            .get("cgroups_pids_max")
+            .map(|v| number("cgroups_pids_max", v))
+            .transpose()?,
+        // Under Mesos' launcher on cgroup v1 the freezer is Mesos': its
+        // LinuxLauncher finds and destroys a container through its own
+        // freezer cgroup, so moving the pids into ours would leave Mesos'
+        // empty (and v2 has no separate freezer to skip).
+        skip_freezer: map.get("cgroups_skip_freezer").map_or_else(
+            || Ok(mesos_launcher && uses_v1(mount_root)),
+            |v| boolean("cgroups_skip_freezer", v),
+        )?,
+    })
+}
+
+/// The `hardening_*` group: capabilities, the allowed superset, masked paths.
+fn hardening(map: &HashMap<&str, &str>) -> Result<HardeningIsolator> {
+    let mut hardening = HardeningIsolator::default();
+    if let Some(v) = map.get("hardening_no_new_privileges") {
+        hardening.no_new_privileges = boolean("hardening_no_new_privileges", v)?;
+    }
+    if let Some(v) = map.get("hardening_capabilities") {
+        hardening.capabilities = if v.trim() == "*" {
+            None
+        } else {
+            Some(capability_list("hardening_capabilities", v)?)
+        };
+    }
+    hardening.allowed = match map.get("hardening_allowed_capabilities") {
+        None => hardening.capabilities.clone(),
+        Some(v) if v.trim() == "*" => None,
+        Some(v) => {
+            let allowed = capability_list("hardening_allowed_capabilities", v)?;
+            if let Some(given) = &hardening.capabilities
+                && let Some(missing) = given.difference(&allowed).next()
+            {
+                return Err(parameter(
+                    "hardening_allowed_capabilities",
+                    "a superset of hardening_capabilities",
+                    &format!("{v} (without {})", super::hardening::cap_name(*missing)),
+                ));
+            }
+            Some(allowed)
+        }
+    };
+    if let Some(v) = map.get("hardening_masked_paths") {
+        let paths = list(v);
+        if let Some(bad) = paths
+            .iter()
+            .find(|p| !p.starts_with('/') || p.contains("/../"))
+        {
+            return Err(parameter("hardening_masked_paths", "absolute paths", bad));
+        }
+        hardening.masked_paths = paths;
+    }
+    Ok(hardening)
+}
+
+/// The `isolation` list, checked against the known isolators; without it,
+/// every isolator, the credentials one only when a credentials file is named.
+fn isolation_list(map: &HashMap<&str, &str>, with_credentials: bool) -> Result<Vec<String>> {
+    Ok(match map.get("isolation") {
+        Some(v) => {
+            let names = list(v);
+            let mut seen = BTreeSet::new();
+            for n in &names {
+                if !ISOLATORS.contains(&n.as_str()) {
+                    return Err(parameter(
+                        "isolation",
+                        "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, seccomp, disk/du",
+                        n,
+                    ));
+                }
+                if !seen.insert(n.clone()) {
+                    return Err(parameter("isolation", "each isolator once", n));
+                }
+            }
+            names
+        }
+        None => ISOLATORS
+            .iter()
+            .filter(|n| with_credentials || **n != "environment/credentials")
+            .map(|n| (*n).to_owned())
+            .collect(),
+    })
+}
+
+/// `seccomp_config_dir`, absolute; and no `seccomp_*` key unless the
+/// seccomp isolator is on.
+fn seccomp_config_dir(map: &HashMap<&str, &str>, isolation: &[String]) -> Result<Option<PathBuf>> {
+    let seccomp_config_dir = map.get("seccomp_config_dir").map(PathBuf::from);
+    if let Some(dir) = &seccomp_config_dir
+        && !dir.is_absolute()
+    {
+        return Err(parameter(
+            "seccomp_config_dir",
+            "an absolute path",
+            &dir.display().to_string(),
+        ));
+    }
+    if !isolation.iter().any(|n| n == "seccomp")
+        && let Some(key) = [
+            "seccomp_config_dir",
+            "seccomp_profile_name",
+            "seccomp_allow_unconfined",
+        ]
+        .into_iter()
+        .find(|k| map.contains_key(k))
+    {
+        return Err(parameter(
+            key,
+            "'seccomp' in the isolation list",
+            "it missing",
+        ));
+    }
+    Ok(seccomp_config_dir)
+}
+
 impl IsolatorParams {
     /// The one cgroups manager of an isolator set: built here only, then
     /// shared by the `cgroups` isolator and (through
@@ -209,108 +396,17 @@ impl IsolatorParams {
 
     /// Parses key/value pairs.
     pub fn parse<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
-        let mut map: HashMap<&str, &str> = HashMap::new();
-        for (k, v) in pairs {
-            if !KEYS.contains(&k) {
-                return Err(parameter(
-                    k,
-                    "a known key (see the isolator parameter table)",
-                    k,
-                ));
-            }
-            if map.insert(k, v).is_some() {
-                return Err(parameter(k, "the key once", "it repeated"));
-            }
-        }
-        let mut cgroups = CgroupsConfig::default();
-        if let Some(v) = map.get("cgroups_mount_root") {
-            cgroups.mount_root = PathBuf::from(v);
-            if !cgroups.mount_root.is_absolute() {
-                return Err(parameter("cgroups_mount_root", "an absolute path", v));
-            }
-        }
-        if let Some(v) = map.get("cgroups_root") {
-            cgroups.cgroups_root = PathBuf::from(v);
-            // Checked here so the module does not load at all (and the
-            // agent's --cgroups_root, passed as this parameter, with it).
-            if crate::isolation::cgroups::validate_cgroups_root(&cgroups.cgroups_root).is_err() {
-                return Err(parameter(
-                    "cgroups_root",
-                    "a relative path of plain names (not empty, no '.', '..' or leading '/')",
-                    v,
-                ));
-            }
-        }
-        if let Some(v) = map.get("cgroups_destroy_timeout_secs") {
-            cgroups.destroy_timeout =
-                Duration::from_secs(number("cgroups_destroy_timeout_secs", v)?);
-        }
-        let mesos_launcher = match map.get("launcher").copied() {
-            None | Some("nestguard") => false,
-            Some("mesos") => true,
-            Some(other) => return Err(parameter("launcher", "'nestguard' or 'mesos'", other)),
-        };
+        let map = known_keys_once(pairs)?;
+        let cgroups = cgroups_config(&map)?;
+        let mesos_launcher = launcher_is_mesos(&map)?;
         // Under a Mesos agent, as Mesos' own `disk/du`: 15 s by default.
         let disk_watch_interval = match map.get("disk_watch_interval_secs") {
             Some(v) => Some(Duration::from_secs(number("disk_watch_interval_secs", v)?)),
             None => mesos_launcher.then_some(Duration::from_secs(15)),
         };
-        let cgroups_options = CgroupsOptions {
-            enable_cfs: map
-                .get("cgroups_enable_cfs")
-                .map_or(Ok(false), |v| boolean("cgroups_enable_cfs", v))?,
-            pids_max: map
-                .get("cgroups_pids_max")
-                .map(|v| number("cgroups_pids_max", v))
-                .transpose()?,
-            // Under Mesos' launcher on cgroup v1 the freezer is Mesos': its
-            // LinuxLauncher finds and destroys a container through its own
-            // freezer cgroup, so moving the pids into ours would leave Mesos'
-            // empty (and v2 has no separate freezer to skip).
-            skip_freezer: map.get("cgroups_skip_freezer").map_or_else(
-                || Ok(mesos_launcher && uses_v1(&cgroups.mount_root)),
-                |v| boolean("cgroups_skip_freezer", v),
-            )?,
-        };
+        let cgroups_options = cgroups_options(&map, mesos_launcher, &cgroups.mount_root)?;
         let cgroups_owner = map.get("cgroups_owner").map(|v| (*v).to_owned());
-        let mut hardening = HardeningIsolator::default();
-        if let Some(v) = map.get("hardening_no_new_privileges") {
-            hardening.no_new_privileges = boolean("hardening_no_new_privileges", v)?;
-        }
-        if let Some(v) = map.get("hardening_capabilities") {
-            hardening.capabilities = if v.trim() == "*" {
-                None
-            } else {
-                Some(capability_list("hardening_capabilities", v)?)
-            };
-        }
-        hardening.allowed = match map.get("hardening_allowed_capabilities") {
-            None => hardening.capabilities.clone(),
-            Some(v) if v.trim() == "*" => None,
-            Some(v) => {
-                let allowed = capability_list("hardening_allowed_capabilities", v)?;
-                if let Some(given) = &hardening.capabilities
-                    && let Some(missing) = given.difference(&allowed).next()
-                {
-                    return Err(parameter(
-                        "hardening_allowed_capabilities",
-                        "a superset of hardening_capabilities",
-                        &format!("{v} (without {})", super::hardening::cap_name(*missing)),
-                    ));
-                }
-                Some(allowed)
-            }
-        };
-        if let Some(v) = map.get("hardening_masked_paths") {
-            let paths = list(v);
-            if let Some(bad) = paths
-                .iter()
-                .find(|p| !p.starts_with('/') || p.contains("/../"))
-            {
-                return Err(parameter("hardening_masked_paths", "absolute paths", bad));
-            }
-            hardening.masked_paths = paths;
-        }
+        let hardening = hardening(&map)?;
         // Paths or `file://` URLs, as the hook's `http_credentials` and
         // Mesos' own `--jwt_secret_key`/`--http_credentials` take them: one
         // manifest value works for every module that names the file.
@@ -321,55 +417,8 @@ impl IsolatorParams {
         let jwt_key = file("credentials_jwt_key");
         let http_credentials = file("credentials_http_credentials");
         let with_credentials = jwt_key.is_some() || http_credentials.is_some();
-        let isolation = match map.get("isolation") {
-            Some(v) => {
-                let names = list(v);
-                let mut seen = BTreeSet::new();
-                for n in &names {
-                    if !ISOLATORS.contains(&n.as_str()) {
-                        return Err(parameter(
-                            "isolation",
-                            "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, seccomp, disk/du",
-                            n,
-                        ));
-                    }
-                    if !seen.insert(n.clone()) {
-                        return Err(parameter("isolation", "each isolator once", n));
-                    }
-                }
-                names
-            }
-            None => ISOLATORS
-                .iter()
-                .filter(|n| with_credentials || **n != "environment/credentials")
-                .map(|n| (*n).to_owned())
-                .collect(),
-        };
-        let seccomp_config_dir = map.get("seccomp_config_dir").map(PathBuf::from);
-        if let Some(dir) = &seccomp_config_dir
-            && !dir.is_absolute()
-        {
-            return Err(parameter(
-                "seccomp_config_dir",
-                "an absolute path",
-                &dir.display().to_string(),
-            ));
-        }
-        if !isolation.iter().any(|n| n == "seccomp")
-            && let Some(key) = [
-                "seccomp_config_dir",
-                "seccomp_profile_name",
-                "seccomp_allow_unconfined",
-            ]
-            .into_iter()
-            .find(|k| map.contains_key(k))
-        {
-            return Err(parameter(
-                key,
-                "'seccomp' in the isolation list",
-                "it missing",
-            ));
-        }
+        let isolation = isolation_list(&map, with_credentials)?;
+        let seccomp_config_dir = seccomp_config_dir(&map, &isolation)?;
         Ok(Self {
             isolation,
             cgroups,
