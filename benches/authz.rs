@@ -146,6 +146,7 @@ fn bench(c: &mut Criterion) {
             value: ABSENT,
             executor_user: sv(&user),
             framework_user: sv("framework-user"),
+            framework_principal: ABSENT,
             command_user: sv(&user),
             container_id: sv("child"),
             root_container_id: sv("root"),

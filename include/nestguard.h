@@ -42,7 +42,7 @@
 
 /** ABI version of this header; compare with nestguard_abi_version(). */
 #define NESTGUARD_ABI_VERSION_MAJOR 0
-#define NESTGUARD_ABI_VERSION_MINOR 4
+#define NESTGUARD_ABI_VERSION_MINOR 5
 #define NESTGUARD_ABI_VERSION_PATCH 0
 #define NESTGUARD_ABI_VERSION ((NESTGUARD_ABI_VERSION_MAJOR << 16) | (NESTGUARD_ABI_VERSION_MINOR << 8) | NESTGUARD_ABI_VERSION_PATCH)
 
@@ -528,7 +528,9 @@ typedef struct {
  * * `has_executor_info` ← `executor_info != nullptr`; `executor_user` ←
  *   `executor_info->command().user()` when `has_user()`
  * * `has_framework_info` ← `framework_info != nullptr`; `framework_user` ←
- *   `framework_info->user()` when `has_user()`
+ *   `framework_info->user()` when `has_user()`; `framework_principal` ←
+ *   `framework_info->principal()` when `has_principal()` (it decides an
+ *   executor token's launch as a user other than its executor's)
  * * `has_command` ← `command_info != nullptr`; `command_user` ←
  *   `command_info->user()` when `has_user()`
  * * `container_id` ← `container_id->value()` (the leaf);
@@ -553,6 +555,10 @@ typedef struct {
    * `framework_info.user`.
    */
   nestguard_str_view framework_user;
+  /**
+   * `framework_info.principal` (ABI 0.5).
+   */
+  nestguard_str_view framework_principal;
   /**
    * `command_info.user`.
    */
@@ -741,6 +747,23 @@ nestguard_result nestguard_authorizer_explain(const nestguard_authorizer *auth,
                                               char *buf,
                                               size_t buf_len,
                                               size_t *out_n);
+
+/**
+ * Mesos' `authorized(request)` decided once, with its explanation: writes
+ * the decision to `*out_allowed` and, when `out_explanation` is not NULL,
+ * the explanation JSON (as `nestguard_authorizer_explain` writes it) to a
+ * new `nestguard_bytes` in `*out_explanation` (free it with
+ * `nestguard_bytes_free`). The explanation is rendered from the same
+ * decision against the same policy snapshot, so it always names what
+ * decided (a reload in between cannot make them disagree), and the decision
+ * is counted and audited once. Errors as `nestguard_authorizer_authorize`;
+ * on an error nothing is written to `*out_explanation`.
+ */
+nestguard_result nestguard_authorizer_decide(const nestguard_authorizer *auth,
+                                             const uint8_t *request,
+                                             size_t request_len,
+                                             bool *out_allowed,
+                                             nestguard_bytes **out_explanation);
 
 /**
  * Releases an authorizer. NULL is a no-op; must not be called twice or

@@ -79,6 +79,11 @@ fn fast_path_does_not_allocate() {
             },
             executor_user: sv("u"),
             framework_user: sv("f"),
+            framework_principal: nestguard_str_view {
+                ptr: std::ptr::null(),
+                len: 0,
+                present: false,
+            },
             command_user: sv("v"),
             container_id: sv("c"),
             root_container_id: sv("r"),

@@ -10,11 +10,12 @@
 //! keeps the policy alive on its own: it stays valid after its authorizer is
 //! freed, and follows reloads while the authorizer lives.
 
+use super::bytes::nestguard_bytes;
 use super::error::fail;
 use super::error::text_out;
 use super::ffi::{free_handle, handle_ref, into_handle, slice_from, write_out};
 use super::result::nestguard_result;
-use crate::authz::{Approver, Authorizer, ObjectView, ParseMode, Source};
+use crate::authz::{Approver, Authorizer, Lowered, ObjectView, ParseMode, Source};
 use crate::input::DEFAULT_MAX_FILE_SIZE;
 use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
 
@@ -54,7 +55,9 @@ pub struct nestguard_str_view {
 /// * `has_executor_info` ← `executor_info != nullptr`; `executor_user` ←
 ///   `executor_info->command().user()` when `has_user()`
 /// * `has_framework_info` ← `framework_info != nullptr`; `framework_user` ←
-///   `framework_info->user()` when `has_user()`
+///   `framework_info->user()` when `has_user()`; `framework_principal` ←
+///   `framework_info->principal()` when `has_principal()` (it decides an
+///   executor token's launch as a user other than its executor's)
 /// * `has_command` ← `command_info != nullptr`; `command_user` ←
 ///   `command_info->user()` when `has_user()`
 /// * `container_id` ← `container_id->value()` (the leaf);
@@ -74,6 +77,8 @@ pub struct nestguard_object_view {
     pub executor_user: nestguard_str_view,
     /// `framework_info.user`.
     pub framework_user: nestguard_str_view,
+    /// `framework_info.principal` (ABI 0.5).
+    pub framework_principal: nestguard_str_view,
     /// `command_info.user`.
     pub command_user: nestguard_str_view,
     /// `container_id.value`.
@@ -103,10 +108,12 @@ fn object_view(o: &nestguard_object_view) -> Result<ObjectView<'_>, ()> {
         executor_user: view(&o.executor_user)?,
         has_framework_info: o.has_framework_info || o.framework_user.present,
         framework_user: view(&o.framework_user)?,
+        framework_principal: view(&o.framework_principal)?.filter(|p| !p.is_empty()),
         has_command: o.has_command || o.command_user.present,
         command_user: view(&o.command_user)?,
         container_id: view(&o.container_id)?,
         root_container_id: view(&o.root_container_id)?,
+        lowered: Lowered::Fields,
     })
 }
 
@@ -306,6 +313,40 @@ pub extern "C" fn nestguard_authorizer_explain(
     }
 }
 
+/// Mesos' `authorized(request)` decided once, with its explanation: writes
+/// the decision to `*out_allowed` and, when `out_explanation` is not NULL,
+/// the explanation JSON (as `nestguard_authorizer_explain` writes it) to a
+/// new `nestguard_bytes` in `*out_explanation` (free it with
+/// `nestguard_bytes_free`). The explanation is rendered from the same
+/// decision against the same policy snapshot, so it always names what
+/// decided (a reload in between cannot make them disagree), and the decision
+/// is counted and audited once. Errors as `nestguard_authorizer_authorize`;
+/// on an error nothing is written to `*out_explanation`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nestguard_authorizer_decide(
+    auth: *const nestguard_authorizer,
+    request: *const u8,
+    request_len: usize,
+    out_allowed: *mut bool,
+    out_explanation: *mut *mut nestguard_bytes,
+) -> nestguard_result {
+    ffi_panic_boundary! {
+        try_not_null!(out_allowed, "out_allowed");
+        let Some(auth) = handle_ref(auth) else {
+            return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
+        };
+        let bytes = try_slice!(request, request_len, "request");
+        let request = match decode_request(bytes) { Ok(r) => r, Err(code) => return code };
+        let explained = try_abi!(auth.inner.decide(&request));
+        write_out(out_allowed, explained.decision.allowed);
+        if !out_explanation.is_null() {
+            let json = explained.to_json().to_string().into_bytes();
+            write_out(out_explanation, nestguard_bytes::into_raw(json));
+        }
+        nestguard_result::Ok
+    }
+}
+
 /// Releases an authorizer. NULL is a no-op; must not be called twice or
 /// while another thread uses the handle. Approvers made from it stay valid.
 #[unsafe(no_mangle)]
@@ -474,6 +515,7 @@ mod tests {
             value: sv(None),
             executor_user: sv(Some("root")),
             framework_user: sv(None),
+            framework_principal: sv(None),
             command_user: sv(Some("bar")),
             container_id: sv(Some("c2")),
             root_container_id: sv(Some("c1")),

@@ -31,7 +31,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::compile::Policy;
-use super::evaluate::{Decision, EvalError, ObjectView, framework_user};
+use super::evaluate::{Decision, EvalError};
+use super::view::{ObjectView, framework_user};
 use crate::credentials::claims::Claims;
 use crate::proto::mesos::authorization::{Object, Subject};
 

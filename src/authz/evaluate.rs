@@ -1,39 +1,14 @@
-//! Decisions: the object entity per action (Mesos' §3.4 rules), first match
-//! over a compiled list, and the two-list launch approval.
+//! Decisions over the one [`ObjectView`]: the object entity per action
+//! (Mesos' §3.4 rules), first match over a compiled list, and the two-list
+//! launch approval.
 //!
 //! Nothing here allocates: request values are borrowed byte slices looked up
 //! in the compiled indexes, and outcomes are small `Copy` values.
 
 use super::compile::{EntryMeta, NO_MATCH, Policy, Req};
 use super::lists::List;
-use crate::proto::mesos::authorization::{Action, Object};
-
-/// An object given as borrowed fields instead of a protobuf message: what the
-/// C++ shim can hand over without serializing anything.
-///
-/// Each `Option` is "the field is set" (`has_user()` in Mesos terms), and an
-/// empty slice is a set-but-empty value.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ObjectView<'a> {
-    /// `Object.value`.
-    pub value: Option<&'a [u8]>,
-    /// Whether `executor_info` is set.
-    pub has_executor_info: bool,
-    /// `executor_info.command.user` when set.
-    pub executor_user: Option<&'a [u8]>,
-    /// Whether `framework_info` is set.
-    pub has_framework_info: bool,
-    /// `framework_info.user` when set.
-    pub framework_user: Option<&'a [u8]>,
-    /// Whether `command_info` is set.
-    pub has_command: bool,
-    /// `command_info.user` when set.
-    pub command_user: Option<&'a [u8]>,
-    /// `container_id.value` (the leaf) when `container_id` is set.
-    pub container_id: Option<&'a [u8]>,
-    /// The value of the root of `container_id` (itself when it has no parent).
-    pub root_container_id: Option<&'a [u8]>,
-}
+use super::view::{Lowered, ObjectView};
+use crate::proto::mesos::authorization::Action;
 
 /// Why an object could not be decided (Mesos returns an `Error`, or would
 /// crash on a failed CHECK; callers must treat this as "not authorized").
@@ -46,12 +21,6 @@ pub enum EvalError {
         action: &'static str,
         /// The missing field.
         field: &'static str,
-    },
-    /// The action's object has fields the borrowed-field fast path does not carry.
-    #[error("authorization of {action} needs the full object; use the protobuf entry point")]
-    NeedsProtobuf {
-        /// The action's Mesos name.
-        action: &'static str,
     },
     /// The request is malformed (Mesos would CHECK-fail on it).
     #[error("invalid authorization request: {0}")]
@@ -122,10 +91,6 @@ fn name(action: Action) -> &'static str {
     action.as_str_name()
 }
 
-fn some(s: &str) -> Req<'_> {
-    Req::Some(s.as_bytes())
-}
-
 /// executor user → framework user (if set) → container id → ANY.
 fn container_rule<'a>(v: &ObjectView<'a>, with_container_id: bool) -> Req<'a> {
     if let Some(u) = v.executor_user {
@@ -142,7 +107,7 @@ fn container_rule<'a>(v: &ObjectView<'a>, with_container_id: bool) -> Req<'a> {
     Req::Any
 }
 
-/// The object entity of a generic (single-list) action from borrowed fields.
+/// The object entity of a generic (single-list) action (Mesos' §3.4 rules).
 pub fn view_entity<'a>(action: Action, v: Option<&ObjectView<'a>>) -> Result<Req<'a>, EvalError> {
     let Some(v) = v else { return Ok(Req::Any) };
     use Action as A;
@@ -195,122 +160,34 @@ pub fn view_entity<'a>(action: Action, v: Option<&ObjectView<'a>>) -> Result<Req
         | A::ViewTask
         | A::TeardownFramework
         | A::DestroyVolume
-        | A::UnreserveResources => {
-            return Err(EvalError::NeedsProtobuf {
-                action: name(action),
-            });
-        }
+        | A::UnreserveResources => match v.lowered {
+            Lowered::Entity(entity) => entity,
+            Lowered::Missing(field) => {
+                return Err(EvalError::MissingField {
+                    action: name(action),
+                    field,
+                });
+            }
+            Lowered::Fields | Lowered::Roles(_) => {
+                return Err(EvalError::MissingField {
+                    action: name(action),
+                    field: full_object_field(action),
+                });
+            }
+        },
         _ => Req::Any,
     })
 }
 
-/// `framework_info.user` as "set" for Mesos' `has_user()` tests.
-///
-/// `FrameworkInfo.user` is a proto2 `required` field, so prost cannot tell
-/// "absent" from "empty" after decoding; an empty user is treated as absent
-/// (the rules that use the user unconditionally still see "").
-pub fn framework_user(f: &crate::proto::mesos::FrameworkInfo) -> Option<&[u8]> {
-    (!f.user.is_empty()).then_some(f.user.as_bytes())
-}
-
-/// The object entity of a generic (single-list) action from the protobuf object.
-pub fn proto_entity<'a>(action: Action, o: Option<&'a Object>) -> Result<Req<'a>, EvalError> {
-    let Some(o) = o else { return Ok(Req::Any) };
-    use Action as A;
-    let exec_user = o
-        .executor_info
-        .as_ref()
-        .and_then(|e| e.command.as_ref())
-        .and_then(|c| c.user.as_deref());
-    let fw = o.framework_info.as_ref();
-    let missing = |field| EvalError::MissingField {
-        action: name(action),
-        field,
-    };
-    Ok(match action {
-        A::TeardownFramework => match (fw, &o.value) {
-            (Some(f), _) => some(f.principal()),
-            (None, Some(v)) => some(v),
-            (None, None) => Req::Any,
-        },
-        A::DestroyVolume => match (&o.resource, &o.value) {
-            (Some(r), _) => some(
-                r.disk
-                    .as_ref()
-                    .and_then(|d| d.persistence.as_ref())
-                    .map_or("", |p| p.principal()),
-            ),
-            (None, Some(v)) => some(v),
-            (None, None) => Req::Any,
-        },
-        A::UnreserveResources => match (&o.resource, &o.value) {
-            (Some(r), _) => some(match r.reservations.last() {
-                Some(res) => res.principal(),
-                None => r.reservation.as_ref().map_or("", |res| res.principal()),
-            }),
-            (None, Some(v)) => some(v),
-            (None, None) => Req::Any,
-        },
-        A::RunTask => {
-            let ti = o.task_info.as_ref();
-            if let Some(u) = ti
-                .and_then(|t| t.command.as_ref())
-                .and_then(|c| c.user.as_deref())
-            {
-                some(u)
-            } else if let Some(u) = ti
-                .and_then(|t| t.executor.as_ref())
-                .and_then(|e| e.command.as_ref())
-                .and_then(|c| c.user.as_deref())
-            {
-                some(u)
-            } else if let Some(f) = fw {
-                some(&f.user)
-            } else {
-                Req::Any
-            }
-        }
-        A::ViewTask => {
-            if o.task.is_none() && o.task_info.is_none() {
-                return Err(missing("task or task_info"));
-            }
-            let f = fw.ok_or_else(|| missing("framework_info"))?;
-            let task_user = if let Some(u) = o.task.as_ref().and_then(|t| t.user.as_deref()) {
-                Some(u)
-            } else if let Some(ti) = o.task_info.as_ref() {
-                ti.command
-                    .as_ref()
-                    .and_then(|c| c.user.as_deref())
-                    .or_else(|| {
-                        ti.executor
-                            .as_ref()
-                            .and_then(|e| e.command.as_ref())
-                            .and_then(|c| c.user.as_deref())
-                    })
-            } else {
-                None
-            };
-            some(task_user.unwrap_or(&f.user))
-        }
-        _ => {
-            let view = ObjectView {
-                value: o.value.as_deref().map(str::as_bytes),
-                has_executor_info: o.executor_info.is_some(),
-                executor_user: exec_user.map(str::as_bytes),
-                has_framework_info: fw.is_some(),
-                framework_user: fw.and_then(framework_user),
-                has_command: o.command_info.is_some(),
-                command_user: o
-                    .command_info
-                    .as_ref()
-                    .and_then(|c| c.user.as_deref())
-                    .map(str::as_bytes),
-                container_id: o.container_id.as_ref().map(|c| c.value.as_bytes()),
-                root_container_id: None,
-            };
-            return view_entity(action, Some(&view));
-        }
-    })
+/// The field a view built field by field lacks for an action whose rule
+/// reads beyond the named fields (only a lowered protobuf object has it).
+fn full_object_field(action: Action) -> &'static str {
+    match action {
+        Action::RunTask => "task_info",
+        Action::ViewTask => "task or task_info",
+        Action::TeardownFramework => "framework_info",
+        _ => "resource",
+    }
 }
 
 /// The two-list launch decision (Mesos' nested-container approver).

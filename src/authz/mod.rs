@@ -22,12 +22,14 @@ pub mod parse;
 pub mod reference;
 pub mod roles;
 pub mod validate;
+pub mod view;
 
-pub use api::{Approver, Authorizer, LoadError, ParameterError, Source, load};
+pub use api::{Approver, Authorizer, Explained, LoadError, ParameterError, Source, load};
 pub use audit::{
     AUDIT_FIELD_MAX_BYTES, AuditOptions, AuditRecord, AuditSink, ObjectSummary, Truncated,
 };
 pub use compile::{Policy, Req};
-pub use evaluate::{Basis, Decision, EvalError, ListOutcome, ObjectView};
+pub use evaluate::{Basis, Decision, EvalError, ListOutcome};
 pub use lists::List;
 pub use parse::{Document, Entity, EntityType, Entry, Location, ParseError, ParseMode};
+pub use view::{Lowered, ObjectView};

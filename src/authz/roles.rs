@@ -6,10 +6,11 @@
 //! scanning the list (not indexed); it follows Mesos' split of an entry into
 //! one recursive entry per `x/%` value followed by one entry with the rest.
 
-use super::compile::{EntryMeta, Req};
+use super::compile::{EntryMeta, Policy, Req};
 use super::evaluate::{EvalError, ListOutcome};
-use super::lists::List;
+use super::lists::{List, Route, route};
 use super::parse::{Entity, EntityType};
+use super::view::{Lowered, ObjectView, entity};
 use crate::proto::mesos::authorization::{Action, Object};
 use crate::proto::mesos::framework_info::capability::Type as CapabilityType;
 
@@ -101,18 +102,17 @@ pub fn decide_role(
     }
 }
 
-/// The role objects of a role action (several for `REGISTER_FRAMEWORK`).
-pub fn role_objects<'a>(action: Action, o: Option<&'a Object>) -> Result<Vec<Req<'a>>, EvalError> {
-    let Some(o) = o else {
-        return Ok(vec![Req::Any]);
-    };
-    let s = |v: &'a str| Req::Some(v.as_bytes());
-    let missing = |field| EvalError::MissingField {
-        action: action.as_str_name(),
-        field,
-    };
+/// The role a role action's rule reads, lowered from the protobuf object
+/// (several for a multi-role `REGISTER_FRAMEWORK`); [`Lowered::Fields`] for
+/// every other action.
+pub fn lower_role(action: Action, o: &Object) -> Lowered<'_> {
+    if !matches!(route(action), Route::Roles(_)) {
+        return Lowered::Fields;
+    }
+    let s = entity;
+    let any = Lowered::Entity(Req::Any);
     use Action as A;
-    Ok(match action {
+    match action {
         A::RegisterFramework => {
             if let Some(f) = &o.framework_info {
                 let multi = f
@@ -120,38 +120,85 @@ pub fn role_objects<'a>(action: Action, o: Option<&'a Object>) -> Result<Vec<Req
                     .iter()
                     .any(|c| c.r#type() == CapabilityType::MultiRole);
                 if multi {
-                    f.roles.iter().map(|r| s(r)).collect()
+                    Lowered::Roles(&f.roles)
                 } else {
-                    vec![s(f.role())]
+                    s(f.role())
                 }
             } else if let Some(v) = &o.value {
-                vec![s(v)]
+                s(v)
             } else {
-                vec![Req::Any]
+                any
             }
         }
-        A::UpdateWeight => vec![match (&o.weight_info, &o.value) {
+        A::UpdateWeight => match (&o.weight_info, &o.value) {
             (Some(w), _) => s(w.role()),
             (None, Some(v)) => s(v),
-            (None, None) => Req::Any,
-        }],
+            (None, None) => any,
+        },
         A::ViewRole | A::UpdateQuotaWithConfig => {
-            vec![s(o.value.as_deref().ok_or_else(|| missing("value"))?)]
+            o.value.as_deref().map_or(Lowered::Missing("value"), s)
         }
-        A::GetQuota => vec![o.value.as_deref().map_or(Req::Any, s)],
+        A::GetQuota => o.value.as_deref().map_or(any, s),
         #[expect(deprecated, reason = "Mesos still routes the deprecated action")]
-        A::UpdateQuota => vec![s(o
+        A::UpdateQuota => o
             .quota_info
             .as_ref()
-            .ok_or_else(|| missing("quota_info"))?
-            .role())],
-        _ => vec![match (&o.resource, &o.value) {
+            .map_or(Lowered::Missing("quota_info"), |q| s(q.role())),
+        _ => match (&o.resource, &o.value) {
             (Some(r), _) => s(match r.reservations.last() {
                 Some(res) => res.role(),
                 None => r.role(),
             }),
             (None, Some(v)) => s(v),
-            (None, None) => Req::Any,
-        }],
-    })
+            (None, None) => any,
+        },
+    }
+}
+
+/// A role action's decision: first match for the role, or for each role of
+/// a multi-role framework (the first denial decides; with no roles at all,
+/// `permissive`). No object is one ANY role.
+pub fn decide_roles(
+    policy: &Policy,
+    action: Action,
+    list: List,
+    subject: Req<'_>,
+    object: Option<&ObjectView<'_>>,
+) -> Result<ListOutcome, EvalError> {
+    let one = |role| {
+        decide_role(
+            policy.doc.list(list),
+            list,
+            policy.permissive(),
+            subject,
+            role,
+        )
+    };
+    let roles = match object.map_or(Lowered::Entity(Req::Any), |o| o.lowered) {
+        Lowered::Entity(role) => return Ok(one(role)),
+        Lowered::Roles(roles) => roles,
+        Lowered::Missing(field) => return Err(missing(action, field)),
+        Lowered::Fields => return Err(missing(action, "the role (a protobuf object)")),
+    };
+    let mut last = None;
+    for role in roles {
+        let outcome = one(Req::Some(role.as_bytes()));
+        if !outcome.allowed {
+            return Ok(outcome);
+        }
+        last = Some(outcome);
+    }
+    // A multi-role framework with no roles: permissive decides.
+    Ok(last.unwrap_or(ListOutcome {
+        list,
+        entry: None,
+        allowed: policy.permissive(),
+    }))
+}
+
+fn missing(action: Action, field: &'static str) -> EvalError {
+    EvalError::MissingField {
+        action: action.as_str_name(),
+        field,
+    }
 }

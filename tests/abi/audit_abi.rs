@@ -81,6 +81,12 @@ impl Audited {
 
     /// `authorized` for `op` killing a container of executor user `user`.
     fn kill(&self, user: &str) -> bool {
+        self.kill_via(user, false)
+    }
+
+    /// [`Audited::kill`], through `nestguard_authorizer_decide` (the
+    /// decision with its explanation) when `explained`.
+    fn kill_via(&self, user: &str, explained: bool) -> bool {
         let request = Request {
             subject: Some(Subject {
                 value: Some("op".into()),
@@ -108,6 +114,22 @@ impl Audited {
         }
         .encode_to_vec();
         let mut allowed = false;
+        if explained {
+            let mut explanation = null_mut();
+            assert_eq!(
+                nestguard_authorizer_decide(
+                    self.auth,
+                    request.as_ptr(),
+                    request.len(),
+                    &mut allowed,
+                    &mut explanation
+                ),
+                nestguard_result::Ok
+            );
+            let explanation: Value = serde_json::from_slice(&take(explanation)).unwrap();
+            assert_eq!(explanation["allowed"], allowed);
+            return allowed;
+        }
         assert_eq!(
             nestguard_authorizer_authorize(
                 self.auth,
@@ -218,6 +240,7 @@ fn approve(
         value: ABSENT,
         executor_user: sv(executor_user),
         framework_user: ABSENT,
+        framework_principal: ABSENT,
         command_user: ABSENT,
         container_id: sv("child"),
         root_container_id: sv(root),
@@ -356,6 +379,18 @@ fn denials_only_and_sampling() {
         assert!(!a.kill("bob"));
     }
     assert_eq!(a.take().len(), 2, "one denial in two");
+}
+
+#[test]
+fn a_decision_with_its_explanation_is_audited_once() {
+    let a = Audited::new();
+    a.register(0, false);
+    assert!(a.kill_via("alice", true));
+    assert!(!a.kill_via("bob", true));
+    let records: Vec<Value> = a.take().iter().map(|r| json(r)).collect();
+    assert_eq!(records.len(), 2, "one record per decision: {records:#?}");
+    assert_eq!(records[0]["allowed"], true);
+    assert_eq!(records[1]["allowed"], false);
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod launcher_support;
 
 mod abi_support;
 mod audit_abi;
+mod authorizer_abi;
 mod c_abi;
 mod c_install;
 mod credentials_abi;

@@ -104,6 +104,7 @@ fn decisions_move_the_per_action_counters_and_the_sampled_latency() {
         },
         executor_user: absent,
         framework_user: absent,
+        framework_principal: absent,
         command_user: absent,
         container_id: absent,
         root_container_id: absent,

@@ -151,6 +151,10 @@ fn view_of(o: &Object) -> nestguard_object_view {
             .as_ref()
             .map(|f| f.user.as_str())
             .filter(|u| !u.is_empty())),
+        framework_principal: sv(o
+            .framework_info
+            .as_ref()
+            .and_then(|f| f.principal.as_deref())),
         command_user: sv(o.command_info.as_ref().and_then(|c| c.user.as_deref())),
         container_id: sv(o.container_id.as_ref().map(|c| c.value.as_str())),
         root_container_id: sv(root_value(o)),

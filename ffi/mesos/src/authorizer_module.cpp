@@ -115,6 +115,11 @@ nestguard_object_view toView(const ObjectApprover::Object& object)
     view.has_framework_info && object.framework_info->has_user()
       ? viewOf(object.framework_info->user())
       : absent();
+  // Decides an executor token's launch as another user (ABI 0.5).
+  view.framework_principal =
+    view.has_framework_info && object.framework_info->has_principal()
+      ? viewOf(object.framework_info->principal())
+      : absent();
 
   view.has_command = object.command_info != nullptr;
   view.command_user =
@@ -343,14 +348,10 @@ public:
       return Failure(lastError(rc));
     }
 
-    // An executor token's launch is decided on the whole object: the
-    // borrowed view has no FrameworkInfo.principal, which nestguard's
-    // token-user rule consults.
-    const bool tokenLaunch = subject.isSome() && !subject->has_value() &&
-      (action == mesos::authorization::LAUNCH_NESTED_CONTAINER ||
-       action == mesos::authorization::LAUNCH_NESTED_CONTAINER_SESSION);
+    // The view carries FrameworkInfo.principal too (ABI 0.5), so an
+    // executor token's launch is decided on it like every other call.
     return std::shared_ptr<const ObjectApprover>(
-        new NestguardApprover(approver, servedByView(action) && !tokenLaunch));
+        new NestguardApprover(approver, servedByView(action)));
   }
 
 private:

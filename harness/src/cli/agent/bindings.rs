@@ -4,9 +4,9 @@
 // NESTGUARD_BLESS=1 cargo test --test abi header
 
 pub const NESTGUARD_ABI_VERSION_MAJOR: u32 = 0;
-pub const NESTGUARD_ABI_VERSION_MINOR: u32 = 4;
+pub const NESTGUARD_ABI_VERSION_MINOR: u32 = 5;
 pub const NESTGUARD_ABI_VERSION_PATCH: u32 = 0;
-pub const NESTGUARD_ABI_VERSION: u32 = 1024;
+pub const NESTGUARD_ABI_VERSION: u32 = 1280;
 pub const NESTGUARD_LAUNCHER_POSIX: u32 = 1;
 pub const NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE: u32 = 2;
 pub const NESTGUARD_CONTAINER_IO_TTY: u32 = 1;
@@ -148,6 +148,7 @@ pub struct nestguard_object_view {
     pub value: nestguard_str_view,
     pub executor_user: nestguard_str_view,
     pub framework_user: nestguard_str_view,
+    pub framework_principal: nestguard_str_view,
     pub command_user: nestguard_str_view,
     pub container_id: nestguard_str_view,
     pub root_container_id: nestguard_str_view,
@@ -209,6 +210,13 @@ pub struct Nestguard {
         buf: *mut ::std::os::raw::c_char,
         buf_len: usize,
         out_n: *mut usize,
+    ) -> nestguard_result,
+    pub nestguard_authorizer_decide: unsafe extern "C" fn(
+        auth: *const nestguard_authorizer,
+        request: *const u8,
+        request_len: usize,
+        out_allowed: *mut bool,
+        out_explanation: *mut *mut nestguard_bytes,
     ) -> nestguard_result,
     pub nestguard_authorizer_free: unsafe extern "C" fn(auth: *mut nestguard_authorizer),
     pub nestguard_approver_new: unsafe extern "C" fn(
@@ -592,6 +600,9 @@ impl Nestguard {
         let nestguard_authorizer_explain = __library
             .get(b"nestguard_authorizer_explain\0")
             .map(|sym| *sym)?;
+        let nestguard_authorizer_decide = __library
+            .get(b"nestguard_authorizer_decide\0")
+            .map(|sym| *sym)?;
         let nestguard_authorizer_free = __library
             .get(b"nestguard_authorizer_free\0")
             .map(|sym| *sym)?;
@@ -778,6 +789,7 @@ impl Nestguard {
             nestguard_authorizer_set_executor_tokens_any_user,
             nestguard_authorizer_authorize,
             nestguard_authorizer_explain,
+            nestguard_authorizer_decide,
             nestguard_authorizer_free,
             nestguard_approver_new,
             nestguard_approver_approved,
@@ -924,6 +936,16 @@ impl Nestguard {
         out_n: *mut usize,
     ) -> nestguard_result {
         (self.nestguard_authorizer_explain)(auth, request, request_len, buf, buf_len, out_n)
+    }
+    pub unsafe fn nestguard_authorizer_decide(
+        &self,
+        auth: *const nestguard_authorizer,
+        request: *const u8,
+        request_len: usize,
+        out_allowed: *mut bool,
+        out_explanation: *mut *mut nestguard_bytes,
+    ) -> nestguard_result {
+        (self.nestguard_authorizer_decide)(auth, request, request_len, out_allowed, out_explanation)
     }
     pub unsafe fn nestguard_authorizer_free(&self, auth: *mut nestguard_authorizer) {
         (self.nestguard_authorizer_free)(auth)

@@ -135,22 +135,26 @@ impl Authorizer {
         Ok(allowed)
     }
 
-    /// Why the request is decided as it is (JSON).
-    pub fn explain(&self, request: &authorization::Request) -> Result<String, AbiFailure> {
+    /// `authorized(request)` decided once, with the explanation (JSON) of
+    /// that very decision: a denial is explained without deciding again, and
+    /// against the policy that decided it.
+    pub fn decide(&self, request: &authorization::Request) -> Result<(bool, String), AbiFailure> {
         let bytes = request.encode_to_vec();
-        self.abi.text_out("the explanation", |buf, len, needed| {
-            // SAFETY: live handle, valid buffers and out pointer.
-            unsafe {
-                self.abi.f().nestguard_authorizer_explain(
-                    self.handle.0,
-                    bytes.as_ptr(),
-                    bytes.len(),
-                    buf,
-                    len,
-                    needed,
-                )
-            }
-        })
+        let mut allowed = false;
+        let mut explanation = std::ptr::null_mut();
+        // SAFETY: live handle, valid buffer and out pointers.
+        let code = unsafe {
+            self.abi.f().nestguard_authorizer_decide(
+                self.handle.0,
+                bytes.as_ptr(),
+                bytes.len(),
+                &mut allowed,
+                &mut explanation,
+            )
+        };
+        self.abi.check(code)?;
+        let json = self.abi.take(explanation)?;
+        Ok((allowed, String::from_utf8_lossy(&json).into_owned()))
     }
 }
 

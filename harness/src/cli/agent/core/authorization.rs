@@ -12,7 +12,6 @@ use nestguard::proto::mesos::{CommandInfo, ContainerId};
 
 use super::records::{ApiError, lock};
 use super::registry::Agent;
-use crate::cli::agent::abi::Authorizer;
 use crate::cli::agent::decision::{deciding_acl, log_decision, object_text, subject_text};
 
 /// The path Mesos authorizes its metrics as: libprocess' `/metrics/snapshot`
@@ -69,45 +68,29 @@ impl Agent {
         self.require(subject, action, Some(object))
     }
 
-    /// The authorizer's decision on a request, with the authorizer and the
-    /// request (for an explanation and the log); None without an
-    /// authorizer, which allows everything. An authorizer error is logged
-    /// and treated as a denial, as Mesos does.
-    fn decide(
-        &self,
-        subject: Option<&Subject>,
-        action: Action,
-        object: Option<Object>,
-    ) -> Option<(&Authorizer, Request, bool)> {
-        let authorizer = self.modules.authorizer.as_ref()?;
-        let request = Request {
-            subject: subject.cloned(),
-            action: Some(action as i32),
-            object,
-        };
-        let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "authorizer failed; denying");
-            false
-        });
-        Some((authorizer, request, allowed))
-    }
-
     /// The gate for one object: authorizes `action` on `object` (None:
     /// Mesos' object-less approvers, e.g. VIEW_FLAGS); a refusal is 403,
-    /// with the deciding ACL in the decision log (never in the body).
+    /// with the deciding ACL in the decision log (never in the body). The
+    /// request is decided once: the explanation comes with the decision.
+    /// Without an authorizer everything is allowed; an authorizer error is
+    /// logged and treated as a denial, as Mesos does.
     pub fn require(
         &self,
         subject: Option<&Subject>,
         action: Action,
         object: Option<Object>,
     ) -> Result<(), ApiError> {
-        let Some((authorizer, request, allowed)) = self.decide(subject, action, object) else {
+        let Some(authorizer) = self.modules.authorizer.as_ref() else {
             return Ok(());
         };
-        let acl = if allowed {
-            String::new()
-        } else {
-            deciding_acl(authorizer.explain(&request).ok().as_deref())
+        let request = request(subject, action, object);
+        let (allowed, acl) = match authorizer.decide(&request) {
+            Ok((true, _)) => (true, String::new()),
+            Ok((false, explanation)) => (false, deciding_acl(Some(&explanation))),
+            Err(e) => {
+                tracing::warn!(error = %e, "authorizer failed; denying");
+                (false, deciding_acl(None))
+            }
         };
         log_decision(&request, allowed, &acl);
         if allowed {
@@ -121,9 +104,14 @@ impl Agent {
     /// `action`. A refusal filters the entry out (no 403, no explanation
     /// computed); the decision log gets it at debug level.
     pub fn filter(&self, subject: Option<&Subject>, action: Action, object: Object) -> bool {
-        let Some((_, request, allowed)) = self.decide(subject, action, Some(object)) else {
+        let Some(authorizer) = self.modules.authorizer.as_ref() else {
             return true;
         };
+        let request = request(subject, action, Some(object));
+        let allowed = authorizer.authorize(&request).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "authorizer failed; denying");
+            false
+        });
         tracing::debug!(
             target: "nestguard::decision",
             principal = %subject_text(request.subject.as_ref()),
@@ -190,6 +178,15 @@ impl Agent {
             .containers
             .get(cid)
             .is_some_and(|c| c.id.parent.is_none() && c.termination.borrow().is_none())
+    }
+}
+
+/// The request Mesos' `authorized()` gets for a subject, action and object.
+fn request(subject: Option<&Subject>, action: Action, object: Option<Object>) -> Request {
+    Request {
+        subject: subject.cloned(),
+        action: Some(action as i32),
+        object,
     }
 }
 
