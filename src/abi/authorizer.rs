@@ -94,6 +94,7 @@ pub struct nestguard_object_view {
 }
 
 /// `Some(bytes)` for a present view; `Err(())` for NULL with a length.
+#[inline(always)]
 fn view(v: &nestguard_str_view) -> Result<Option<&[u8]>, ()> {
     if !v.present {
         return Ok(None);
@@ -101,6 +102,7 @@ fn view(v: &nestguard_str_view) -> Result<Option<&[u8]>, ()> {
     slice_from(v.ptr.cast(), v.len).map(Some).ok_or(())
 }
 
+#[inline(always)]
 fn object_view(o: &nestguard_object_view) -> Result<ObjectView<'_>, ()> {
     Ok(ObjectView {
         value: view(&o.value)?,

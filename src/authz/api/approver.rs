@@ -106,6 +106,7 @@ impl<'s> Kind<&'s [u8]> {
 }
 
 impl<B: AsRef<[u8]>> Kind<B> {
+    #[inline]
     fn borrowed(&self) -> Kind<&[u8]> {
         match self {
             Kind::Reject(why) => Kind::Reject(why),
@@ -148,6 +149,7 @@ pub(super) struct Judge<'k> {
 impl Judge<'_> {
     /// The one decision path: every entry point (borrowed fields, protobuf
     /// object, `authorized(request)`) ends here with an [`ObjectView`].
+    #[inline]
     pub(super) fn decide(
         &self,
         policy: &Policy,
@@ -285,6 +287,7 @@ impl Approver {
         self.action
     }
 
+    #[inline]
     fn judge(&self) -> Judge<'_> {
         Judge {
             action: self.action,
@@ -314,6 +317,7 @@ impl Approver {
     }
 
     /// [`Approver::decide`] against a given policy snapshot.
+    #[inline]
     pub fn decide_in(
         &self,
         policy: &Policy,
