@@ -300,6 +300,72 @@ impl SandboxPathIsolator {
             _ => Ok(None),
         }
     }
+
+    /// The directory a SANDBOX_PATH volume's source is resolved in: the
+    /// container's own `sandbox` (SELF, for an absolute `container_path`
+    /// only) or its parent's (PARENT, for a nested container only).
+    fn source_base(
+        &self,
+        id: &ContainerId,
+        kind: Option<SandboxPathType>,
+        sandbox: &Path,
+        relative_target: bool,
+    ) -> Result<PathBuf> {
+        match kind {
+            None => Err(IsolatorError::Volume(
+                "Unknown SANDBOX_PATH volume type".into(),
+            )),
+            Some(SandboxPathType::Self_) => {
+                if relative_target {
+                    return Err(IsolatorError::Volume(
+                        "'container_path' is relative for SANDBOX_PATH volume SELF type".into(),
+                    ));
+                }
+                Ok(sandbox.to_path_buf())
+            }
+            Some(SandboxPathType::Parent) => {
+                let Some(parent) = id.parent.as_deref() else {
+                    return Err(IsolatorError::Volume(
+                        "SANDBOX_PATH volume PARENT type only works for nested container".into(),
+                    ));
+                };
+                self.sandboxes.get(parent).ok_or_else(|| {
+                    IsolatorError::Volume(
+                        "Failed to locate the sandbox for the parent container".into(),
+                    )
+                })
+            }
+            Some(SandboxPathType::Unknown) => Err(IsolatorError::Volume(
+                "Unknown SANDBOX_PATH volume type".into(),
+            )),
+        }
+    }
+}
+
+/// The mount point of a SANDBOX_PATH volume with an absolute
+/// `container_path`: on the host's file system tree, so it must exist.
+fn absolute_mount_point(container_path: &str) -> Result<PathBuf> {
+    // Stricter than Mesos: an absolute mount point is named
+    // plainly, so what is checked here is what gets mounted on.
+    if container_path.contains('\0')
+        || Path::new(container_path)
+            .components()
+            .any(|c| c == Component::ParentDir)
+    {
+        return Err(IsolatorError::Volume(format!(
+            "'container_path' '{}' of a SANDBOX_PATH volume must not contain '..' \
+             or NUL",
+            container_path.escape_debug()
+        )));
+    }
+    let target = PathBuf::from(container_path);
+    if !target.exists() {
+        return Err(IsolatorError::Volume(format!(
+            "mount point '{container_path}' of a SANDBOX_PATH volume does not exist \
+             (containers without an image mount on the host's file system tree)"
+        )));
+    }
+    Ok(target)
 }
 
 impl Isolator for SandboxPathIsolator {
@@ -335,39 +401,7 @@ impl Isolator for SandboxPathIsolator {
             }
             let container_path = &volume.container_path;
             let relative_target = !Path::new(container_path).is_absolute();
-            let base = match kind {
-                None => {
-                    return Err(IsolatorError::Volume(
-                        "Unknown SANDBOX_PATH volume type".into(),
-                    ));
-                }
-                Some(SandboxPathType::Self_) => {
-                    if relative_target {
-                        return Err(IsolatorError::Volume(
-                            "'container_path' is relative for SANDBOX_PATH volume SELF type".into(),
-                        ));
-                    }
-                    sandbox.clone()
-                }
-                Some(SandboxPathType::Parent) => {
-                    let Some(parent) = id.parent.as_deref() else {
-                        return Err(IsolatorError::Volume(
-                            "SANDBOX_PATH volume PARENT type only works for nested container"
-                                .into(),
-                        ));
-                    };
-                    self.sandboxes.get(parent).ok_or_else(|| {
-                        IsolatorError::Volume(
-                            "Failed to locate the sandbox for the parent container".into(),
-                        )
-                    })?
-                }
-                Some(SandboxPathType::Unknown) => {
-                    return Err(IsolatorError::Volume(
-                        "Unknown SANDBOX_PATH volume type".into(),
-                    ));
-                }
-            };
+            let base = self.source_base(id, kind, &sandbox, relative_target)?;
             let (source, source_is_dir) = resolve_beneath(&base, &path, Create::Directory)?;
             let target = if relative_target {
                 let create = if source_is_dir {
@@ -379,27 +413,7 @@ impl Isolator for SandboxPathIsolator {
                 mount_points.push(target.clone());
                 target
             } else {
-                // Stricter than Mesos: an absolute mount point is named
-                // plainly, so what is checked here is what gets mounted on.
-                if container_path.contains('\0')
-                    || Path::new(container_path)
-                        .components()
-                        .any(|c| c == Component::ParentDir)
-                {
-                    return Err(IsolatorError::Volume(format!(
-                        "'container_path' '{}' of a SANDBOX_PATH volume must not contain '..' \
-                         or NUL",
-                        container_path.escape_debug()
-                    )));
-                }
-                let target = PathBuf::from(container_path);
-                if !target.exists() {
-                    return Err(IsolatorError::Volume(format!(
-                        "mount point '{container_path}' of a SANDBOX_PATH volume does not exist \
-                         (containers without an image mount on the host's file system tree)"
-                    )));
-                }
-                target
+                absolute_mount_point(container_path)?
             };
             let read_only = volume.mode() == VolumeMode::Ro;
             tracing::debug!(
