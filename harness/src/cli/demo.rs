@@ -370,13 +370,7 @@ fn demo() -> anyhow::Result<ExitCode> {
     watch_signals()?;
     let started = Instant::now();
     say!("nestguard demo: a pod through the simulated agent and the loaded libnestguard.so\n");
-    if is_root() {
-        say!("running as root: the Linux launcher (namespaces, supervised nested containers)");
-    } else {
-        say!(
-            "not running as root: falling back to the posix launcher (plain processes, no namespaces or cgroups)"
-        );
-    }
+    announce_launcher();
     let dir = tempfile::Builder::new()
         .prefix("nestguard-demo-")
         .tempdir()
@@ -402,11 +396,7 @@ fn demo() -> anyhow::Result<ExitCode> {
 
     let ops = basic_client(&agent.address, "ops", "demo-ops-secret");
     let intruder = basic_client(&agent.address, "intruder", "demo-intruder-secret");
-    let user = if is_root() {
-        "root".to_owned()
-    } else {
-        current_user()
-    };
+    let user = pod_user();
     checkpoint()?;
     let (pod_id, sandbox, mut pod_guard) =
         submit_pod(&ops, &agent.address, &user, cgroups_root.is_some())?;
@@ -471,6 +461,28 @@ fn demo() -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Says which launcher the agent runs: the Linux one as root, else the
+/// posix one.
+fn announce_launcher() {
+    if is_root() {
+        say!("running as root: the Linux launcher (namespaces, supervised nested containers)");
+    } else {
+        say!(
+            "not running as root: falling back to the posix launcher (plain processes, no namespaces or cgroups)"
+        );
+    }
+}
+
+/// The user the pod runs as: root when the demo runs as root, else the
+/// user running it.
+fn pod_user() -> String {
+    if is_root() {
+        "root".to_owned()
+    } else {
+        current_user()
+    }
 }
 
 /// Submits the demo pod as 'ops'; the guard (and the signal handler)

@@ -177,20 +177,7 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
     let devnull = open("/dev/null", OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())
         .map_err(at_path("open", "/dev/null"))?;
     nix::unistd::dup2_stdin(&devnull).map_err(|e| HelperError::Syscall("dup2(stdin)", e))?;
-    let runtime = open(
-        &control.runtime_dir,
-        OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(at_path("open", &control.runtime_dir))?;
-    let status = openat(
-        runtime.as_fd(),
-        STATUS_FILE,
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(0o600),
-    )
-    .map_err(at_path("create", control.runtime_dir.join(STATUS_FILE)))?;
-    fsync(runtime.as_fd()).map_err(at_path("fsync", &control.runtime_dir))?;
+    let (runtime, status) = open_runtime(&control)?;
     let proc_dir = open(
         "/proc",
         OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
@@ -213,7 +200,7 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
     if let Some((pid, start)) = control.parent {
         enter_parent(&proc_dir, pid, start, enter)?;
     }
-    let mut launch = Launch {
+    let launch = Launch {
         cgroups,
         status,
         control: &control,
@@ -225,6 +212,40 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
         filters: &filters,
         stdio,
     };
+    let child = start_supervisor(launch, enter, clone)?;
+    // Returns at once: the child shared our memory and has exited.
+    process::waitpid_raw(child.as_raw(), 0)?;
+    Ok(())
+}
+
+/// Opens the host's runtime directory by its host path (before any
+/// `setns`) and creates the empty `status` checkpoint in it, durably.
+fn open_runtime(control: &Control) -> Result<(OwnedFd, OwnedFd), HelperError> {
+    let runtime = open(
+        &control.runtime_dir,
+        OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(at_path("open", &control.runtime_dir))?;
+    let status = openat(
+        runtime.as_fd(),
+        STATUS_FILE,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )
+    .map_err(at_path("create", control.runtime_dir.join(STATUS_FILE)))?;
+    fsync(runtime.as_fd()).map_err(at_path("fsync", &control.runtime_dir))?;
+    Ok((runtime, status))
+}
+
+/// Creates the container's new namespaces and forks its supervisor in
+/// them; returns the child the helper reaps (the supervisor, or the
+/// intermediate that created it).
+fn start_supervisor(
+    mut launch: Launch<'_>,
+    enter: CloneFlags,
+    clone: CloneFlags,
+) -> Result<Pid, HelperError> {
     // A new pid namespace can only be created by a process whose active pid
     // namespace is the one it entered: after `setns` into the parent's pid
     // namespace, an intermediate child does the `unshare` and creates the
@@ -238,32 +259,28 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
     // shares the intermediate's descriptor table, so what it closes of the
     // host's the intermediate (visible to the parent container) no longer
     // holds either.
-    let child =
-        if enter.contains(CloneFlags::CLONE_NEWPID) && clone.contains(CloneFlags::CLONE_NEWPID) {
-            // SAFETY: the helper is single-threaded and only waits after this;
-            // the intermediate ends in `_exit`.
-            unsafe {
-                vfork::spawn(false, move || {
-                    let code = match join_cgroups(&mut launch.cgroups)
-                        .and_then(|()| Ok(namespace_ops::create(clone)?))
-                        .and_then(|()| fork_supervisor(launch, true))
-                        .and_then(|supervisor| Ok(process::waitpid_raw(supervisor.as_raw(), 0)?))
-                    {
-                        Ok(_) => 0,
-                        Err(e) => report_failure(&e),
-                    };
-                    // SAFETY: _exit is async-signal-safe; nothing to flush.
-                    libc::_exit(code)
-                })
-            }
-            .map_err(|e| HelperError::Syscall("clone(CLONE_VM|CLONE_VFORK)", e))?
-        } else {
-            namespace_ops::create(clone)?;
-            fork_supervisor(launch, false)?
-        };
-    // Returns at once: the child shared our memory and has exited.
-    process::waitpid_raw(child.as_raw(), 0)?;
-    Ok(())
+    if enter.contains(CloneFlags::CLONE_NEWPID) && clone.contains(CloneFlags::CLONE_NEWPID) {
+        // SAFETY: the helper is single-threaded and only waits after this;
+        // the intermediate ends in `_exit`.
+        unsafe {
+            vfork::spawn(false, move || {
+                let code = match join_cgroups(&mut launch.cgroups)
+                    .and_then(|()| Ok(namespace_ops::create(clone)?))
+                    .and_then(|()| fork_supervisor(launch, true))
+                    .and_then(|supervisor| Ok(process::waitpid_raw(supervisor.as_raw(), 0)?))
+                {
+                    Ok(_) => 0,
+                    Err(e) => report_failure(&e),
+                };
+                // SAFETY: _exit is async-signal-safe; nothing to flush.
+                libc::_exit(code)
+            })
+        }
+        .map_err(|e| HelperError::Syscall("clone(CLONE_VM|CLONE_VFORK)", e))
+    } else {
+        namespace_ops::create(clone)?;
+        fork_supervisor(launch, false)
+    }
 }
 
 /// Enters the namespaces in `flags` of the parent container's init `pid`,

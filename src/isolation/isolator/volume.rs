@@ -27,6 +27,7 @@
 //! remount implicitly).
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -118,6 +119,46 @@ fn escape(path: &str, sandbox: &Path, reason: impl Into<String>) -> IsolatorErro
 /// `base`'s owner, as Mesos chowns created volume sources). Returns the
 /// host path and whether it is a directory.
 pub fn resolve_beneath(base: &Path, relative: &str, create: Create) -> Result<(PathBuf, bool)> {
+    let parts = relative_parts(base, relative)?;
+    let open_flags = OFlags::PATH | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let mut dir: OwnedFd = rustix::fs::open(base, open_flags | OFlags::DIRECTORY, Mode::empty())
+        .map_err(|e| IsolatorError::io("open sandbox", base)(e.into()))?;
+    let owner =
+        rustix::fs::fstat(&dir).map_err(|e| IsolatorError::io("stat sandbox", base)(e.into()))?;
+    let mut host = base.to_path_buf();
+    let mut is_dir = true;
+    let last = parts.len().saturating_sub(1);
+    for (i, part) in parts.iter().enumerate() {
+        host.push(part);
+        let opened =
+            match rustix::fs::openat2(&dir, part.as_os_str(), open_flags, Mode::empty(), resolve) {
+                Err(rustix::io::Errno::NOENT) if create != Create::Nothing => {
+                    let file = i == last && create == Create::File;
+                    create_missing(&dir, part, &host, &owner, file)?;
+                    rustix::fs::openat2(&dir, part.as_os_str(), open_flags, Mode::empty(), resolve)
+                }
+                other => other,
+            };
+        let fd = opened.map_err(|e| open_failure(e, relative, base, &host))?;
+        let stat =
+            rustix::fs::fstat(&fd).map_err(|e| IsolatorError::io("stat", &host)(e.into()))?;
+        is_dir =
+            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
+        if i < last && !is_dir {
+            return Err(IsolatorError::Volume(format!(
+                "'{}' is not a directory",
+                host.display()
+            )));
+        }
+        dir = fd;
+    }
+    Ok((host, is_dir))
+}
+
+/// The components of `relative`, refused when it is absolute or climbs
+/// with `..` (it must stay below `base`).
+fn relative_parts(base: &Path, relative: &str) -> Result<Vec<OsString>> {
     let rel = Path::new(relative);
     if rel.is_absolute() {
         return Err(escape(relative, base, "the path is absolute"));
@@ -135,94 +176,66 @@ pub fn resolve_beneath(base: &Path, relative: &str, create: Create) -> Result<(P
             }
         }
     }
-    let open_flags = OFlags::PATH | OFlags::CLOEXEC;
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    let mut dir: OwnedFd = rustix::fs::open(base, open_flags | OFlags::DIRECTORY, Mode::empty())
-        .map_err(|e| IsolatorError::io("open sandbox", base)(e.into()))?;
-    let owner =
-        rustix::fs::fstat(&dir).map_err(|e| IsolatorError::io("stat sandbox", base)(e.into()))?;
-    let mut host = base.to_path_buf();
-    let mut is_dir = true;
-    let last = parts.len().saturating_sub(1);
-    for (i, part) in parts.iter().enumerate() {
-        host.push(part);
-        let opened =
-            match rustix::fs::openat2(&dir, part.as_os_str(), open_flags, Mode::empty(), resolve) {
-                Err(rustix::io::Errno::NOENT) if create != Create::Nothing => {
-                    if i == last && create == Create::File {
-                        let fd = rustix::fs::openat(
-                            &dir,
-                            part.as_os_str(),
-                            OFlags::CREATE
-                                | OFlags::EXCL
-                                | OFlags::WRONLY
-                                | OFlags::NOFOLLOW
-                                | OFlags::CLOEXEC,
-                            Mode::from_raw_mode(0o644),
-                        )
-                        .map_err(|e| IsolatorError::io("create", &host)(e.into()))?;
-                        drop(fd);
-                    } else {
-                        match rustix::fs::mkdirat(
-                            &dir,
-                            part.as_os_str(),
-                            Mode::from_raw_mode(0o755),
-                        ) {
-                            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                            Err(e) => {
-                                return Err(IsolatorError::io("create directory", &host)(e.into()));
-                            }
-                        }
-                    }
-                    rustix::fs::chownat(
-                        &dir,
-                        part.as_os_str(),
-                        Some(rustix::fs::Uid::from_raw(owner.st_uid)),
-                        Some(rustix::fs::Gid::from_raw(owner.st_gid)),
-                        AtFlags::SYMLINK_NOFOLLOW,
-                    )
-                    .map_err(|e| IsolatorError::io("chown", &host)(e.into()))?;
-                    rustix::fs::openat2(&dir, part.as_os_str(), open_flags, Mode::empty(), resolve)
-                }
-                other => other,
-            };
-        let fd = match opened {
-            Ok(fd) => fd,
-            Err(rustix::io::Errno::LOOP) => {
-                return Err(escape(
-                    relative,
-                    base,
-                    format!("'{}' is a symbolic link", host.display()),
-                ));
+    Ok(parts)
+}
+
+/// Creates the missing `part` in `dir` (at `host`): an empty file when
+/// `file`, else a directory (one made meanwhile will do), then chowns it
+/// to `owner`'s owner, never through a symbolic link.
+fn create_missing(
+    dir: &OwnedFd,
+    part: &OsStr,
+    host: &Path,
+    owner: &rustix::fs::Stat,
+    file: bool,
+) -> Result<()> {
+    if file {
+        let fd = rustix::fs::openat(
+            dir,
+            part,
+            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| IsolatorError::io("create", host)(e.into()))?;
+        drop(fd);
+    } else {
+        match rustix::fs::mkdirat(dir, part, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => {
+                return Err(IsolatorError::io("create directory", host)(e.into()));
             }
-            Err(rustix::io::Errno::XDEV) => {
-                return Err(escape(
-                    relative,
-                    base,
-                    format!("'{}' leaves the sandbox", host.display()),
-                ));
-            }
-            Err(rustix::io::Errno::NOENT) => {
-                return Err(IsolatorError::Volume(format!(
-                    "'{}' does not exist",
-                    host.display()
-                )));
-            }
-            Err(e) => return Err(IsolatorError::io("open", &host)(e.into())),
-        };
-        let stat =
-            rustix::fs::fstat(&fd).map_err(|e| IsolatorError::io("stat", &host)(e.into()))?;
-        is_dir =
-            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
-        if i < last && !is_dir {
-            return Err(IsolatorError::Volume(format!(
-                "'{}' is not a directory",
-                host.display()
-            )));
         }
-        dir = fd;
     }
-    Ok((host, is_dir))
+    rustix::fs::chownat(
+        dir,
+        part,
+        Some(rustix::fs::Uid::from_raw(owner.st_uid)),
+        Some(rustix::fs::Gid::from_raw(owner.st_gid)),
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .map_err(|e| IsolatorError::io("chown", host)(e.into()))?;
+    Ok(())
+}
+
+/// The error for `host`, a component of `relative`, that would not open:
+/// a symbolic link or a way out of `base` is an escape.
+fn open_failure(e: rustix::io::Errno, relative: &str, base: &Path, host: &Path) -> IsolatorError {
+    match e {
+        rustix::io::Errno::LOOP => escape(
+            relative,
+            base,
+            format!("'{}' is a symbolic link", host.display()),
+        ),
+        rustix::io::Errno::XDEV => escape(
+            relative,
+            base,
+            format!("'{}' leaves the sandbox", host.display()),
+        ),
+        rustix::io::Errno::NOENT => {
+            IsolatorError::Volume(format!("'{}' does not exist", host.display()))
+        }
+        e => IsolatorError::io("open", host)(e.into()),
+    }
 }
 
 fn bind(source: &Path, target: &str, read_only: bool) -> Vec<ContainerMountInfo> {
@@ -287,6 +300,72 @@ impl SandboxPathIsolator {
             _ => Ok(None),
         }
     }
+
+    /// The directory a SANDBOX_PATH volume's source is resolved in: the
+    /// container's own `sandbox` (SELF, for an absolute `container_path`
+    /// only) or its parent's (PARENT, for a nested container only).
+    fn source_base(
+        &self,
+        id: &ContainerId,
+        kind: Option<SandboxPathType>,
+        sandbox: &Path,
+        relative_target: bool,
+    ) -> Result<PathBuf> {
+        match kind {
+            None => Err(IsolatorError::Volume(
+                "Unknown SANDBOX_PATH volume type".into(),
+            )),
+            Some(SandboxPathType::Self_) => {
+                if relative_target {
+                    return Err(IsolatorError::Volume(
+                        "'container_path' is relative for SANDBOX_PATH volume SELF type".into(),
+                    ));
+                }
+                Ok(sandbox.to_path_buf())
+            }
+            Some(SandboxPathType::Parent) => {
+                let Some(parent) = id.parent.as_deref() else {
+                    return Err(IsolatorError::Volume(
+                        "SANDBOX_PATH volume PARENT type only works for nested container".into(),
+                    ));
+                };
+                self.sandboxes.get(parent).ok_or_else(|| {
+                    IsolatorError::Volume(
+                        "Failed to locate the sandbox for the parent container".into(),
+                    )
+                })
+            }
+            Some(SandboxPathType::Unknown) => Err(IsolatorError::Volume(
+                "Unknown SANDBOX_PATH volume type".into(),
+            )),
+        }
+    }
+}
+
+/// The mount point of a SANDBOX_PATH volume with an absolute
+/// `container_path`: on the host's file system tree, so it must exist.
+fn absolute_mount_point(container_path: &str) -> Result<PathBuf> {
+    // Stricter than Mesos: an absolute mount point is named
+    // plainly, so what is checked here is what gets mounted on.
+    if container_path.contains('\0')
+        || Path::new(container_path)
+            .components()
+            .any(|c| c == Component::ParentDir)
+    {
+        return Err(IsolatorError::Volume(format!(
+            "'container_path' '{}' of a SANDBOX_PATH volume must not contain '..' \
+             or NUL",
+            container_path.escape_debug()
+        )));
+    }
+    let target = PathBuf::from(container_path);
+    if !target.exists() {
+        return Err(IsolatorError::Volume(format!(
+            "mount point '{container_path}' of a SANDBOX_PATH volume does not exist \
+             (containers without an image mount on the host's file system tree)"
+        )));
+    }
+    Ok(target)
 }
 
 impl Isolator for SandboxPathIsolator {
@@ -322,39 +401,7 @@ impl Isolator for SandboxPathIsolator {
             }
             let container_path = &volume.container_path;
             let relative_target = !Path::new(container_path).is_absolute();
-            let base = match kind {
-                None => {
-                    return Err(IsolatorError::Volume(
-                        "Unknown SANDBOX_PATH volume type".into(),
-                    ));
-                }
-                Some(SandboxPathType::Self_) => {
-                    if relative_target {
-                        return Err(IsolatorError::Volume(
-                            "'container_path' is relative for SANDBOX_PATH volume SELF type".into(),
-                        ));
-                    }
-                    sandbox.clone()
-                }
-                Some(SandboxPathType::Parent) => {
-                    let Some(parent) = id.parent.as_deref() else {
-                        return Err(IsolatorError::Volume(
-                            "SANDBOX_PATH volume PARENT type only works for nested container"
-                                .into(),
-                        ));
-                    };
-                    self.sandboxes.get(parent).ok_or_else(|| {
-                        IsolatorError::Volume(
-                            "Failed to locate the sandbox for the parent container".into(),
-                        )
-                    })?
-                }
-                Some(SandboxPathType::Unknown) => {
-                    return Err(IsolatorError::Volume(
-                        "Unknown SANDBOX_PATH volume type".into(),
-                    ));
-                }
-            };
+            let base = self.source_base(id, kind, &sandbox, relative_target)?;
             let (source, source_is_dir) = resolve_beneath(&base, &path, Create::Directory)?;
             let target = if relative_target {
                 let create = if source_is_dir {
@@ -366,27 +413,7 @@ impl Isolator for SandboxPathIsolator {
                 mount_points.push(target.clone());
                 target
             } else {
-                // Stricter than Mesos: an absolute mount point is named
-                // plainly, so what is checked here is what gets mounted on.
-                if container_path.contains('\0')
-                    || Path::new(container_path)
-                        .components()
-                        .any(|c| c == Component::ParentDir)
-                {
-                    return Err(IsolatorError::Volume(format!(
-                        "'container_path' '{}' of a SANDBOX_PATH volume must not contain '..' \
-                         or NUL",
-                        container_path.escape_debug()
-                    )));
-                }
-                let target = PathBuf::from(container_path);
-                if !target.exists() {
-                    return Err(IsolatorError::Volume(format!(
-                        "mount point '{container_path}' of a SANDBOX_PATH volume does not exist \
-                         (containers without an image mount on the host's file system tree)"
-                    )));
-                }
-                target
+                absolute_mount_point(container_path)?
             };
             let read_only = volume.mode() == VolumeMode::Ro;
             tracing::debug!(

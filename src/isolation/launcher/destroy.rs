@@ -1,5 +1,6 @@
 //! Waiting for, signalling and destroying containers (children first).
 
+use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -103,18 +104,7 @@ impl Launcher {
         container_id::validate(id)?;
         let key = container_id::to_dotted(id);
         let prefix = format!("{key}.");
-        // Block new launches under `id`, and let those in flight finish so
-        // that they are destroyed too.
-        {
-            let mut pending = self.pending();
-            pending.destroying.insert(key.clone());
-            while pending.launching.iter().any(|k| in_subtree(k, &key)) {
-                pending = self
-                    .launched
-                    .wait(pending)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-            }
-        }
+        self.block_launches_under(&key);
         let _pending = PendingGuard {
             launcher: self,
             key: key.clone(),
@@ -128,43 +118,14 @@ impl Launcher {
             .collect();
         if subtree.is_empty() {
             drop(containers);
-            return match self.terminated_status(id) {
-                Ok(s) => Ok(Some(s)),
-                Err(LauncherError::Unknown(_)) => {
-                    if self.adopt_checkpointed(id)? {
-                        // Checkpointed but never recovered: destroy it for
-                        // real rather than dropping its checkpoints.
-                        self.destroy(id).map(|_| None)
-                    } else {
-                        Ok(None)
-                    }
-                }
-                Err(e) => Err(e),
-            };
+            return self.destroy_untracked(id);
         }
         // Deepest first: a parent's namespaces outlive its children.
         subtree.sort_by_key(|k| std::cmp::Reverse(k.matches('.').count()));
         // Signal every container first (children first) so the kernel tears
         // them down in parallel — all at once where the killer can (cgroups)
         // — then wait for each and record its status.
-        let all_killed = match containers.get(&key).and_then(Container::target) {
-            Some(target) => self
-                .killer
-                .kill_subtree(&target)
-                .map_err(|e| LauncherError::Kill(key.clone(), e))?,
-            None => false,
-        };
-        for k in subtree.iter().filter(|_| !all_killed) {
-            // Exited containers too: in a shared pid namespace, what the
-            // command left behind lives on in its session.
-            if let Some(c) = containers.get(k)
-                && let Some(target) = c.target()
-            {
-                self.killer
-                    .kill_all(&target)
-                    .map_err(|e| LauncherError::Kill(k.clone(), e))?;
-            }
-        }
+        let all_killed = self.signal_subtree(&containers, &key, &subtree)?;
         let mut result = None;
         for k in subtree {
             let Some(c) = containers.get_mut(&k) else {
@@ -204,6 +165,69 @@ impl Launcher {
         }
         tracing::debug!(container = %key, status = ?result, "container destroyed");
         Ok(result)
+    }
+
+    /// Blocks new launches under `key` (marking it as being destroyed: the
+    /// caller's [`PendingGuard`] unmarks it), and lets those in flight
+    /// finish so that they are destroyed too.
+    fn block_launches_under(&self, key: &str) {
+        let mut pending = self.pending();
+        pending.destroying.insert(key.to_owned());
+        while pending.launching.iter().any(|k| in_subtree(k, key)) {
+            pending = self
+                .launched
+                .wait(pending)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// Destroys `id`, which no running container's subtree holds: the
+    /// status of a destroyed nested container from its `termination`
+    /// checkpoint, else `None`.
+    fn destroy_untracked(&self, id: &ContainerId) -> Result<Option<i32>, LauncherError> {
+        match self.terminated_status(id) {
+            Ok(s) => Ok(Some(s)),
+            Err(LauncherError::Unknown(_)) => {
+                if self.adopt_checkpointed(id)? {
+                    // Checkpointed but never recovered: destroy it for
+                    // real rather than dropping its checkpoints.
+                    self.destroy(id).map(|_| None)
+                } else {
+                    Ok(None)
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Signals every container of `subtree`, in its order; true when the
+    /// killer took the subtree of `key` at once (cgroups), so that no
+    /// container needs a kill of its own.
+    fn signal_subtree(
+        &self,
+        containers: &BTreeMap<String, Container>,
+        key: &str,
+        subtree: &[String],
+    ) -> Result<bool, LauncherError> {
+        let all_killed = match containers.get(key).and_then(Container::target) {
+            Some(target) => self
+                .killer
+                .kill_subtree(&target)
+                .map_err(|e| LauncherError::Kill(key.to_owned(), e))?,
+            None => false,
+        };
+        for k in subtree.iter().filter(|_| !all_killed) {
+            // Exited containers too: in a shared pid namespace, what the
+            // command left behind lives on in its session.
+            if let Some(c) = containers.get(k)
+                && let Some(target) = c.target()
+            {
+                self.killer
+                    .kill_all(&target)
+                    .map_err(|e| LauncherError::Kill(k.clone(), e))?;
+            }
+        }
+        Ok(all_killed)
     }
 
     /// Waits for one killed container to be gone and records its status;

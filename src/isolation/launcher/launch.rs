@@ -134,6 +134,104 @@ impl Launcher {
         sandbox: &Path,
         stdio: Option<&ContainerIo<'_>>,
     ) -> Result<i32, LauncherError> {
+        let Checked {
+            handoff,
+            debug,
+            seccomp,
+            nested,
+            plan,
+        } = self.check(id, info, container, stdio)?;
+        let Reservation {
+            key,
+            runtime,
+            sandboxes,
+            parent,
+        } = self.reserve(id, sandbox, &plan)?;
+        let _pending = PendingGuard {
+            launcher: self,
+            key: key.clone(),
+            destroying: false,
+        };
+        // The helper is spawned first (usually it was, by the previous
+        // launch: see `spare`), so its exec and start-up overlap with the
+        // sandbox and checkpoint work below. It blocks on its stdin until the
+        // launch data arrives, so nothing of the container starts before
+        // that work is done (and durable). A launch with its own stdio
+        // spawns a helper that inherits it.
+        let mut helper = match &handoff {
+            Some(handoff) => self.spawn_helper_with(Some(handoff))?,
+            None => self.take_helper()?,
+        };
+        let stdio = handoff.as_ref().map(Handoff::kind);
+        // The helper has its copies.
+        drop(handoff);
+        let mut control = Control {
+            runtime_dir: runtime.clone(),
+            sandbox: sandbox.to_path_buf(),
+            parent,
+            enter: plan.enter.bits(),
+            clone: plan.clone.bits(),
+            hostname: container.and_then(|c| c.hostname.clone()),
+            cgroup_procs: Vec::new(),
+            read_only_paths: self.options.defences.read_only_paths,
+            sandboxes,
+            seccomp: seccomp.to_vec(),
+            sandbox_identity: None,
+            stdio,
+        };
+        let mut created = false;
+        let prepared =
+            create_sandbox(&control.sandboxes, nested, sandbox, info).and_then(|identity| {
+                control.sandbox_identity = Some((identity.dev, identity.ino));
+                self.create_runtime_dir(&runtime)?;
+                created = true;
+                self.checkpoint_config(&runtime, info, container, sandbox, debug)
+            });
+        let started = prepared
+            .and_then(|()| self.encode_control(id, &mut control, info))
+            .and_then(|data| self.handshake(&mut helper, &data));
+        let (pid, start_time) = match started {
+            Ok(s) => s,
+            Err(e) => {
+                abandon(&mut helper, &runtime, created);
+                return Err(e);
+            }
+        };
+        let pidfd = process::pidfd_open(pid)
+            .ok()
+            .filter(|_| process::is_running(pid, start_time).unwrap_or(false));
+        tracing::debug!(container = %key, pid, nested, "container launched");
+        self.lock().insert(
+            key,
+            Container {
+                id: id.clone(),
+                runtime,
+                sandbox: Some(sandbox.to_path_buf()),
+                pid: Some(PidRecord {
+                    pid,
+                    start_time,
+                    own_pid_namespace: plan.clone.contains(nix::sched::CloneFlags::CLONE_NEWPID),
+                }),
+                pidfd,
+                helper: Some(helper),
+                status: None,
+                counted: Counted::new(false),
+            },
+        );
+        Ok(pid)
+    }
+
+    /// The checks a launch makes before it takes any lock: the id and the
+    /// command are valid, the stdio can be handed over, the seccomp filters
+    /// compile (or are in the cache: before anything is spawned) and the
+    /// namespace plan is allowed.
+    fn check(
+        &self,
+        id: &ContainerId,
+        info: &ContainerLaunchInfo,
+        container: Option<&ContainerInfo>,
+        stdio: Option<&ContainerIo<'_>>,
+    ) -> Result<Checked, LauncherError> {
         container_id::validate(id)?;
         command::validate(info)?;
         let handoff = stdio.map(Handoff::new).transpose()?;
@@ -154,6 +252,25 @@ impl Launcher {
         {
             return Err(NamespaceError::SharingAgentPidNamespace.into());
         }
+        Ok(Checked {
+            handoff,
+            debug,
+            seccomp,
+            nested,
+            plan,
+        })
+    }
+
+    /// Under both locks, refuses a launch that collides with a container
+    /// (running, launching or left on disk) or lands below one being
+    /// destroyed, finds the sandboxes and the running parent it nests in,
+    /// and marks `id` as launching: the caller's [`PendingGuard`] unmarks it.
+    fn reserve(
+        &self,
+        id: &ContainerId,
+        sandbox: &Path,
+        plan: &namespace_ops::Plan,
+    ) -> Result<Reservation, LauncherError> {
         let key = container_id::to_dotted(id);
         let containers = self.lock();
         let mut pending = self.pending();
@@ -203,113 +320,39 @@ impl Launcher {
         pending.launching.insert(key.clone());
         drop(pending);
         drop(containers);
-        let _pending = PendingGuard {
-            launcher: self,
-            key: key.clone(),
-            destroying: false,
-        };
-        // The helper is spawned first (usually it was, by the previous
-        // launch: see `spare`), so its exec and start-up overlap with the
-        // sandbox and checkpoint work below. It blocks on its stdin until the
-        // launch data arrives, so nothing of the container starts before
-        // that work is done (and durable). A launch with its own stdio
-        // spawns a helper that inherits it.
-        let mut helper = match &handoff {
-            Some(handoff) => self.spawn_helper_with(Some(handoff))?,
-            None => self.take_helper()?,
-        };
-        let stdio = handoff.as_ref().map(Handoff::kind);
-        // The helper has its copies.
-        drop(handoff);
-        let control = Control {
-            runtime_dir: runtime.clone(),
-            sandbox: sandbox.to_path_buf(),
-            parent,
-            enter: plan.enter.bits(),
-            clone: plan.clone.bits(),
-            hostname: container.and_then(|c| c.hostname.clone()),
-            cgroup_procs: Vec::new(),
-            read_only_paths: self.options.defences.read_only_paths,
-            sandboxes,
-            seccomp: seccomp.to_vec(),
-            sandbox_identity: None,
-            stdio,
-        };
-        // A nested sandbox is made below the outermost one (the top-level
-        // container's, in a directory of the agent), since every directory
-        // between them belongs to a tenant; a top-level one below its
-        // parent (the agent's).
-        let sandbox_root = match control.sandboxes.as_slice() {
-            [outermost, _, ..] => Ok(outermost.clone()),
-            _ if nested => Err(SandboxError::UnknownOutermost(sandbox.to_path_buf())),
-            _ => Ok(sandbox.parent().unwrap_or(sandbox).to_path_buf()),
-        };
-        let mut control = control;
-        let mut created = false;
-        let prepared = sandbox_root
-            .and_then(|root| {
-                sandbox::create_in(
-                    &root,
-                    sandbox,
-                    info.user.as_deref(),
-                    info.rootfs.as_deref().map(Path::new),
-                )
-            })
-            .map_err(LauncherError::from)
-            .and_then(|identity| {
-                control.sandbox_identity = Some((identity.dev, identity.ino));
-                if let Some(up) = runtime.parent() {
-                    // Below the runtime dir only, never through a symbolic link
-                    // (defence in depth: `id` was validated above).
-                    crate::beneath::create_dir_all(&self.options.runtime_dir, up, 0o755)
-                        .map_err(|e| std::io::Error::other(e.to_string()))
-                        .map_err(io("create directory", up))?;
-                }
-                std::fs::create_dir(&runtime).map_err(io("create directory", &runtime))?;
-                created = true;
-                self.checkpoint_config(&runtime, info, container, sandbox, debug)
-            });
-        let started = prepared
-            .and_then(|()| {
-                if let Some(cgroups) = &self.cgroups {
-                    control.cgroup_procs = cgroups.procs_files(id)?;
-                }
-                Ok(channel::encode(&control, info)?)
-            })
-            .and_then(|data| self.handshake(&mut helper, &data));
-        let (pid, start_time) = match started {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = helper.kill();
-                let _ = helper.wait();
-                if created {
-                    let _ = std::fs::remove_dir_all(&runtime);
-                }
-                return Err(e);
-            }
-        };
-        let pidfd = process::pidfd_open(pid)
-            .ok()
-            .filter(|_| process::is_running(pid, start_time).unwrap_or(false));
-        tracing::debug!(container = %key, pid, nested, "container launched");
-        self.lock().insert(
+        Ok(Reservation {
             key,
-            Container {
-                id: id.clone(),
-                runtime,
-                sandbox: Some(sandbox.to_path_buf()),
-                pid: Some(PidRecord {
-                    pid,
-                    start_time,
-                    own_pid_namespace: plan.clone.contains(nix::sched::CloneFlags::CLONE_NEWPID),
-                }),
-                pidfd,
-                helper: Some(helper),
-                status: None,
-                counted: Counted::new(false),
-            },
-        );
-        Ok(pid)
+            runtime,
+            sandboxes,
+            parent,
+        })
+    }
+
+    /// Makes the container's runtime directory, and the directories above
+    /// it below the runtime dir only, never through a symbolic link (defence
+    /// in depth: the id was validated by [`Launcher::check`]).
+    fn create_runtime_dir(&self, runtime: &Path) -> Result<(), LauncherError> {
+        if let Some(up) = runtime.parent() {
+            crate::beneath::create_dir_all(&self.options.runtime_dir, up, 0o755)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+                .map_err(io("create directory", up))?;
+        }
+        std::fs::create_dir(runtime).map_err(io("create directory", runtime))?;
+        Ok(())
+    }
+
+    /// The launch data for the helper: `control`, with the cgroups' procs
+    /// files it joins, and `info`.
+    fn encode_control(
+        &self,
+        id: &ContainerId,
+        control: &mut Control,
+        info: &ContainerLaunchInfo,
+    ) -> Result<Vec<u8>, LauncherError> {
+        if let Some(cgroups) = &self.cgroups {
+            control.cgroup_procs = cgroups.procs_files(id)?;
+        }
+        Ok(channel::encode(control, info)?)
     }
 
     fn checkpoint_config(
@@ -429,6 +472,68 @@ impl Launcher {
                 Report::Failed(text) => Err(err(text)),
             },
         }
+    }
+}
+
+/// What [`Launcher::check`] found, for the rest of the launch.
+struct Checked {
+    /// The container's own stdio, ready to hand to its helper.
+    handoff: Option<Handoff>,
+    /// A debug session: its checkpoint carries the class.
+    debug: bool,
+    /// The compiled seccomp filters.
+    seccomp: std::sync::Arc<Vec<String>>,
+    nested: bool,
+    plan: namespace_ops::Plan,
+}
+
+/// What [`Launcher::reserve`] holds for the launch once the locks are gone.
+struct Reservation {
+    /// The dotted id, now in `pending.launching`.
+    key: String,
+    /// The container's runtime directory, not made yet.
+    runtime: PathBuf,
+    /// The sandboxes from the outermost down to the container's own.
+    sandboxes: Vec<PathBuf>,
+    /// The running parent's pid and start time, for a nested container.
+    parent: Option<(i32, u64)>,
+}
+
+/// Makes `sandbox`, owned by the command's user. A nested sandbox is made
+/// below the outermost one (the top-level container's, in a directory of
+/// the agent), since every directory between them belongs to a tenant; a
+/// top-level one below its parent (the agent's).
+fn create_sandbox(
+    sandboxes: &[PathBuf],
+    nested: bool,
+    sandbox: &Path,
+    info: &ContainerLaunchInfo,
+) -> Result<sandbox::Identity, LauncherError> {
+    let sandbox_root = match sandboxes {
+        [outermost, _, ..] => Ok(outermost.clone()),
+        _ if nested => Err(SandboxError::UnknownOutermost(sandbox.to_path_buf())),
+        _ => Ok(sandbox.parent().unwrap_or(sandbox).to_path_buf()),
+    };
+    sandbox_root
+        .and_then(|root| {
+            sandbox::create_in(
+                &root,
+                sandbox,
+                info.user.as_deref(),
+                info.rootfs.as_deref().map(Path::new),
+            )
+        })
+        .map_err(LauncherError::from)
+}
+
+/// Undoes a launch that failed before its container started: the helper
+/// is killed and reaped, and the runtime directory removed if this launch
+/// made it (one left behind would refuse every later launch of the id).
+fn abandon(helper: &mut Child, runtime: &Path, created: bool) {
+    let _ = helper.kill();
+    let _ = helper.wait();
+    if created {
+        let _ = std::fs::remove_dir_all(runtime);
     }
 }
 

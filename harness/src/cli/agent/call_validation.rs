@@ -72,36 +72,28 @@ pub fn validate_agent_call(call: &v1::agent::Call) -> Result {
             validate_launch_nested(launch)?;
         }
         Type::LaunchNestedContainerSession => {
-            // Mesos' rules but `share_cgroups`, whose text the handler
-            // gives (src/slave/validation.cpp:305-341).
             let Some(launch) = &call.launch_nested_container_session else {
                 return err("Expecting 'launch_nested_container_session' to be present");
             };
-            let field = "launch_nested_container_session";
-            let id = container_id_field(field, &launch.container_id)?;
-            require_parent(field, &id)?;
-            command_and_container(field, launch.command.as_ref(), launch.container.as_ref())?;
+            validate_launch_nested_session(launch)?;
         }
         Type::WaitNestedContainer => {
             let Some(wait) = &call.wait_nested_container else {
                 return err("Expecting 'wait_nested_container' to be present");
             };
-            let id = container_id_field("wait_nested_container", &wait.container_id)?;
-            require_parent("wait_nested_container", &id)?;
+            nested_container_id("wait_nested_container", &wait.container_id)?;
         }
         Type::KillNestedContainer => {
             let Some(kill) = &call.kill_nested_container else {
                 return err("Expecting 'kill_nested_container' to be present");
             };
-            let id = container_id_field("kill_nested_container", &kill.container_id)?;
-            require_parent("kill_nested_container", &id)?;
+            nested_container_id("kill_nested_container", &kill.container_id)?;
         }
         Type::RemoveNestedContainer => {
             let Some(remove) = &call.remove_nested_container else {
                 return err("Expecting 'remove_nested_container' to be present");
             };
-            let id = container_id_field("remove_nested_container", &remove.container_id)?;
-            require_parent("remove_nested_container", &id)?;
+            nested_container_id("remove_nested_container", &remove.container_id)?;
         }
         Type::LaunchContainer => {
             let Some(launch) = &call.launch_container else {
@@ -176,6 +168,24 @@ fn provider_config(field: &str, info: Option<&v1::ResourceProviderInfo>) -> Resu
         return err(format!("Expecting '{field}.info.id' to be unset"));
     }
     Ok(())
+}
+
+/// The container ID of a call on a nested container: valid, and with a
+/// parent.
+fn nested_container_id(field: &str, id: &v1::ContainerId) -> Result {
+    let id = container_id_field(field, id)?;
+    require_parent(field, &id)
+}
+
+/// LAUNCH_NESTED_CONTAINER_SESSION's fields: Mesos' rules but
+/// `share_cgroups`, whose text the handler gives
+/// (src/slave/validation.cpp:305-341).
+fn validate_launch_nested_session(
+    launch: &v1::agent::call::LaunchNestedContainerSession,
+) -> Result {
+    let field = "launch_nested_container_session";
+    nested_container_id(field, &launch.container_id)?;
+    command_and_container(field, launch.command.as_ref(), launch.container.as_ref())
 }
 
 /// LAUNCH_NESTED_CONTAINER's fields (src/slave/validation.cpp).

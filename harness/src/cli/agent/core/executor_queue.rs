@@ -26,6 +26,22 @@ pub struct EventReceiver {
     pub(super) bytes: Arc<AtomicUsize>,
 }
 
+/// A new SUBSCRIBE stream with room for `capacity` events: both ends
+/// share the count of the bytes in flight.
+pub(super) fn event_stream(capacity: usize) -> (EventSender, EventReceiver) {
+    let (events, receiver) = mpsc::channel(capacity);
+    let bytes = Arc::new(AtomicUsize::new(0));
+    let sender = EventSender {
+        events,
+        bytes: Arc::clone(&bytes),
+    };
+    let receiver = EventReceiver {
+        events: receiver,
+        bytes,
+    };
+    (sender, receiver)
+}
+
 /// The bytes of the tasks an event carries (protobuf).
 pub(super) fn task_bytes(event: &Event) -> usize {
     tasks_of(event)

@@ -26,16 +26,15 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 
 use nestguard::proto::mesos::v1;
 use nestguard::proto::mesos::v1::executor::{Event, event};
 use tokio::sync::mpsc;
 
 use super::executor_queue::{
-    CONNECTIONS, EVENTS_QUEUED_MAX, EventReceiver, EventSender, Lookup, NotSent,
-    QUEUE_CHECKPOINT_MAX, QUEUE_DAMAGED_FILE, QUEUE_FILE, QUEUED_BYTES_MAX, QUEUED_TASKS_MAX,
-    TASK_MAX_BYTES, acknowledged, drop_known, event, ids_of, lock_runtime, queue_json, tasks_of,
+    CONNECTIONS, EVENTS_QUEUED_MAX, EventReceiver, Lookup, NotSent, QUEUE_CHECKPOINT_MAX,
+    QUEUE_DAMAGED_FILE, QUEUE_FILE, QUEUED_BYTES_MAX, QUEUED_TASKS_MAX, TASK_MAX_BYTES,
+    acknowledged, drop_known, event, event_stream, ids_of, lock_runtime, queue_json, tasks_of,
 };
 use super::records::{ApiError, ExecutorRecord, lock};
 use super::registry::Agent;
@@ -476,26 +475,9 @@ impl Agent {
         let mut known: HashSet<String> = unacknowledged_tasks.iter().cloned().collect();
         // Room for everything sent below: the stream never drops a queued
         // task or an ACKNOWLEDGED.
-        let (events, receiver) =
-            mpsc::channel(EVENTS_QUEUED_MAX + QUEUED_TASKS_MAX + already_acknowledged.len() + 2);
-        let bytes = Arc::new(AtomicUsize::new(0));
-        let sender = EventSender {
-            events,
-            bytes: Arc::clone(&bytes),
-        };
-        let receiver = EventReceiver {
-            events: receiver,
-            bytes,
-        };
-        let subscribed = Event {
-            subscribed: Some(event::Subscribed {
-                executor_info: twin(&record.executor),
-                framework_info: twin(&record.framework),
-                agent_info: self.agent_info(),
-                container_id: Some(twin(&record.container_id)),
-            }),
-            ..event(event::Type::Subscribed)
-        };
+        let (sender, receiver) =
+            event_stream(EVENTS_QUEUED_MAX + QUEUED_TASKS_MAX + already_acknowledged.len() + 2);
+        let subscribed = self.subscribed_event(record);
         let id = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         {
             // One lock section: a LAUNCH either is queued before it (and
@@ -568,6 +550,19 @@ impl Agent {
         tracing::info!(container_id = %root, executor_id = %record.executor.executor_id.value,
             connection = id, "executor subscribed");
         Ok(receiver)
+    }
+
+    /// The SUBSCRIBED event that opens an executor's stream.
+    fn subscribed_event(&self, record: &ExecutorRecord) -> Event {
+        Event {
+            subscribed: Some(event::Subscribed {
+                executor_info: twin(&record.executor),
+                framework_info: twin(&record.framework),
+                agent_info: self.agent_info(),
+                container_id: Some(twin(&record.container_id)),
+            }),
+            ..event(event::Type::Subscribed)
+        }
     }
 
     /// Sends an event to the executor of `root` if it has a live stream;
