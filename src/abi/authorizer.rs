@@ -93,6 +93,24 @@ pub struct nestguard_object_view {
     pub has_command: bool,
 }
 
+impl nestguard_str_view {
+    /// A view of `s` (`None`: not present), for Rust callers of the ABI.
+    pub fn of(s: Option<&str>) -> nestguard_str_view {
+        match s {
+            Some(s) => nestguard_str_view {
+                ptr: s.as_ptr().cast(),
+                len: s.len(),
+                present: true,
+            },
+            None => nestguard_str_view {
+                ptr: std::ptr::null(),
+                len: 0,
+                present: false,
+            },
+        }
+    }
+}
+
 /// `Some(bytes)` for a present view; `Err(())` for NULL with a length.
 #[inline(always)]
 fn view(v: &nestguard_str_view) -> Result<Option<&[u8]>, ()> {
@@ -258,6 +276,24 @@ fn decode_request(bytes: &[u8]) -> Result<Request, nestguard_result> {
     })
 }
 
+/// The authorizer and the decoded `mesos.authorization.Request` of a call
+/// taking both, or an early return with the failure's code.
+macro_rules! try_request {
+    ($auth:expr, $request:expr, $len:expr) => {{
+        let Some(auth) = handle_ref($auth) else {
+            return fail(
+                nestguard_result::NullParameter,
+                "argument `auth` must not be NULL",
+            );
+        };
+        let bytes = try_slice!($request, $len, "request");
+        match decode_request(bytes) {
+            Ok(r) => (auth, r),
+            Err(code) => return code,
+        }
+    }};
+}
+
 /// Mesos' `authorized(request)`: decodes a serialized
 /// `mesos.authorization.Request` and writes the decision to `*out_allowed`.
 ///
@@ -275,11 +311,7 @@ pub extern "C" fn nestguard_authorizer_authorize(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_allowed, "out_allowed");
-        let Some(auth) = handle_ref(auth) else {
-            return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
-        };
-        let bytes = try_slice!(request, request_len, "request");
-        let request = match decode_request(bytes) { Ok(r) => r, Err(code) => return code };
+        let (auth, request) = try_request!(auth, request, request_len);
         let allowed = try_abi!(auth.inner.authorized(&request));
         write_out(out_allowed, allowed);
         nestguard_result::Ok
@@ -305,11 +337,7 @@ pub extern "C" fn nestguard_authorizer_explain(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_n, "out_n");
-        let Some(auth) = handle_ref(auth) else {
-            return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
-        };
-        let bytes = try_slice!(request, request_len, "request");
-        let request = match decode_request(bytes) { Ok(r) => r, Err(code) => return code };
+        let (auth, request) = try_request!(auth, request, request_len);
         let json = try_abi!(auth.inner.explain_json(&request)).to_string();
         text_out(&json, buf, buf_len, out_n, "the buffer is too small for the explanation")
     }
@@ -334,11 +362,7 @@ pub extern "C" fn nestguard_authorizer_decide(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_allowed, "out_allowed");
-        let Some(auth) = handle_ref(auth) else {
-            return fail(nestguard_result::NullParameter, "argument `auth` must not be NULL");
-        };
-        let bytes = try_slice!(request, request_len, "request");
-        let request = match decode_request(bytes) { Ok(r) => r, Err(code) => return code };
+        let (auth, request) = try_request!(auth, request, request_len);
         let explained = try_abi!(auth.inner.decide(&request));
         write_out(out_allowed, explained.decision.allowed);
         if !out_explanation.is_null() {
@@ -473,18 +497,7 @@ mod tests {
     use super::*;
 
     fn sv(s: Option<&str>) -> nestguard_str_view {
-        match s {
-            Some(s) => nestguard_str_view {
-                ptr: s.as_ptr().cast(),
-                len: s.len(),
-                present: true,
-            },
-            None => nestguard_str_view {
-                ptr: std::ptr::null(),
-                len: 0,
-                present: false,
-            },
-        }
+        nestguard_str_view::of(s)
     }
 
     #[test]

@@ -210,18 +210,7 @@ fn a_request_that_cannot_be_decided_writes_no_explanation() {
 }
 
 fn sv(s: Option<&str>) -> nestguard_str_view {
-    match s {
-        Some(s) => nestguard_str_view {
-            ptr: s.as_ptr().cast(),
-            len: s.len(),
-            present: true,
-        },
-        None => nestguard_str_view {
-            ptr: std::ptr::null(),
-            len: 0,
-            present: false,
-        },
-    }
+    nestguard_str_view::of(s)
 }
 
 /// A token's launch of `child` under `root` as `user`, for a framework whose

@@ -116,18 +116,7 @@ type ApprovedObject = unsafe extern "C" fn(*const u8, *const u8, usize, *mut boo
 const NEEDS_PROTOBUF: u32 = 201;
 
 fn sv(s: Option<&str>) -> nestguard_str_view {
-    match s {
-        Some(s) => nestguard_str_view {
-            ptr: s.as_ptr().cast(),
-            len: s.len(),
-            present: true,
-        },
-        None => nestguard_str_view {
-            ptr: std::ptr::null(),
-            len: 0,
-            present: false,
-        },
-    }
+    nestguard_str_view::of(s)
 }
 
 fn root_value(o: &Object) -> Option<&str> {

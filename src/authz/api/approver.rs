@@ -305,10 +305,22 @@ impl Approver {
     /// `approved(object)` with what decided it, over borrowed fields.
     #[inline]
     pub fn decide(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
+        self.judged(object, &|| ObjectSummary::from_view(object))
+    }
+
+    /// A decision over the view against the policy in force, counted and
+    /// (off the fast path) timed and audited with the object as `summary`
+    /// gives it.
+    #[inline(always)]
+    fn judged(
+        &self,
+        object: Option<&ObjectView<'_>>,
+        summary: &dyn Fn() -> ObjectSummary,
+    ) -> Result<Decision, EvalError> {
         let about = About {
             action: (self.action as i32, self.action.as_str_name()),
             subject: &|| self.kind.summary(),
-            object: &|| ObjectSummary::from_view(object),
+            object: summary,
         };
         self.shared
             .judge(&self.shared.current.load(), about, |policy| {
@@ -330,15 +342,7 @@ impl Approver {
     /// lowered once to the view every decision reads.
     pub fn decide_proto(&self, object: Option<&Object>) -> Result<Decision, EvalError> {
         let view = object.map(|o| ObjectView::lower(self.action, o));
-        let about = About {
-            action: (self.action as i32, self.action.as_str_name()),
-            subject: &|| self.kind.summary(),
-            object: &|| ObjectSummary::from_proto(object),
-        };
-        self.shared
-            .judge(&self.shared.current.load(), about, |policy| {
-                self.decide_in(policy, view.as_ref())
-            })
+        self.judged(view.as_ref(), &|| ObjectSummary::from_proto(object))
     }
 
     /// [`Approver::decide_proto`] against a given policy snapshot.
