@@ -41,8 +41,8 @@
 #include <stdint.h>
 
 /** ABI version of this header; compare with nestguard_abi_version(). */
-#define NESTGUARD_ABI_VERSION_MAJOR 0
-#define NESTGUARD_ABI_VERSION_MINOR 5
+#define NESTGUARD_ABI_VERSION_MAJOR 1
+#define NESTGUARD_ABI_VERSION_MINOR 0
 #define NESTGUARD_ABI_VERSION_PATCH 0
 #define NESTGUARD_ABI_VERSION ((NESTGUARD_ABI_VERSION_MAJOR << 16) | (NESTGUARD_ABI_VERSION_MINOR << 8) | NESTGUARD_ABI_VERSION_PATCH)
 
@@ -537,10 +537,13 @@ typedef struct {
  *   `root_container_id` ← the value of its root (`getRootContainerId`); when
  *   not present, the container id is taken to be its own root.
  *
- * Actions whose object needs other fields (`RUN_TASK`, `VIEW_TASK`,
+ * An empty `framework_user` counts as not set, as in the protobuf entry
+ * points. Actions whose object needs other fields (`RUN_TASK`, `VIEW_TASK`,
  * `TEARDOWN_FRAMEWORK`, `DESTROY_VOLUME`, `UNRESERVE_RESOURCES` and the role
- * actions) fail with `NESTGUARD_RESULT_AUTHORIZATION_FAILED` here; use
- * `nestguard_approver_approved_object` for them.
+ * actions) fail with `NESTGUARD_RESULT_AUTHORIZATION_FAILED` here, naming
+ * the field, when given an object; use `nestguard_approver_approved_object`
+ * for them. With no object (NULL) they are decided as Mesos decides
+ * `approved(None)`, the same as on the protobuf path.
  */
 typedef struct {
   /**
@@ -556,7 +559,7 @@ typedef struct {
    */
   nestguard_str_view framework_user;
   /**
-   * `framework_info.principal` (ABI 0.5).
+   * `framework_info.principal` (ABI 1.0).
    */
   nestguard_str_view framework_principal;
   /**

@@ -64,10 +64,13 @@ pub struct nestguard_str_view {
 ///   `root_container_id` ← the value of its root (`getRootContainerId`); when
 ///   not present, the container id is taken to be its own root.
 ///
-/// Actions whose object needs other fields (`RUN_TASK`, `VIEW_TASK`,
+/// An empty `framework_user` counts as not set, as in the protobuf entry
+/// points. Actions whose object needs other fields (`RUN_TASK`, `VIEW_TASK`,
 /// `TEARDOWN_FRAMEWORK`, `DESTROY_VOLUME`, `UNRESERVE_RESOURCES` and the role
-/// actions) fail with `NESTGUARD_RESULT_AUTHORIZATION_FAILED` here; use
-/// `nestguard_approver_approved_object` for them.
+/// actions) fail with `NESTGUARD_RESULT_AUTHORIZATION_FAILED` here, naming
+/// the field, when given an object; use `nestguard_approver_approved_object`
+/// for them. With no object (NULL) they are decided as Mesos decides
+/// `approved(None)`, the same as on the protobuf path.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nestguard_object_view {
@@ -77,7 +80,7 @@ pub struct nestguard_object_view {
     pub executor_user: nestguard_str_view,
     /// `framework_info.user`.
     pub framework_user: nestguard_str_view,
-    /// `framework_info.principal` (ABI 0.5).
+    /// `framework_info.principal` (ABI 1.0).
     pub framework_principal: nestguard_str_view,
     /// `command_info.user`.
     pub command_user: nestguard_str_view,
@@ -127,7 +130,9 @@ fn object_view(o: &nestguard_object_view) -> Result<ObjectView<'_>, ()> {
         has_executor_info: o.has_executor_info || o.executor_user.present,
         executor_user: view(&o.executor_user)?,
         has_framework_info: o.has_framework_info || o.framework_user.present,
-        framework_user: view(&o.framework_user)?,
+        // Empty is absent, as the lowering of a protobuf object reads it
+        // (prost cannot tell them apart), so both paths decide alike.
+        framework_user: view(&o.framework_user)?.filter(|u| !u.is_empty()),
         framework_principal: view(&o.framework_principal)?.filter(|p| !p.is_empty()),
         has_command: o.has_command || o.command_user.present,
         command_user: view(&o.command_user)?,
@@ -364,9 +369,11 @@ pub extern "C" fn nestguard_authorizer_decide(
         try_not_null!(out_allowed, "out_allowed");
         let (auth, request) = try_request!(auth, request, request_len);
         let explained = try_abi!(auth.inner.decide(&request));
+        // Rendered before anything is written: outputs only on success.
+        let json = (!out_explanation.is_null())
+            .then(|| explained.to_json().to_string().into_bytes());
         write_out(out_allowed, explained.decision.allowed);
-        if !out_explanation.is_null() {
-            let json = explained.to_json().to_string().into_bytes();
+        if let Some(json) = json {
             write_out(out_explanation, nestguard_bytes::into_raw(json));
         }
         nestguard_result::Ok

@@ -1,9 +1,9 @@
 //! ABI and library versions.
 
 /// ABI major version: bumped on any incompatible change of the C ABI.
-pub const ABI_VERSION_MAJOR: u32 = 0;
+pub const ABI_VERSION_MAJOR: u32 = 1;
 /// ABI minor version: bumped when functions or result codes are added.
-pub const ABI_VERSION_MINOR: u32 = 5;
+pub const ABI_VERSION_MINOR: u32 = 0;
 /// ABI patch version.
 pub const ABI_VERSION_PATCH: u32 = 0;
 

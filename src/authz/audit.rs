@@ -98,6 +98,7 @@ impl ObjectSummary {
         ObjectSummary {
             value: text(o.value),
             framework_user: text(o.framework_user),
+            framework_principal: text(o.framework_principal),
             executor_user: text(o.executor_user),
             command_user: text(o.command_user),
             container_id: text(o.container_id),
@@ -350,5 +351,23 @@ impl Audit {
             truncated,
         };
         reg.sink.record(&record);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_names_the_framework_principal_as_a_protobuf_object_does() {
+        let view = ObjectView {
+            framework_user: Some(b"alice"),
+            framework_principal: Some(b"fw"),
+            has_framework_info: true,
+            ..ObjectView::default()
+        };
+        let summary = ObjectSummary::from_view(Some(&view));
+        assert_eq!(summary.framework_principal.as_deref(), Some("fw"));
+        assert_eq!(summary.framework_user.as_deref(), Some("alice"));
     }
 }

@@ -1,7 +1,7 @@
 //! The authorizer's one decision path through the C ABI: a request decided
 //! once with its explanation (`nestguard_authorizer_decide`), an executor
 //! token's launch as another user decided alike on the borrowed view (which
-//! carries `framework_principal` since ABI 0.5) and on the protobuf object,
+//! carries `framework_principal` since ABI 1.0) and on the protobuf object,
 //! and a view that cannot carry an action's fields refused with the field
 //! named.
 
@@ -214,13 +214,15 @@ fn sv(s: Option<&str>) -> nestguard_str_view {
 }
 
 /// A token's launch of `child` under `root` as `user`, for a framework whose
-/// principal is `fw` and executor runs as `alice`: the view and the
-/// protobuf object.
-fn token_launch(fw: &str, user: &str) -> Object {
+/// principal is `fw` and user is `own`, and whose executor names no user.
+fn token_launch_as(fw: &str, user: &str, own: &str) -> Object {
     Object {
-        executor_info: Some(executor("e", "alice")),
+        executor_info: Some(ExecutorInfo {
+            executor_id: ExecutorId { value: "e".into() },
+            ..ExecutorInfo::default()
+        }),
         framework_info: Some(FrameworkInfo {
-            user: "alice".into(),
+            user: own.into(),
             name: "f".into(),
             principal: Some(fw.into()),
             ..FrameworkInfo::default()
@@ -235,10 +237,16 @@ fn token_launch(fw: &str, user: &str) -> Object {
 }
 
 fn view_approved(approver: &Approver, fw: &str, user: &str) -> bool {
+    view_approved_as(approver, fw, user, "alice")
+}
+
+/// [`view_approved`] for a framework and executor of user `own` (the shim
+/// sends a set-but-empty user as present).
+fn view_approved_as(approver: &Approver, fw: &str, user: &str, own: &str) -> bool {
     let view = nestguard_object_view {
         value: sv(None),
-        executor_user: sv(Some("alice")),
-        framework_user: sv(Some("alice")),
+        executor_user: sv(None),
+        framework_user: sv(Some(own)),
         framework_principal: sv(Some(fw)),
         command_user: sv(Some(user)),
         container_id: sv(Some("child")),
@@ -258,7 +266,11 @@ fn view_approved(approver: &Approver, fw: &str, user: &str) -> bool {
 }
 
 fn object_approved(approver: &Approver, fw: &str, user: &str) -> bool {
-    let bytes = token_launch(fw, user).encode_to_vec();
+    object_approved_as(approver, fw, user, "alice")
+}
+
+fn object_approved_as(approver: &Approver, fw: &str, user: &str, own: &str) -> bool {
+    let bytes = token_launch_as(fw, user, own).encode_to_vec();
     let mut allowed = false;
     assert_eq!(
         nestguard_approver_approved_object(approver.0, bytes.as_ptr(), bytes.len(), &mut allowed),
@@ -291,6 +303,24 @@ fn a_token_launch_as_another_user_is_decided_alike_on_the_view_and_the_object() 
     let stranger = auth.approver(&token("other-root"), Action::LaunchNestedContainer);
     assert!(!view_approved(&stranger, "fw", "alice"));
     assert!(!object_approved(&stranger, "fw", "alice"));
+}
+
+#[test]
+fn an_empty_framework_user_is_decided_alike_on_the_view_and_the_object() {
+    let auth = Auth::new();
+    let approver = auth.approver(&token("root"), Action::LaunchNestedContainer);
+    // Set-but-empty on the view (as the shim sends it), empty on the wire
+    // (where prost cannot tell it from absent): "" is no user of its own,
+    // so a launch as "" is another user's, which no ACL allows here.
+    for (fw, user) in [("fw", ""), ("other", ""), ("fw", "bob")] {
+        assert_eq!(
+            view_approved_as(&approver, fw, user, ""),
+            object_approved_as(&approver, fw, user, ""),
+            "{fw} {user}"
+        );
+    }
+    assert!(!view_approved_as(&approver, "fw", "", ""));
+    assert!(view_approved_as(&approver, "fw", "bob", ""));
 }
 
 #[test]

@@ -115,7 +115,7 @@ nestguard_object_view toView(const ObjectApprover::Object& object)
     view.has_framework_info && object.framework_info->has_user()
       ? viewOf(object.framework_info->user())
       : absent();
-  // Decides an executor token's launch as another user (ABI 0.5).
+  // Decides an executor token's launch as another user (ABI 1.0).
   view.framework_principal =
     view.has_framework_info && object.framework_info->has_principal()
       ? viewOf(object.framework_info->principal())
@@ -348,7 +348,7 @@ public:
       return Failure(lastError(rc));
     }
 
-    // The view carries FrameworkInfo.principal too (ABI 0.5), so an
+    // The view carries FrameworkInfo.principal too (ABI 1.0), so an
     // executor token's launch is decided on it like every other call.
     return std::shared_ptr<const ObjectApprover>(
         new NestguardApprover(approver, servedByView(action)));

@@ -63,7 +63,7 @@ impl NestguardLibrary {
         // The version this host was built against: the header's, through the
         // bindings generated from it.
         let ours = super::agent::bindings::NESTGUARD_ABI_VERSION;
-        if version >> 16 != ours >> 16 || (version >> 8) & 0xff < (ours >> 8) & 0xff {
+        if !compatible(version, ours) {
             bail!(
                 "{} has C ABI {:#08x}, this host needs {:#08x}",
                 path.display(),
@@ -181,5 +181,33 @@ impl NestguardLibrary {
     pub fn abi_selftest_panic(&self) -> anyhow::Result<u32> {
         // SAFETY: no arguments, no preconditions.
         Ok(unsafe { self.functions.nestguard_abi_selftest_panic() })
+    }
+}
+
+/// Whether a library of ABI `loaded` serves a host built against `built`
+/// (both packed as `(major << 16) | (minor << 8) | patch`): the same major,
+/// and at least the host's minor. A changed struct layout bumps the major,
+/// so a host built against an older layout is refused, never handed a
+/// struct the library reads differently.
+fn compatible(loaded: u32, built: u32) -> bool {
+    loaded >> 16 == built >> 16 && (loaded >> 8) & 0xff >= (built >> 8) & 0xff
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::compatible;
+
+    const fn v(major: u32, minor: u32, patch: u32) -> u32 {
+        (major << 16) | (minor << 8) | patch
+    }
+
+    #[test]
+    fn a_library_serves_hosts_of_its_major_and_older_minors_only() {
+        assert!(compatible(v(1, 0, 0), v(1, 0, 0)));
+        assert!(compatible(v(1, 2, 0), v(1, 1, 3)));
+        assert!(!compatible(v(1, 0, 0), v(1, 1, 0)));
+        // ABI 1.0 changed `nestguard_object_view`: a 0.x host is refused.
+        assert!(!compatible(v(1, 0, 0), v(0, 4, 0)));
+        assert!(!compatible(v(0, 4, 0), v(1, 0, 0)));
     }
 }
