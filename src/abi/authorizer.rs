@@ -146,16 +146,23 @@ fn object_view(o: &nestguard_object_view) -> Result<ObjectView<'_>, ()> {
 /// no object), or an early `NullParameter` when a present string view in it
 /// is NULL with a non-zero length.
 macro_rules! try_object_view {
-    ($ptr:expr) => {
-        match handle_ref($ptr).map(object_view) {
+    ($ptr:expr, $storage:ident) => {
+        match handle_ref($ptr) {
             None => None,
-            Some(Ok(v)) => Some(v),
-            Some(Err(())) => {
-                return fail(
-                    nestguard_result::NullParameter,
-                    "a present string view in `object` is NULL with a non-zero length",
-                );
-            }
+            Some(o) => match object_view(o) {
+                // Built once where it stays: the view is larger than what
+                // Rust moves without a copy loop.
+                Ok(v) => {
+                    $storage = v;
+                    Some(&$storage)
+                }
+                Err(()) => {
+                    return fail(
+                        nestguard_result::NullParameter,
+                        "a present string view in `object` is NULL with a non-zero length",
+                    );
+                }
+            },
         }
     };
 }
@@ -272,8 +279,12 @@ pub extern "C" fn nestguard_authorizer_set_executor_tokens_any_user(
     }
 }
 
-fn decode_request(bytes: &[u8]) -> Result<Request, nestguard_result> {
-    <Request as prost::Message>::decode(bytes).map_err(|e| {
+/// Decodes a request into `request` (a default one) in place: a
+/// `mesos.authorization.Request` holds every optional field of `Object`
+/// inline, kilobytes that a decode returning the message by value would
+/// copy on each move.
+fn merge_request(bytes: &[u8], request: &mut Request) -> Result<(), nestguard_result> {
+    prost::Message::merge(request, bytes).map_err(|e| {
         fail(
             nestguard_result::ProtobufDecode,
             format!("argument `request` does not decode as mesos.authorization.Request: {e}"),
@@ -281,10 +292,12 @@ fn decode_request(bytes: &[u8]) -> Result<Request, nestguard_result> {
     })
 }
 
-/// The authorizer and the decoded `mesos.authorization.Request` of a call
-/// taking both, or an early return with the failure's code.
+/// The authorizer of a call taking a serialized
+/// `mesos.authorization.Request`, with the request decoded in place into
+/// `$into` (see [`merge_request`]), or an early return with the failure's
+/// code.
 macro_rules! try_request {
-    ($auth:expr, $request:expr, $len:expr) => {{
+    ($auth:expr, $request:expr, $len:expr, $into:expr) => {{
         let Some(auth) = handle_ref($auth) else {
             return fail(
                 nestguard_result::NullParameter,
@@ -292,10 +305,10 @@ macro_rules! try_request {
             );
         };
         let bytes = try_slice!($request, $len, "request");
-        match decode_request(bytes) {
-            Ok(r) => (auth, r),
-            Err(code) => return code,
+        if let Err(code) = merge_request(bytes, $into) {
+            return code;
         }
+        auth
     }};
 }
 
@@ -316,8 +329,10 @@ pub extern "C" fn nestguard_authorizer_authorize(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_allowed, "out_allowed");
-        let (auth, request) = try_request!(auth, request, request_len);
-        let allowed = try_abi!(auth.inner.authorized(&request));
+        let mut decoded = Request::default();
+        let auth = try_request!(auth, request, request_len, &mut decoded);
+        let request = &decoded;
+        let allowed = try_abi!(auth.inner.authorized(request));
         write_out(out_allowed, allowed);
         nestguard_result::Ok
     }
@@ -342,8 +357,10 @@ pub extern "C" fn nestguard_authorizer_explain(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_n, "out_n");
-        let (auth, request) = try_request!(auth, request, request_len);
-        let json = try_abi!(auth.inner.explain_json(&request)).to_string();
+        let mut decoded = Request::default();
+        let auth = try_request!(auth, request, request_len, &mut decoded);
+        let request = &decoded;
+        let json = try_abi!(auth.inner.explain_json(request)).to_string();
         text_out(&json, buf, buf_len, out_n, "the buffer is too small for the explanation")
     }
 }
@@ -367,8 +384,10 @@ pub extern "C" fn nestguard_authorizer_decide(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_allowed, "out_allowed");
-        let (auth, request) = try_request!(auth, request, request_len);
-        let explained = try_abi!(auth.inner.decide(&request));
+        let mut decoded = Request::default();
+        let auth = try_request!(auth, request, request_len, &mut decoded);
+        let request = &decoded;
+        let explained = try_abi!(auth.inner.decide(request));
         // Rendered before anything is written: outputs only on success.
         let json = (!out_explanation.is_null())
             .then(|| explained.to_json().to_string().into_bytes());
@@ -436,8 +455,9 @@ pub extern "C" fn nestguard_approver_approved(
         let Some(approver) = handle_ref(approver) else {
             return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
         };
-        let view = try_object_view!(object);
-        let allowed = try_abi!(approver.inner.approved(view.as_ref()));
+        let storage;
+        let view = try_object_view!(object, storage);
+        let allowed = try_abi!(approver.inner.approved(view));
         write_out(out_allowed, allowed);
         nestguard_result::Ok
     }
@@ -484,9 +504,10 @@ pub extern "C" fn nestguard_approver_explain(
         let Some(approver) = handle_ref(approver) else {
             return fail(nestguard_result::NullParameter, "argument `approver` must not be NULL");
         };
-        let view = try_object_view!(object);
+        let storage;
+        let view = try_object_view!(object, storage);
         let policy = approver.inner.policy();
-        let decision = try_abi!(approver.inner.decide_in(&policy, view.as_ref()));
+        let decision = try_abi!(approver.inner.decide_in(&policy, view));
         let json = crate::authz::explain::to_json(&policy, &decision).to_string();
         text_out(&json, buf, buf_len, out_n, "the buffer is too small for the explanation")
     }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::shared::{About, Shared};
+use super::shared::Shared;
 use crate::authz::audit::ObjectSummary;
 use crate::authz::compile::{Policy, Req};
 use crate::authz::evaluate::{
@@ -106,19 +106,6 @@ impl<'s> Kind<&'s [u8]> {
 }
 
 impl<B: AsRef<[u8]>> Kind<B> {
-    #[inline]
-    fn borrowed(&self) -> Kind<&[u8]> {
-        match self {
-            Kind::Reject(why) => Kind::Reject(why),
-            Kind::Executor(cid) => Kind::Executor(cid.as_ref()),
-            Kind::ResourceProvider(p) => Kind::ResourceProvider(p.as_ref()),
-            Kind::Acl { route, principal } => Kind::Acl {
-                route: *route,
-                principal: principal.as_ref().map(AsRef::as_ref),
-            },
-        }
-    }
-
     /// Who this approver decides for, as an audit record names it.
     fn summary(&self) -> String {
         let text = |b: &B| String::from_utf8_lossy(b.as_ref()).into_owned();
@@ -138,15 +125,17 @@ impl<B: AsRef<[u8]>> Kind<B> {
     }
 }
 
-/// One decision's rules: the approver kind, the action and Mesos'
-/// executor-token switch. Borrows everything, allocates nothing.
-pub(super) struct Judge<'k> {
+/// One decision's rules: the approver kind (its subject's bytes boxed or
+/// borrowed), the action and the shared state (Mesos' executor-token
+/// switch, read only by a token's launch). Borrows everything, allocates
+/// nothing.
+pub(super) struct Judge<'k, B> {
     pub(super) action: Action,
-    pub(super) kind: Kind<&'k [u8]>,
-    pub(super) tokens_any_user: bool,
+    pub(super) kind: &'k Kind<B>,
+    pub(super) shared: &'k Shared,
 }
 
-impl Judge<'_> {
+impl<B: AsRef<[u8]>> Judge<'_, B> {
     /// The one decision path: every entry point (borrowed fields, protobuf
     /// object, `authorized(request)`) ends here with an [`ObjectView`].
     #[inline]
@@ -157,16 +146,18 @@ impl Judge<'_> {
     ) -> Result<Decision, EvalError> {
         match self.kind {
             Kind::Reject(why) => Ok(rejected(why)),
-            Kind::Executor(cid) => Ok(self.executor_decision(policy, cid, object)),
+            Kind::Executor(cid) => Ok(self.executor_decision(policy, cid.as_ref(), object)),
             Kind::ResourceProvider(prefix) => Ok(Decision {
                 allowed: object
                     .and_then(|o| o.container_id)
-                    .is_some_and(|c| c.starts_with(prefix)),
+                    .is_some_and(|c| c.starts_with(prefix.as_ref())),
                 basis: Basis::ImplicitResourceProvider,
             }),
             Kind::Acl { route, principal } => {
-                let subject = principal.map_or(Req::Any, Req::Some);
-                match route {
+                let subject = principal
+                    .as_ref()
+                    .map_or(Req::Any, |p| Req::Some(p.as_ref()));
+                match *route {
                     Route::Generic(list) => {
                         let o = view_entity(self.action, object)?;
                         Ok(acl(decide_list(policy, list, subject, o)))
@@ -229,7 +220,7 @@ impl Judge<'_> {
             self.action,
             Action::LaunchNestedContainer | Action::LaunchNestedContainerSession
         );
-        let Some(user) = user.filter(|_| launches && !self.tokens_any_user) else {
+        let Some(user) = user.filter(|_| launches && !self.shared.tokens_any_user()) else {
             return Decision {
                 allowed: true,
                 basis: Basis::ImplicitExecutor,
@@ -288,11 +279,11 @@ impl Approver {
     }
 
     #[inline]
-    fn judge(&self) -> Judge<'_> {
+    fn judge(&self) -> Judge<'_, Box<[u8]>> {
         Judge {
             action: self.action,
-            kind: self.kind.borrowed(),
-            tokens_any_user: self.shared.tokens_any_user(),
+            kind: &self.kind,
+            shared: &self.shared,
         }
     }
 
@@ -305,7 +296,7 @@ impl Approver {
     /// `approved(object)` with what decided it, over borrowed fields.
     #[inline]
     pub fn decide(&self, object: Option<&ObjectView<'_>>) -> Result<Decision, EvalError> {
-        self.judged(object, &|| ObjectSummary::from_view(object))
+        self.judged(object, || ObjectSummary::from_view(object))
     }
 
     /// A decision over the view against the policy in force, counted and
@@ -315,17 +306,15 @@ impl Approver {
     fn judged(
         &self,
         object: Option<&ObjectView<'_>>,
-        summary: &dyn Fn() -> ObjectSummary,
+        summary: impl Fn() -> ObjectSummary,
     ) -> Result<Decision, EvalError> {
-        let about = About {
-            action: (self.action as i32, self.action.as_str_name()),
-            subject: &|| self.kind.summary(),
-            object: summary,
-        };
-        self.shared
-            .judge(&self.shared.current.load(), about, |policy| {
-                self.decide_in(policy, object)
-            })
+        self.shared.judge(
+            &self.shared.current.load(),
+            self.action as i32,
+            || self.kind.summary(),
+            summary,
+            |policy| self.decide_in(policy, object),
+        )
     }
 
     /// [`Approver::decide`] against a given policy snapshot.
@@ -342,7 +331,7 @@ impl Approver {
     /// lowered once to the view every decision reads.
     pub fn decide_proto(&self, object: Option<&Object>) -> Result<Decision, EvalError> {
         let view = object.map(|o| ObjectView::lower(self.action, o));
-        self.judged(view.as_ref(), &|| ObjectSummary::from_proto(object))
+        self.judged(view.as_ref(), || ObjectSummary::from_proto(object))
     }
 
     /// [`Approver::decide_proto`] against a given policy snapshot.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 
 use super::approver::{Approver, Judge, Kind};
-use super::shared::{About, Shared};
+use super::shared::Shared;
 use super::source::{LoadError, ParameterError, Source, load_limited};
 use crate::authz::audit::{Audit, AuditOptions, AuditSink, ObjectSummary, subject_summary};
 use crate::authz::compile::Policy;
@@ -206,17 +206,13 @@ impl Authorizer {
     /// timed and audited.
     #[inline(always)]
     fn judged(&self, policy: &Policy, request: &Request) -> Result<Decision, EvalError> {
-        let action = request.action.unwrap_or(0);
-        let about = About {
-            action: (
-                action,
-                Action::try_from(action).map_or("UNKNOWN", |a| a.as_str_name()),
-            ),
-            subject: &|| subject_summary(request.subject.as_ref()),
-            object: &|| ObjectSummary::from_proto(request.object.as_ref()),
-        };
-        self.shared
-            .judge(policy, about, |policy| self.explain_in(policy, request))
+        self.shared.judge(
+            policy,
+            request.action.unwrap_or(0),
+            || subject_summary(request.subject.as_ref()),
+            || ObjectSummary::from_proto(request.object.as_ref()),
+            |policy| self.explain_in(policy, request),
+        )
     }
 
     /// Explains a request as JSON (`allowed`, `list`, `index`, ...), using
@@ -253,10 +249,11 @@ impl Authorizer {
                 "the object is set but has none of the fields Mesos accepts",
             ));
         }
+        let kind = Kind::of(request.subject.as_ref(), action);
         let judge = Judge {
             action,
-            kind: Kind::of(request.subject.as_ref(), action),
-            tokens_any_user: self.shared.tokens_any_user(),
+            kind: &kind,
+            shared: &self.shared,
         };
         let view = request
             .object

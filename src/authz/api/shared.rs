@@ -14,6 +14,7 @@ use crate::authz::compile::Policy;
 use crate::authz::evaluate::{Decision, EvalError};
 use crate::authz::parse::ParseMode;
 use crate::metrics::{self, Outcome};
+use crate::proto::mesos::authorization::Action;
 
 #[derive(Debug)]
 pub(super) struct Shared {
@@ -42,17 +43,6 @@ fn count(action: i32, result: &Result<Decision, EvalError>) {
     metrics::authz().count(action, outcome);
 }
 
-/// What a decision is about, for the audit log; only read when a record is
-/// written, so the fast path never builds it.
-pub(super) struct About<'f> {
-    /// The action's number (for the metrics) and Mesos name (for the record).
-    pub(super) action: (i32, &'static str),
-    /// The subject as the record names it.
-    pub(super) subject: &'f dyn Fn() -> String,
-    /// The object's users and ids.
-    pub(super) object: &'f dyn Fn() -> ObjectSummary,
-}
-
 impl Shared {
     /// Mesos' executor-token switch, as it stands now.
     #[inline(always)]
@@ -69,19 +59,24 @@ impl Shared {
     }
 
     /// Every decision goes through here, once: decided against `policy`,
-    /// counted, and (off the fast path) timed and audited.
+    /// counted, and (off the fast path) timed and audited, with the subject
+    /// and object as `subject` and `object` name them for the record (only
+    /// called when a record is written: generic, so the fast path never
+    /// builds them).
     #[inline(always)]
     pub(super) fn judge(
         &self,
         policy: &Policy,
-        about: About<'_>,
+        action: i32,
+        subject: impl Fn() -> String,
+        object: impl Fn() -> ObjectSummary,
         decide: impl FnOnce(&Policy) -> Result<Decision, EvalError>,
     ) -> Result<Decision, EvalError> {
         if self.observed() {
-            return self.observe(policy, about, decide);
+            return self.observe(policy, action, &subject, &object, decide);
         }
         let result = decide(policy);
-        count(about.action.0, &result);
+        count(action, &result);
         result
     }
 
@@ -92,7 +87,9 @@ impl Shared {
     fn observe(
         &self,
         policy: &Policy,
-        about: About<'_>,
+        action: i32,
+        subject: &dyn Fn() -> String,
+        object: &dyn Fn() -> ObjectSummary,
         decide: impl FnOnce(&Policy) -> Result<Decision, EvalError>,
     ) -> Result<Decision, EvalError> {
         let timed = metrics::authz().take_timing();
@@ -101,16 +98,16 @@ impl Shared {
         if timed {
             metrics::authz().record_latency(started.elapsed());
         }
-        count(about.action.0, &result);
+        count(action, &result);
         if self.audit.on() {
             self.audit.emit(
                 started,
                 &result,
                 Facts {
                     policy,
-                    action: about.action.1,
-                    subject: about.subject,
-                    object: about.object,
+                    action: Action::try_from(action).map_or("UNKNOWN", |a| a.as_str_name()),
+                    subject,
+                    object,
                 },
             );
         }
