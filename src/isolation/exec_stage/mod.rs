@@ -23,6 +23,10 @@
 //!
 //! # The order, and why it is safe
 //!
+//! 0. the sandbox mounts the wrapper took from Mesos' helper
+//!    (`--mounts`), made through descriptors in the container's own mount
+//!    namespace only ([`launch_mounts`]: Mesos' helper would make them by
+//!    path, following a link a tenant swapped in);
 //! 1. read-only kernel paths (`/proc/sys`, `/sys`, …), only in a mount
 //!    namespace other than the agent's (the plan carries the agent's, read
 //!    at prepare): remounting in the host's would change the host;
@@ -55,6 +59,7 @@
 
 pub mod command_task;
 pub mod containerizer;
+pub mod launch_mounts;
 pub mod plan;
 pub mod seal;
 pub mod stage;

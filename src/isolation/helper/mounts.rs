@@ -206,6 +206,24 @@ fn open_by_path(path: &Path) -> Result<OwnedFd, MountError> {
     rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).map_err(at("open", path))
 }
 
+/// The `mount_setattr` attributes of `MS_RDONLY`, `MS_NOSUID`,
+/// `MS_NODEV` and `MS_NOEXEC` in `flags`.
+fn attributes(flags: nix::mount::MsFlags) -> u64 {
+    use nix::mount::MsFlags;
+    let mut set = 0;
+    for (ms, attr) in [
+        (MsFlags::MS_RDONLY, MOUNT_ATTR_RDONLY),
+        (MsFlags::MS_NOSUID, MOUNT_ATTR_NOSUID),
+        (MsFlags::MS_NODEV, MOUNT_ATTR_NODEV),
+        (MsFlags::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
+    ] {
+        if flags.contains(ms) {
+            set |= attr;
+        }
+    }
+    set
+}
+
 /// Performs the launch info's mounts in order. Bind mounts from or onto a
 /// path in one of `sandboxes` (the container's and its ancestors'
 /// sandboxes, outermost first) go through descriptors (see the module
@@ -222,19 +240,14 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
         if flags.contains(MsFlags::MS_REMOUNT | MsFlags::MS_BIND)
             && let Some(tree) = by_fd.get(m.target.as_str())
         {
-            let mut set = 0;
-            for (ms, attr) in [
-                (MsFlags::MS_RDONLY, MOUNT_ATTR_RDONLY),
-                (MsFlags::MS_NOSUID, MOUNT_ATTR_NOSUID),
-                (MsFlags::MS_NODEV, MOUNT_ATTR_NODEV),
-                (MsFlags::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
-            ] {
-                if flags.contains(ms) {
-                    set |= attr;
-                }
-            }
-            mount_setattr(tree.as_fd(), Path::new(""), true, recursive, set)
-                .map_err(at("mount_setattr", target))?;
+            mount_setattr(
+                tree.as_fd(),
+                Path::new(""),
+                true,
+                recursive,
+                attributes(flags),
+            )
+            .map_err(at("mount_setattr", target))?;
             continue;
         }
         if flags.contains(MsFlags::MS_BIND)
@@ -269,6 +282,13 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
                         | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
                 )
                 .map_err(at("move_mount", target))?;
+                // A bind ignores these flags (Mesos' `fs::mount` remounts
+                // for them): set them on the new mount itself.
+                let set = attributes(flags);
+                if set != 0 {
+                    mount_setattr(tree.as_fd(), Path::new(""), true, recursive, set)
+                        .map_err(at("mount_setattr", target))?;
+                }
                 by_fd.insert(m.target.as_str(), tree);
                 continue;
             }
