@@ -277,7 +277,7 @@ mod tests {
         }
         .to_arg();
         let stage = "/opt/ng/nestguard-exec";
-        let bind = u64::from((libc::MS_BIND | libc::MS_REC) as u32);
+        let bind = (libc::MS_BIND | libc::MS_REC) as u32;
         let launch = |seal: String| {
             serde_json::json!({
                 "command": {"shell": false, "value": stage,

@@ -264,8 +264,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const BIND: u64 = (libc::MS_BIND | libc::MS_REC) as u64;
-    const RO: u64 = (libc::MS_BIND | libc::MS_REC | libc::MS_REMOUNT | libc::MS_RDONLY) as u64;
+    const BIND: u32 = (libc::MS_BIND | libc::MS_REC) as u32;
+    const RO: u32 = (libc::MS_BIND | libc::MS_REC | libc::MS_REMOUNT | libc::MS_RDONLY) as u32;
 
     fn sandboxes() -> Vec<PathBuf> {
         vec![
@@ -304,7 +304,7 @@ mod tests {
                 "/w/runs/p/containers/c/tools"
             ]
         );
-        assert_eq!(taken[1].flags, Some(RO as u32));
+        assert_eq!(taken[1].flags, Some(RO));
         let left: Vec<&str> = i["mounts"]
             .as_array()
             .unwrap()
@@ -368,7 +368,7 @@ mod tests {
         // A propagation flag on a bind.
         let e = refused(
             json!([{"source": "/w/runs/p/a", "target": "/w/runs/p/containers/c/a",
-                    "flags": BIND | libc::MS_SHARED as u64}]),
+                    "flags": BIND | libc::MS_SHARED as u32}]),
             None,
         );
         assert!(e.contains("by path"), "{e}");
@@ -389,7 +389,7 @@ mod tests {
             to_arg(&[ContainerMountInfo {
                 source: Some("/w/runs/p/a".into()),
                 target: "/w/runs/p/containers/c/a".into(),
-                flags: Some(BIND as u32),
+                flags: Some(BIND),
                 ..Default::default()
             }])
             .strip_prefix(MOUNTS_ARG)
@@ -406,7 +406,7 @@ mod tests {
         let m = [ContainerMountInfo {
             source: Some("/w/runs/p/a".into()),
             target: "/w/runs/p/containers/c/a".into(),
-            flags: Some(BIND as u32),
+            flags: Some(BIND),
             ..Default::default()
         }];
         let e = perform(&m, &sandboxes(), own_mnt_ns().unwrap()).unwrap_err();
