@@ -224,6 +224,40 @@ fn a_swapped_sandbox_path_is_refused_and_an_honest_one_is_bound_read_only() {
     .unwrap();
     assert!(out.contains("agent's mount namespace"), "{out}");
 
+    // A file system onto a sandbox path (as Mesos' secrets' ramfs): onto
+    // the resolved descriptor; a swapped target is refused.
+    let tmpfs = vec![ContainerMountInfo {
+        source: Some("tmpfs".into()),
+        target: l.vol.display().to_string(),
+        r#type: Some("tmpfs".into()),
+        flags: Some(libc::MS_NOSUID as u32),
+        options: Some("size=64k".into()),
+    }];
+    let (m, s, vol) = (tmpfs.clone(), l.sandboxes.clone(), l.vol.clone());
+    let out = in_own_mount_ns(move || {
+        perform(&m, &s, agent)?;
+        let info = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
+        let line = info
+            .lines()
+            .find(|l| l.split(' ').nth(4) == Some(vol.to_str().unwrap_or("")))
+            .ok_or("no mount at the target")?;
+        Ok(line.to_owned())
+    })
+    .unwrap();
+    assert!(out.contains(" - tmpfs "), "{out}");
+    swap_for_link(&l.vol, &l.outside);
+    let (m, s, outside) = (tmpfs, l.sandboxes.clone(), l.outside.clone());
+    let out = in_own_mount_ns(move || {
+        let e = perform(&m, &s, agent).unwrap_err();
+        if !mounts_below(&outside).is_empty() {
+            return Err("mounted the link's target".into());
+        }
+        Ok(e)
+    })
+    .unwrap();
+    assert!(out.contains("does not resolve below"), "{out}");
+    assert!(l.outside.join("host-file").exists());
+
     // Nothing reached this (the host's) namespace.
     assert!(mounts_below(&l.tree.0).is_empty());
 }

@@ -48,8 +48,9 @@
 //! # What fails closed
 //!
 //! Anything [`apply`](crate::isolation::helper::mounts::apply) would make by
-//! path (a mount of a file system type, a remount of a target not bound
-//! just before, an unknown flag), a path with `..`, a container with its
+//! path (a remount of a target not bound just before, a propagation change,
+//! a file system whose source is a sandbox path, a bind flag it would
+//! ignore), a path with `..`, a container with its
 //! own `rootfs` or joining another's mount namespace
 //! (`namespace_mnt_target`, a debug session), a plan without sandboxes, the
 //! agent's mount namespace, a `--mounts` argument that does not decode:
@@ -64,6 +65,7 @@ use nix::mount::MsFlags;
 use serde_json::{Map, Value};
 
 use super::plan::MAX_PLAN_BYTES;
+use crate::isolation::helper::mounts;
 use crate::proto::mesos::slave::ContainerMountInfo;
 
 /// The stage's argument that carries the mounts.
@@ -91,8 +93,11 @@ fn flags(m: &ContainerMountInfo) -> MsFlags {
 }
 
 /// Refuses any of `mounts` that `apply` would not make through
-/// descriptors: each must be a bind from or onto a sandbox path, or a
-/// remount of a target bound earlier in the list.
+/// descriptors ([`mounts::through_descriptors`]): a bind from or onto a
+/// sandbox path, a remount of a target bound earlier in the list, or a file
+/// system (`tmpfs`, Mesos' secrets' `ramfs`) onto a sandbox path; binds and
+/// remounts with flags other than the attributes `apply` sets are refused
+/// too (it would ignore them).
 pub fn check(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(), String> {
     if mounts.is_empty() {
         return Ok(());
@@ -106,31 +111,23 @@ pub fn check(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
     let mut bound: Vec<&str> = Vec::new();
     for m in mounts {
         let f = flags(m);
-        let sandboxed = in_sandbox(&m.target, sandboxes)
-            || m.source
-                .as_deref()
-                .is_some_and(|s| in_sandbox(s, sandboxes));
-        let ok = if f.contains(MsFlags::MS_REMOUNT) {
-            f.contains(MsFlags::MS_BIND)
-                && REMOUNT_FLAGS.contains(f)
-                && bound.contains(&m.target.as_str())
+        let allowed = if f.contains(MsFlags::MS_REMOUNT) {
+            REMOUNT_FLAGS.contains(f)
+        } else if f.contains(MsFlags::MS_BIND) {
+            BIND_FLAGS.contains(f)
         } else {
-            f.contains(MsFlags::MS_BIND)
-                && BIND_FLAGS.contains(f)
-                && m.source.is_some()
-                && sandboxed
+            true
         };
-        if !ok {
+        if !allowed || !mounts::through_descriptors(m, sandboxes, &bound) {
             return Err(format!(
-                "mount of {:?} onto '{}' (type {:?}, flags {:#x}) touches a sandbox but is not a \
-                 bind mount nestguard can make through descriptors: refusing to make it by path",
+                "mount of {:?} onto '{}' (type {:?}, flags {:#x}) touches a sandbox but is not                  one nestguard can make through descriptors: refusing to make it by path",
                 m.source,
                 m.target,
                 m.r#type,
                 f.bits()
             ));
         }
-        if !f.contains(MsFlags::MS_REMOUNT) {
+        if f.contains(MsFlags::MS_BIND) && !f.contains(MsFlags::MS_REMOUNT) {
             bound.push(&m.target);
         }
     }
@@ -353,9 +350,16 @@ mod tests {
         };
         let bind =
             json!({"source": "/w/runs/p/a", "target": "/w/runs/p/containers/c/a", "flags": BIND});
-        // A file system mounted onto a sandbox path would be made by path.
+        // A file system from a sandbox path (a device node the tenant
+        // could swap) would be mounted from it by path.
         let e = refused(
-            json!([{"source": "tmpfs", "type": "tmpfs", "target": "/w/runs/p/containers/c/t", "flags": 0}]),
+            json!([{"source": "/w/runs/p/img", "type": "ext4", "target": "/w/runs/p/containers/c/t", "flags": 0}]),
+            None,
+        );
+        assert!(e.contains("by path"), "{e}");
+        // A propagation change of a sandbox path.
+        let e = refused(
+            json!([{"target": "/w/runs/p/containers/c/t", "flags": libc::MS_SHARED as u32}]),
             None,
         );
         assert!(e.contains("by path"), "{e}");
@@ -399,6 +403,16 @@ mod tests {
         .unwrap();
         assert!(check(&m, &[]).unwrap_err().contains("no sandboxes"));
         check(&m, &s).unwrap();
+        // Mesos' secrets: a ramfs onto a sandbox path, then a bind from it.
+        let mut i = json!({"mounts": [
+            {"source": "ramfs", "type": "ramfs", "target": "/w/runs/p/containers/c/.secret-1", "flags": 0},
+            {"source": "/w/runs/p/containers/c/.secret-1/s", "target": "/w/runs/p/containers/c/s",
+             "flags": BIND | libc::MS_RDONLY as u32}
+        ]})
+        .as_object()
+        .unwrap()
+        .clone();
+        assert_eq!(take(&mut i, &s).unwrap().len(), 2);
     }
 
     #[test]
