@@ -14,7 +14,8 @@
 //! <stage> --plan=<base64 JSON> --seal=<hmac> [--user=uid:gid:g,g] -- <path> <argv0> <args…>
 //! ```
 //!
-//! Mesos' helper still does everything it always did (namespaces, mounts,
+//! Mesos' helper still does everything it always did (namespaces, mounts
+//! but those from or onto a sandbox, which the wrapper hands to the stage,
 //! masked paths, rlimits, working directory, environment, stdio, tty) and
 //! then `execve`s the stage in place; the stage applies the defences and
 //! `execve`s the container's own command in place too. So the process is

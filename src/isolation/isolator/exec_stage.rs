@@ -7,7 +7,10 @@
 //! the container's bounding set, as nestguard's launcher does) and
 //! `no_new_privileges` (Mesos 1.11's helper has no code for it). Mesos'
 //! helper never sees a field it aborts on. What stays Mesos': namespaces,
-//! mounts (the masked paths among them), rlimits, environment, working
+//! mounts (the masked paths among them; not those from or onto a sandbox,
+//! which the wrapper hands to the stage: see
+//! [`crate::isolation::exec_stage::launch_mounts`]; the plan names the
+//! sandboxes), rlimits, environment, working
 //! directory, user (or the wrapper's hand-over), stdio.
 //!
 //! The container's command becomes `<stage> --plan=… -- <path> <argv…>`:
