@@ -28,5 +28,6 @@ mod launcher_core;
 mod launcher_restart;
 mod security_capabilities;
 mod security_exec_stage;
+mod security_exec_stage_mounts;
 mod security_isolation;
 mod security_seccomp;

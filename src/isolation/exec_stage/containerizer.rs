@@ -16,6 +16,14 @@
 //! arguments to, first becomes a stage command here
 //! ([`super::command_task`]); it then gets the same user hand-over.
 //!
+//! The launch info's mounts from or onto a sandbox of the container's tree
+//! (a `SANDBOX_PATH` volume's bind, its read-only remount) leave it too,
+//! for the same commands only, and become the stage's `--mounts=`: Mesos'
+//! helper would make them by path, following a symbolic link the tenant
+//! swapped in since the isolator checked them; the stage makes them through
+//! descriptors ([`launch_mounts`], which says why the stage and not this
+//! wrapper). Mesos' helper still makes every other mount, in order.
+//!
 //! Everything else passes through untouched: other subcommands, launches
 //! whose command is not the stage, and a launch info that does not parse
 //! (Mesos' helper reports that itself). Without the wrapper the stage still
@@ -29,9 +37,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::STAGE_NAME;
-use super::command_task;
-use super::plan::StageUser;
+use super::plan::{ExecPlan, StageUser};
 use super::seal::{self, SealKey};
+use super::{command_task, launch_mounts};
 
 /// The environment variable that carries the launch info (Mesos' flag
 /// `--launch_info` read from the environment with the helper's prefix).
@@ -115,17 +123,41 @@ pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
         })
         .unwrap_or_default();
     let user = resolve(&name, &extra)?;
+    let mounts = sandbox_mounts(obj)?;
     obj.remove("user");
     obj.remove("supplementary_groups");
-    if let Some(user) = user
-        && let Some(args) = obj
-            .get_mut("command")
-            .and_then(|c| c.get_mut("arguments"))
-            .and_then(Value::as_array_mut)
+    if let Some(args) = obj
+        .get_mut("command")
+        .and_then(|c| c.get_mut("arguments"))
+        .and_then(Value::as_array_mut)
     {
-        args.insert(3, Value::String(user.to_arg()));
+        if let Some(mounts) = mounts {
+            args.insert(3, Value::String(mounts));
+        }
+        if let Some(user) = user {
+            args.insert(3, Value::String(user.to_arg()));
+        }
     }
     Ok(Some(info.to_string()))
+}
+
+/// Takes the sandbox mounts out of a sealed stage command's launch info
+/// (see [`launch_mounts`]): the stage's `--mounts=` argument, if any.
+/// The sandboxes are the sealed plan's, never the launch info's.
+fn sandbox_mounts(obj: &mut serde_json::Map<String, Value>) -> Result<Option<String>, String> {
+    if !obj.contains_key("mounts") {
+        return Ok(None);
+    }
+    let plan_arg = obj
+        .get("command")
+        .and_then(|c| c.get("arguments"))
+        .and_then(|a| a.get(1))
+        .and_then(Value::as_str)
+        .and_then(|a| a.strip_prefix("--plan="))
+        .unwrap_or("");
+    let plan = ExecPlan::from_arg(plan_arg.as_bytes()).map_err(|e| e.to_string())?;
+    let taken = launch_mounts::take(obj, &plan.sandboxes)?;
+    Ok((!taken.is_empty()).then(|| launch_mounts::to_arg(&taken)))
 }
 
 /// Runs the wrapper: returns only on failure, with the message to print.
@@ -228,6 +260,71 @@ mod tests {
         assert_eq!(v["working_directory"], "/tmp");
         let e = rewrite(&info(&k.1, "no-such-user-ng", "/x/nestguard-exec"), &k.0).unwrap_err();
         assert!(e.contains("not found"), "{e}");
+    }
+
+    #[test]
+    fn takes_the_sandbox_mounts_of_a_sealed_stage_command_only() {
+        let k = keys("mounts");
+        let plan = ExecPlan {
+            container: "p.c".into(),
+            bounding: 0,
+            effective: None,
+            no_new_privs: true,
+            filters: Vec::new(),
+            read_only_paths: true,
+            agent_mnt_ns: 1,
+            sandboxes: vec!["/w/runs/p".into(), "/w/runs/p/containers/c".into()],
+        }
+        .to_arg();
+        let stage = "/opt/ng/nestguard-exec";
+        let bind = (libc::MS_BIND | libc::MS_REC) as u32;
+        let launch = |seal: String| {
+            serde_json::json!({
+                "command": {"shell": false, "value": stage,
+                            "arguments": ["nestguard-exec", plan, seal, "--", "/bin/true"]},
+                "mounts": [
+                    {"source": "/w/runs/p/d", "target": "/w/runs/p/containers/c/d", "flags": bind},
+                    {"source": "tmpfs", "target": "/dev/shm", "type": "tmpfs", "flags": 0}
+                ]
+            })
+            .to_string()
+        };
+        // Root's own user: no user switch, the mounts still move.
+        let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+            .unwrap()
+            .unwrap()
+            .name;
+        let text = launch(k.1.seal(&plan, stage, ""));
+        // Without a user the command is not sealed for anyone: untouched.
+        assert_eq!(rewrite(&text, &k.0).unwrap(), None);
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        v["user"] = Value::String(me.clone());
+        v["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, &me));
+        if !nix::unistd::geteuid().is_root() {
+            return; // the keys must be root's to be read
+        }
+        let out: Value =
+            serde_json::from_str(&rewrite(&v.to_string(), &k.0).unwrap().unwrap()).unwrap();
+        let args = out["command"]["arguments"].as_array().unwrap();
+        let mounts = args[3]
+            .as_str()
+            .unwrap()
+            .strip_prefix(launch_mounts::MOUNTS_ARG);
+        let mounts = launch_mounts::from_arg(mounts.unwrap().as_bytes()).unwrap();
+        assert_eq!(mounts.len(), 1);
+        assert_eq!(mounts[0].target, "/w/runs/p/containers/c/d");
+        assert_eq!(args[4], "--");
+        assert_eq!(out["mounts"].as_array().unwrap().len(), 1);
+        assert_eq!(out["mounts"][0]["target"], "/dev/shm");
+        // A forged seal: the mounts stay with Mesos' helper, untouched.
+        let mut forged = v.clone();
+        forged["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, "other"));
+        assert_eq!(rewrite(&forged.to_string(), &k.0).unwrap(), None);
+        // Sandbox mounts a debug session would make in another namespace.
+        let mut debug = v.clone();
+        debug["namespace_mnt_target"] = Value::from(1234);
+        let e = rewrite(&debug.to_string(), &k.0).unwrap_err();
+        assert!(e.contains("namespace_mnt_target"), "{e}");
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! <stage> --plan=<base64 JSON> --seal=<hmac> [--user=uid:gid:g,g] -- <path> <argv0> <args…>
 //! ```
 //!
-//! Mesos' helper still does everything it always did (namespaces, mounts,
+//! Mesos' helper still does everything it always did (namespaces, mounts
+//! but those from or onto a sandbox, which the wrapper hands to the stage,
 //! masked paths, rlimits, working directory, environment, stdio, tty) and
 //! then `execve`s the stage in place; the stage applies the defences and
 //! `execve`s the container's own command in place too. So the process is
@@ -23,6 +24,10 @@
 //!
 //! # The order, and why it is safe
 //!
+//! 0. the sandbox mounts the wrapper took from Mesos' helper
+//!    (`--mounts`), made through descriptors in the container's own mount
+//!    namespace only ([`launch_mounts`]: Mesos' helper would make them by
+//!    path, following a link a tenant swapped in);
 //! 1. read-only kernel paths (`/proc/sys`, `/sys`, …), only in a mount
 //!    namespace other than the agent's (the plan carries the agent's, read
 //!    at prepare): remounting in the host's would change the host;
@@ -55,6 +60,7 @@
 
 pub mod command_task;
 pub mod containerizer;
+pub mod launch_mounts;
 pub mod plan;
 pub mod seal;
 pub mod stage;

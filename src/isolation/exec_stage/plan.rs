@@ -21,6 +21,9 @@ pub enum PlanError {
     /// The plan argument does not decode.
     #[error("the --plan argument is not a valid plan: {0}")]
     Plan(String),
+    /// The `--mounts` argument does not decode.
+    #[error("the --mounts argument is not valid: {0}")]
+    Mounts(String),
     /// The `--user` argument does not parse.
     #[error("--user takes uid:gid[:group,group…], found {0:?}")]
     User(String),
@@ -43,6 +46,12 @@ pub struct ExecPlan {
     pub read_only_paths: bool,
     /// The agent's mount namespace (inode of `/proc/self/ns/mnt`).
     pub agent_mnt_ns: u64,
+    /// The sandboxes of the container's tree, outermost first (Mesos'
+    /// layout: `…/runs/<id>`, then each `…/containers/<id>`): the mounts
+    /// from or onto them are the stage's to make through descriptors
+    /// ([`super::launch_mounts`]). Sealed with the rest, so the tenant
+    /// never chooses what counts as a sandbox.
+    pub sandboxes: Vec<std::path::PathBuf>,
 }
 
 /// A user to switch to, resolved on the host by the wrapper.
@@ -86,6 +95,8 @@ pub struct StageArgs {
     pub plan: ExecPlan,
     /// The user to switch to, if the wrapper moved it here.
     pub user: Option<StageUser>,
+    /// The sandbox mounts the wrapper took from Mesos' helper.
+    pub mounts: Vec<crate::proto::mesos::slave::ContainerMountInfo>,
     /// The command's executable (searched on `PATH` as Mesos does).
     pub path: Vec<u8>,
     /// The command's argv, verbatim.
@@ -99,7 +110,8 @@ impl ExecPlan {
         format!("--plan={}", BASE64.encode(json))
     }
 
-    fn from_arg(value: &[u8]) -> Result<Self, PlanError> {
+    /// Decodes the value of a `--plan=` argument (bounded).
+    pub fn from_arg(value: &[u8]) -> Result<Self, PlanError> {
         if value.len() > MAX_PLAN_BYTES {
             return Err(PlanError::Plan(format!(
                 "{} bytes, more than {MAX_PLAN_BYTES}",
@@ -113,12 +125,13 @@ impl ExecPlan {
     }
 }
 
-const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] -- <path> [argv0 args…]";
+const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--mounts=<mounts>] -- <path> [argv0 args…]";
 
 /// Parses the stage's arguments (without `argv[0]`).
 pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     let mut plan = None;
     let mut user = None;
+    let mut mounts = None;
     let mut rest = args.iter();
     for arg in rest.by_ref() {
         if *arg == b"--" {
@@ -129,6 +142,11 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             }
         } else if arg.starts_with(b"--seal=") {
             // The wrapper's business (see `seal`); nothing for the stage.
+        } else if let Some(v) = arg.strip_prefix(b"--mounts=") {
+            let list = super::launch_mounts::from_arg(v).map_err(PlanError::Mounts)?;
+            if mounts.replace(list).is_some() {
+                return Err(PlanError::Usage(USAGE));
+            }
         } else if let Some(v) = arg.strip_prefix(b"--user=") {
             let text = std::str::from_utf8(v)
                 .map_err(|_| PlanError::User(String::from_utf8_lossy(v).into_owned()))?;
@@ -147,6 +165,7 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     Ok(StageArgs {
         plan,
         user,
+        mounts: mounts.unwrap_or_default(),
         path,
         argv: rest.map(|a| a.to_vec()).collect(),
     })
@@ -165,6 +184,7 @@ mod tests {
             filters: vec!["AAAA".into()],
             read_only_paths: true,
             agent_mnt_ns: 4026531840,
+            sandboxes: vec!["/w/runs/p".into()],
         }
     }
 
@@ -198,6 +218,31 @@ mod tests {
         let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--", b"/bin/true"];
         let parsed = parse_args(&args).unwrap();
         assert_eq!(parsed.user, None);
+        assert!(parsed.mounts.is_empty());
+        let mount = crate::proto::mesos::slave::ContainerMountInfo {
+            source: Some("/w/runs/p/a".into()),
+            target: "/w/runs/p/b".into(),
+            flags: Some(libc::MS_BIND as u32),
+            ..Default::default()
+        };
+        let mounts_arg = super::super::launch_mounts::to_arg(std::slice::from_ref(&mount));
+        let args: Vec<&[u8]> = vec![plan_arg.as_bytes(), mounts_arg.as_bytes(), b"--", b"/x"];
+        assert_eq!(parse_args(&args).unwrap().mounts, [mount]);
+        let twice: Vec<&[u8]> = vec![
+            plan_arg.as_bytes(),
+            mounts_arg.as_bytes(),
+            mounts_arg.as_bytes(),
+            b"--",
+            b"/x",
+        ];
+        assert!(parse_args(&twice).is_err());
+        let bad: Vec<&[u8]> = vec![plan_arg.as_bytes(), b"--mounts=e30=", b"--", b"/x"];
+        assert!(
+            parse_args(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("--mounts")
+        );
         assert!(parsed.argv.is_empty());
     }
 

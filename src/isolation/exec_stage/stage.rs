@@ -7,6 +7,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use super::launch_mounts;
 use super::plan::{StageArgs, StageUser, parse_args};
 use crate::isolation::helper::mounts::read_only_kernel_paths;
 use crate::isolation::seccomp;
@@ -220,6 +221,9 @@ fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String
 pub fn run(args: &[&[u8]]) -> String {
     let result = (|| -> Result<std::convert::Infallible, String> {
         let args = parse_args(args).map_err(|e| e.to_string())?;
+        // Step 0: the sandbox mounts, before anything reads the tree.
+        launch_mounts::perform(&args.mounts, &args.plan.sandboxes, args.plan.agent_mnt_ns)
+            .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
         read_only_paths(&args)?;
         bounding(&args)?;
         identity(&args)?;

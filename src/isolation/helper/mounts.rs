@@ -14,7 +14,9 @@
 //! and mounted from that descriptor (`open_tree(OPEN_TREE_CLONE)` then
 //! `move_mount` onto the target's descriptor): the object resolved is the
 //! object mounted. A read-only remount of such a target is applied to the
-//! same mount through its descriptor (`mount_setattr`), not by path.
+//! same mount through its descriptor (`mount_setattr`), not by path. A
+//! file system (`tmpfs`, `ramfs`, …) mounted onto a sandbox path is
+//! mounted onto the target's descriptor, through its `/proc/self/fd` link.
 //!
 //! # Read-only kernel paths
 //!
@@ -206,6 +208,24 @@ fn open_by_path(path: &Path) -> Result<OwnedFd, MountError> {
     rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).map_err(at("open", path))
 }
 
+/// The `mount_setattr` attributes of `MS_RDONLY`, `MS_NOSUID`,
+/// `MS_NODEV` and `MS_NOEXEC` in `flags`.
+fn attributes(flags: nix::mount::MsFlags) -> u64 {
+    use nix::mount::MsFlags;
+    let mut set = 0;
+    for (ms, attr) in [
+        (MsFlags::MS_RDONLY, MOUNT_ATTR_RDONLY),
+        (MsFlags::MS_NOSUID, MOUNT_ATTR_NOSUID),
+        (MsFlags::MS_NODEV, MOUNT_ATTR_NODEV),
+        (MsFlags::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
+    ] {
+        if flags.contains(ms) {
+            set |= attr;
+        }
+    }
+    set
+}
+
 /// Performs the launch info's mounts in order. Bind mounts from or onto a
 /// path in one of `sandboxes` (the container's and its ancestors'
 /// sandboxes, outermost first) go through descriptors (see the module
@@ -222,19 +242,14 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
         if flags.contains(MsFlags::MS_REMOUNT | MsFlags::MS_BIND)
             && let Some(tree) = by_fd.get(m.target.as_str())
         {
-            let mut set = 0;
-            for (ms, attr) in [
-                (MsFlags::MS_RDONLY, MOUNT_ATTR_RDONLY),
-                (MsFlags::MS_NOSUID, MOUNT_ATTR_NOSUID),
-                (MsFlags::MS_NODEV, MOUNT_ATTR_NODEV),
-                (MsFlags::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
-            ] {
-                if flags.contains(ms) {
-                    set |= attr;
-                }
-            }
-            mount_setattr(tree.as_fd(), Path::new(""), true, recursive, set)
-                .map_err(at("mount_setattr", target))?;
+            mount_setattr(
+                tree.as_fd(),
+                Path::new(""),
+                true,
+                recursive,
+                attributes(flags),
+            )
+            .map_err(at("mount_setattr", target))?;
             continue;
         }
         if flags.contains(MsFlags::MS_BIND)
@@ -269,13 +284,34 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
                         | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
                 )
                 .map_err(at("move_mount", target))?;
+                // A bind ignores these flags (Mesos' `fs::mount` remounts
+                // for them): set them on the new mount itself.
+                let set = attributes(flags);
+                if set != 0 {
+                    mount_setattr(tree.as_fd(), Path::new(""), true, recursive, set)
+                        .map_err(at("mount_setattr", target))?;
+                }
                 by_fd.insert(m.target.as_str(), tree);
                 continue;
             }
         }
+        // A file system mounted onto a sandbox path: onto the descriptor
+        // resolved below the sandbox, through its `/proc/self/fd` link
+        // (the kernel follows it to that very object), not by path.
+        let by_descriptor = if flags.intersects(NOT_BY_DESCRIPTOR) {
+            None
+        } else {
+            open_in_sandbox(target, sandboxes)?
+        };
+        if by_descriptor.is_some() {
+            proc_is_procfs()?;
+        }
+        let fd_path = by_descriptor
+            .as_ref()
+            .map(|fd| PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())));
         nix::mount::mount(
             m.source.as_deref(),
-            target,
+            fd_path.as_deref().unwrap_or(target),
             m.r#type.as_deref(),
             flags,
             m.options.as_deref(),
@@ -283,4 +319,47 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
         .map_err(|e| at("mount", target)(Errno::from_raw_os_error(e as i32)))?;
     }
     Ok(())
+}
+
+/// Refuses a `/proc/self/fd` that is not procfs's (something mounted over
+/// `/proc` would make the link lead elsewhere).
+fn proc_is_procfs() -> Result<(), MountError> {
+    let path = Path::new("/proc/self/fd");
+    let fs = rustix::fs::statfs(path).map_err(at("statfs", path))?;
+    // PROC_SUPER_MAGIC
+    if fs.f_type as i64 != 0x9fa0 {
+        return Err(at("statfs (not procfs)", path)(Errno::NOTSUP));
+    }
+    Ok(())
+}
+
+/// Flags of mounts that do not create a file system at their target
+/// (binds, remounts, moves, propagation changes): never mounted onto a
+/// `/proc/self/fd` link.
+const NOT_BY_DESCRIPTOR: nix::mount::MsFlags = nix::mount::MsFlags::MS_BIND
+    .union(nix::mount::MsFlags::MS_REMOUNT)
+    .union(nix::mount::MsFlags::MS_MOVE)
+    .union(nix::mount::MsFlags::MS_SHARED)
+    .union(nix::mount::MsFlags::MS_SLAVE)
+    .union(nix::mount::MsFlags::MS_PRIVATE)
+    .union(nix::mount::MsFlags::MS_UNBINDABLE);
+
+/// Whether `apply` makes `m` through a descriptor resolved below one of
+/// `sandboxes`, given the targets already bound that way before it
+/// (`bound`): a bind from or onto a sandbox path, a remount of such a
+/// bind's target, or a file system (not from a sandbox path) mounted onto
+/// a sandbox path. Everything else it makes by path.
+pub fn through_descriptors(m: &ContainerMountInfo, sandboxes: &[PathBuf], bound: &[&str]) -> bool {
+    use nix::mount::MsFlags;
+    let flags = MsFlags::from_bits_retain(libc::c_ulong::from(m.flags.unwrap_or(0)));
+    let inside = |p: &str| sandboxes.iter().any(|s| Path::new(p).starts_with(s));
+    let target_inside = inside(&m.target);
+    let source_inside = m.source.as_deref().is_some_and(inside);
+    if flags.contains(MsFlags::MS_REMOUNT) {
+        flags.contains(MsFlags::MS_BIND) && bound.contains(&m.target.as_str())
+    } else if flags.contains(MsFlags::MS_BIND) {
+        m.source.is_some() && (target_inside || source_inside)
+    } else {
+        !flags.intersects(NOT_BY_DESCRIPTOR) && target_inside && !source_inside
+    }
 }

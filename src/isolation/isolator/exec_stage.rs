@@ -7,7 +7,10 @@
 //! the container's bounding set, as nestguard's launcher does) and
 //! `no_new_privileges` (Mesos 1.11's helper has no code for it). Mesos'
 //! helper never sees a field it aborts on. What stays Mesos': namespaces,
-//! mounts (the masked paths among them), rlimits, environment, working
+//! mounts (the masked paths among them; not those from or onto a sandbox,
+//! which the wrapper hands to the stage: see
+//! [`crate::isolation::exec_stage::launch_mounts`]; the plan names the
+//! sandboxes), rlimits, environment, working
 //! directory, user (or the wrapper's hand-over), stdio.
 //!
 //! The container's command becomes `<stage> --plan=… -- <path> <argv…>`:
@@ -76,6 +79,44 @@ fn check_mount_targets(id: &ContainerId, info: &ContainerLaunchInfo, stage: &Pat
         }
     }
     Ok(())
+}
+
+/// The sandboxes of `id`'s tree, outermost first, from its own
+/// (`directory`, Mesos' `ContainerConfig.directory`) in Mesos' layout: a
+/// nested container's is its parent's plus `containers/<id>`. The stage
+/// resolves every mount from or onto them below the outermost one
+/// ([`crate::isolation::exec_stage::launch_mounts`]); a nested container's
+/// sandbox that is not where that layout puts it is refused, since its
+/// parents' could not be named (and their paths then mounted by path).
+fn sandbox_chain(id: &ContainerId, directory: &str) -> Result<Vec<PathBuf>> {
+    let own = PathBuf::from(directory);
+    if !own.is_absolute() {
+        return Err(IsolatorError::Invalid(format!(
+            "container '{}': its sandbox '{directory}' is not an absolute path",
+            to_dotted(id)
+        )));
+    }
+    let mut chain = vec![own.clone()];
+    let mut here = own.as_path();
+    let mut level = id;
+    while let Some(parent) = level.parent.as_deref() {
+        let up = here
+            .parent()
+            .filter(|_| here.file_name() == Some(level.value.as_ref()))
+            .filter(|up| up.file_name() == Some("containers".as_ref()))
+            .and_then(Path::parent);
+        let Some(up) = up else {
+            return Err(IsolatorError::Invalid(format!(
+                "container '{}': its sandbox '{directory}' is not in Mesos' layout                  (<parent's sandbox>/containers/<id>), so its parents' cannot be named",
+                to_dotted(id)
+            )));
+        };
+        chain.push(up.to_path_buf());
+        here = up;
+        level = parent;
+    }
+    chain.reverse();
+    Ok(chain)
 }
 
 /// The stage beside the running library (or executable).
@@ -150,6 +191,7 @@ impl ExecStage {
             filters: filters.to_vec(),
             read_only_paths: true,
             agent_mnt_ns: self.agent_mnt_ns,
+            sandboxes: sandbox_chain(id, &config.directory)?,
         };
         info.bounding_capabilities = None;
         info.effective_capabilities = None;
@@ -218,6 +260,37 @@ fn command_path_and_argv(id: &ContainerId, command: &CommandInfo) -> Result<(Str
 mod tests {
     use super::*;
     use crate::proto::mesos::slave::ContainerMountInfo;
+
+    #[test]
+    fn the_sandboxes_of_a_tree_follow_mesos_layout() {
+        let id = |v: &str, parent: Option<ContainerId>| ContainerId {
+            value: v.into(),
+            parent: parent.map(Box::new),
+        };
+        let root = id("r", None);
+        let child = id("c", Some(root.clone()));
+        let grandchild = id("g", Some(child.clone()));
+        assert_eq!(
+            sandbox_chain(&root, "/w/runs/r").unwrap(),
+            [PathBuf::from("/w/runs/r")]
+        );
+        assert_eq!(
+            sandbox_chain(&grandchild, "/w/runs/r/containers/c/containers/g").unwrap(),
+            [
+                PathBuf::from("/w/runs/r"),
+                PathBuf::from("/w/runs/r/containers/c"),
+                PathBuf::from("/w/runs/r/containers/c/containers/g"),
+            ]
+        );
+        for bad in [
+            "/w/runs/r/containers/x",
+            "/w/runs/r/other/c",
+            "containers/c",
+            "/c",
+        ] {
+            assert!(sandbox_chain(&child, bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn mounts_over_what_the_stage_runs_from_are_refused() {

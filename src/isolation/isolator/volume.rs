@@ -16,8 +16,9 @@
 //! `rustix`; we hand-roll only the component walk, which no crate offers
 //! with creation. The launcher mounts by path only what lies outside every
 //! sandbox: a source or target inside one is resolved again, the same way,
-//! when the supervisor mounts it, and mounted from that descriptor
-//! ([`crate::isolation::helper::mounts`]), so a directory of the parent sandbox
+//! when the supervisor mounts it (under Mesos' launcher, the exec stage:
+//! [`crate::isolation::exec_stage::launch_mounts`]), and mounted from that
+//! descriptor ([`crate::isolation::helper::mounts`]), so a directory of the parent sandbox
 //! swapped for a symbolic link after this check makes the launch fail
 //! instead of mounting what the link points to.
 //!
