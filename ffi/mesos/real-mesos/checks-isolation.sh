@@ -65,6 +65,7 @@ iso_checks() {  # iso_checks <when> <parent> <who> [user]: nested ones under <pa
   call "$who" "$(kill_json "$N" "$parent")" >/dev/null
   call "$who" "$(wait_json "$N" "$parent")" >/dev/null
   call "$who" "$(remove_json "$N" "$parent")" >/dev/null
+  iso_volume_check "$when" "$parent" "$who" "$user"
   # A debug session under the parent (enters its mount namespace, inherits
   # its environment): the session's answer ends when its command exits.
   D="iso-d$when-$RID"
@@ -74,6 +75,34 @@ iso_checks() {  # iso_checks <when> <parent> <who> [user]: nested ones under <pa
     "$(cid_json "$D" "$parent")" "$(probe_cmd "$D" "exit 0")" "$duser")" "ops:$OPS_SECRET" 2>&1)"
   if [ "$(status_of "$st")" = 200 ]; then r="$(report_ok "$D" "$ZERO_CAPS")"; else r="session: ${st:0:300}"; fi
   check "iso-debug-session-defences$when" "$r"
+}
+
+# A nested container with a read-only SANDBOX_PATH volume from its parent's
+# sandbox: the bind is made by the exec stage through descriptors (the
+# wrapper took it from Mesos' helper), lands read-only, and only in the
+# container's mount namespace.
+iso_volume_check() {  # iso_volume_check <when> <parent> <who> [user]
+  local when="$1" parent="$2" who="$3" user="${4:-}" V psb r u="" got i
+  V="iso-vol$when-$RID"
+  psb="$(find "$WORK/agent/slaves" -maxdepth 7 -type d -path "*/runs/$parent" 2>/dev/null | head -1)"
+  if [ -z "$psb" ]; then fail "iso-nested-volume$when" "no sandbox for $parent"; return; fi
+  mkdir -p "$psb/vol-$V"; chmod 777 "$psb/vol-$V"; echo "secret-$V" >"$psb/vol-$V/f"
+  [ -n "$user" ] && u=',"user":"'"$user"'"'
+  r="$(expect x 200 "$who" "$(printf '{"type":"LAUNCH_CONTAINER","launch_container":{"container_id":%s,"command":{"shell":true,"value":"%s"%s},"container":{"type":"MESOS","volumes":[{"mode":"RO","container_path":"shared","source":{"type":"SANDBOX_PATH","sandbox_path":{"type":"PARENT","path":"vol-%s"}}}]}}}' \
+    "$(cid_json "$V" "$parent")" \
+    "(cat shared/f; if touch shared/w 2>/dev/null; then echo writable; else echo read-only; fi) >$REPORTS/$V.vol; exec sleep 600" \
+    "$u" "$V")")"
+  if [ "$r" = ok ]; then
+    for i in $(seq 100); do [ -s "$REPORTS/$V.vol" ] && break; sleep 0.2; done
+    got="$(tr '\n' ' ' <"$REPORTS/$V.vol" 2>/dev/null)"
+    [ "$got" = "secret-$V read-only " ] || r="the container saw '${got:-nothing}', wanted 'secret-$V read-only'"
+  fi
+  # The bind is the container's own: the host's mount table never has it.
+  [ "$r" = ok ] && grep -q "/containers/$V/shared" /proc/self/mountinfo && r="the volume is mounted on the host"
+  check "iso-nested-volume$when" "$r"
+  call "$who" "$(kill_json "$V" "$parent")" >/dev/null
+  call "$who" "$(wait_json "$V" "$parent")" >/dev/null
+  call "$who" "$(remove_json "$V" "$parent")" >/dev/null
 }
 
 # WAIT right after the launch (a standalone container's termination is gone

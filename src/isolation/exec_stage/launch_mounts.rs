@@ -120,7 +120,8 @@ pub fn check(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
         };
         if !allowed || !mounts::through_descriptors(m, sandboxes, &bound) {
             return Err(format!(
-                "mount of {:?} onto '{}' (type {:?}, flags {:#x}) touches a sandbox but is not                  one nestguard can make through descriptors: refusing to make it by path",
+                "mount of {:?} onto '{}' (type {:?}, flags {:#x}) touches a sandbox but is not \
+                 one nestguard can make through descriptors: refusing to make it by path",
                 m.source,
                 m.target,
                 m.r#type,

@@ -107,7 +107,8 @@ fn sandbox_chain(id: &ContainerId, directory: &str) -> Result<Vec<PathBuf>> {
             .and_then(Path::parent);
         let Some(up) = up else {
             return Err(IsolatorError::Invalid(format!(
-                "container '{}': its sandbox '{directory}' is not in Mesos' layout                  (<parent's sandbox>/containers/<id>), so its parents' cannot be named",
+                "container '{}': its sandbox '{directory}' is not in Mesos' layout \
+                 (<parent's sandbox>/containers/<id>), so its parents' cannot be named",
                 to_dotted(id)
             )));
         };
