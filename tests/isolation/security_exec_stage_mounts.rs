@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use isolator_support::{config, id, root_or_skip, sandbox_volume, with_volumes};
-use nestguard::isolation::exec_stage::containerizer;
 use nestguard::isolation::exec_stage::launch_mounts::{self, own_mnt_ns, perform};
+use nestguard::isolation::exec_stage::{ExecPlan, StageIdentity, containerizer};
 use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
 use nestguard::proto::mesos::slave::ContainerMountInfo;
 use nestguard::proto::mesos::volume::Mode as VolumeMode;
@@ -375,4 +375,71 @@ fn the_wrapper_hands_sandbox_mounts_to_the_stage_which_refuses_a_swapped_target(
     assert!(mounts_below(&l.tree.0).is_empty());
     launch.composite.cleanup(&id("p.c")).unwrap();
     launch.composite.cleanup(&id("p")).unwrap();
+}
+
+/// A plan for the stage run by hand: no capability change asked beyond
+/// root's, no filters, the given stage identity.
+fn plan_with_stage(stage: StageIdentity) -> String {
+    ExecPlan {
+        container: "identity".into(),
+        bounding: u64::MAX >> 23,
+        effective: None,
+        no_new_privs: true,
+        filters: Vec::new(),
+        read_only_paths: false,
+        agent_mnt_ns: 0,
+        sandboxes: vec![std::env::temp_dir()],
+        stage,
+    }
+    .to_arg()
+}
+
+#[test]
+fn the_stage_refuses_to_run_when_its_path_is_no_longer_the_sealed_file() {
+    if !root_or_skip() {
+        return;
+    }
+    let honest = StageIdentity::of(Path::new(STAGE)).unwrap();
+    let run = |stage: StageIdentity| {
+        Command::new("unshare")
+            .args(["-m", "--propagation", "private", STAGE])
+            .arg(plan_with_stage(stage))
+            .args(["--", "/bin/true"])
+            .output()
+            .unwrap()
+    };
+    let out = run(honest.clone());
+    assert!(out.status.success(), "{out:?}");
+    // Another file at the stage's path (as a mount covering it in the
+    // container's namespace would make it): the stage stops before any
+    // defence or command.
+    let covered = StageIdentity {
+        ino: honest.ino + 1,
+        ..honest.clone()
+    };
+    let out = run(covered);
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no longer the exec stage"), "{err}");
+
+    // And the check sees a real covering mount (in a namespace of its own).
+    let tree = Tree::new("identity");
+    let other = tree.0.join("other");
+    std::fs::write(&other, b"not the stage").unwrap();
+    let stage = Path::new(STAGE).to_path_buf();
+    let seen = in_own_mount_ns(move || {
+        honest.verify()?;
+        nix::mount::mount(
+            Some(&other),
+            &stage,
+            None::<&str>,
+            nix::mount::MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| format!("bind: {e}"))?;
+        Ok(honest.verify().unwrap_err())
+    })
+    .unwrap();
+    assert!(seen.contains("no longer the exec stage"), "{seen}");
+    assert!(mounts_below(&tree.0).is_empty());
 }

@@ -92,6 +92,16 @@ fn resolve(name: &str, extra: &[u32]) -> Result<Option<StageUser>, String> {
 /// `key_dir`; `Ok(None)`: leave it as it is. A command task's executor
 /// command first becomes the stage form ([`command_task`]).
 pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
+    rewrite_for(text, key_dir, false)
+}
+
+/// [`rewrite`] for a helper that joins another container's mount namespace
+/// when `joins_mount_namespace` (its `--namespace_mnt_target` flag).
+pub fn rewrite_for(
+    text: &str,
+    key_dir: &Path,
+    joins_mount_namespace: bool,
+) -> Result<Option<String>, String> {
     let Ok(mut info) = serde_json::from_str::<Value>(text) else {
         return Ok(None);
     };
@@ -123,7 +133,7 @@ pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
         })
         .unwrap_or_default();
     let user = resolve(&name, &extra)?;
-    let mounts = sandbox_mounts(obj)?;
+    let mounts = sandbox_mounts(obj, joins_mount_namespace)?;
     obj.remove("user");
     obj.remove("supplementary_groups");
     if let Some(args) = obj
@@ -144,8 +154,11 @@ pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
 /// Takes the sandbox mounts out of a sealed stage command's launch info
 /// (see [`launch_mounts`]): the stage's `--mounts=` argument, if any.
 /// The sandboxes are the sealed plan's, never the launch info's.
-fn sandbox_mounts(obj: &mut serde_json::Map<String, Value>) -> Result<Option<String>, String> {
-    if !obj.contains_key("mounts") {
+fn sandbox_mounts(
+    obj: &mut serde_json::Map<String, Value>,
+    joins_mount_namespace: bool,
+) -> Result<Option<String>, String> {
+    if !obj.contains_key("mounts") && !obj.contains_key("file_operations") {
         return Ok(None);
     }
     let plan_arg = obj
@@ -156,7 +169,7 @@ fn sandbox_mounts(obj: &mut serde_json::Map<String, Value>) -> Result<Option<Str
         .and_then(|a| a.strip_prefix("--plan="))
         .unwrap_or("");
     let plan = ExecPlan::from_arg(plan_arg.as_bytes()).map_err(|e| e.to_string())?;
-    let taken = launch_mounts::take(obj, &plan.sandboxes)?;
+    let taken = launch_mounts::take(obj, &plan.sandboxes, joins_mount_namespace)?;
     Ok((!taken.is_empty()).then(|| launch_mounts::to_arg(&taken)))
 }
 
@@ -180,7 +193,10 @@ pub fn run(args: &[OsString]) -> String {
         && !on_argv
         && let Some(text) = std::env::var_os(LAUNCH_INFO_ENV)
     {
-        match rewrite(&text.to_string_lossy(), Path::new(seal::KEY_DIR)) {
+        let joins = args
+            .iter()
+            .any(|a| a.as_bytes().starts_with(b"--namespace_mnt_target"));
+        match rewrite_for(&text.to_string_lossy(), Path::new(seal::KEY_DIR), joins) {
             Ok(Some(new)) => {
                 // SAFETY: single-threaded here (the wrapper's main, before
                 // any thread), as set_var requires.
@@ -274,6 +290,11 @@ mod tests {
             read_only_paths: true,
             agent_mnt_ns: 1,
             sandboxes: vec!["/w/runs/p".into(), "/w/runs/p/containers/c".into()],
+            stage: super::super::plan::StageIdentity {
+                path: "/opt/ng/nestguard-exec".into(),
+                dev: 1,
+                ino: 2,
+            },
         }
         .to_arg();
         let stage = "/opt/ng/nestguard-exec";
@@ -320,11 +341,16 @@ mod tests {
         let mut forged = v.clone();
         forged["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, "other"));
         assert_eq!(rewrite(&forged.to_string(), &k.0).unwrap(), None);
-        // Sandbox mounts a debug session would make in another namespace.
-        let mut debug = v.clone();
-        debug["namespace_mnt_target"] = Value::from(1234);
-        let e = rewrite(&debug.to_string(), &k.0).unwrap_err();
+        // Sandbox mounts a debug session's helper would make in another
+        // container's namespace (its --namespace_mnt_target flag).
+        let e = rewrite_for(&v.to_string(), &k.0, true).unwrap_err();
         assert!(e.contains("namespace_mnt_target"), "{e}");
+        // Mesos' secret volumes' file operations in a sandbox: refused.
+        let mut secret = v.clone();
+        secret["file_operations"] = serde_json::json!([{"operation": "RENAME",
+            "rename": {"source": "/w/runs/p/containers/c/.secret-1", "destination": "/w/runs/p/containers/c/s"}}]);
+        let e = rewrite(&secret.to_string(), &k.0).unwrap_err();
+        assert!(e.contains("file operations"), "{e}");
     }
 
     #[test]

@@ -136,12 +136,19 @@ pub fn check(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
 }
 
 /// Takes from the launch info `info` every mount whose source or target
-/// lies in one of `sandboxes`; the others stay, in their order. Fails when
-/// such mounts cannot be made safely (see the module documentation).
+/// lies in one of `sandboxes`, and the remount of a target taken so (a
+/// read-only volume's second step, whose absolute target may lie outside
+/// every sandbox); the others stay, in their order. Fails when such mounts
+/// cannot be made safely (see the module documentation), among them when
+/// Mesos' helper joins another container's mount namespace
+/// (`joins_mount_namespace`: its `--namespace_mnt_target` flag, a debug
+/// session), and when the launch info's `file_operations` touch a sandbox.
 pub fn take(
     info: &mut Map<String, Value>,
     sandboxes: &[PathBuf],
+    joins_mount_namespace: bool,
 ) -> Result<Vec<ContainerMountInfo>, String> {
+    refuse_sandbox_file_operations(info, sandboxes)?;
     let Some(list) = info.get("mounts") else {
         return Ok(Vec::new());
     };
@@ -160,7 +167,13 @@ pub fn take(
         {
             return Err(format!("a mount path of the launch info has '..': '{p}'"));
         }
-        if paths.iter().flatten().any(|p| in_sandbox(p, sandboxes)) {
+        let remounts_taken = entry
+            .get("flags")
+            .and_then(Value::as_u64)
+            .is_some_and(|f| f & u64::from(libc::MS_REMOUNT as u32) != 0)
+            && text("target")
+                .is_some_and(|t| taken.iter().any(|m: &ContainerMountInfo| m.target == t));
+        if remounts_taken || paths.iter().flatten().any(|p| in_sandbox(p, sandboxes)) {
             let m = crate::json::from_json::<ContainerMountInfo>(&entry.to_string())
                 .map_err(|e| format!("a mount of the launch info: {e}"))?;
             taken.push(m);
@@ -171,14 +184,18 @@ pub fn take(
     if taken.is_empty() {
         return Ok(taken);
     }
-    for key in ["rootfs", "namespace_mnt_target"] {
-        if info.contains_key(key) {
-            return Err(format!(
-                "the launch info has '{key}' and mounts in a sandbox: nestguard cannot make \
-                 those mounts safely there (they would land in another file system tree or \
-                 mount namespace)"
-            ));
-        }
+    if joins_mount_namespace {
+        return Err("Mesos' helper joins another container's mount namespace \
+             (--namespace_mnt_target) and the launch has mounts in a sandbox: nestguard \
+             cannot make those mounts safely there"
+            .into());
+    }
+    if info.contains_key("rootfs") {
+        return Err(
+            "the launch info has 'rootfs' and mounts in a sandbox: nestguard cannot \
+             make those mounts safely there (they would land in the image's tree)"
+                .into(),
+        );
     }
     check(&taken, sandboxes)?;
     if left.is_empty() {
@@ -187,6 +204,36 @@ pub fn take(
         info.insert("mounts".into(), Value::Array(left));
     }
     Ok(taken)
+}
+
+/// Refuses `file_operations` (Mesos 1.11's secret volumes: a `ramfs` onto
+/// `<sandbox>/.secret-…`, then a rename and a bind) that name a path in a
+/// sandbox: Mesos' helper performs them by path, as root, where the tenant
+/// can swap a link in; nestguard does not make them itself yet, so the
+/// launch fails closed rather than running them.
+fn refuse_sandbox_file_operations(
+    info: &Map<String, Value>,
+    sandboxes: &[PathBuf],
+) -> Result<(), String> {
+    fn paths_in(v: &Value, sandboxes: &[PathBuf]) -> Option<String> {
+        match v {
+            Value::String(s) if in_sandbox(s, sandboxes) => Some(s.clone()),
+            Value::Array(a) => a.iter().find_map(|v| paths_in(v, sandboxes)),
+            Value::Object(o) => o.values().find_map(|v| paths_in(v, sandboxes)),
+            _ => None,
+        }
+    }
+    match info
+        .get("file_operations")
+        .and_then(|v| paths_in(v, sandboxes))
+    {
+        Some(path) => Err(format!(
+            "the launch info has file operations on '{path}', in a sandbox (Mesos' secret \
+             volumes): Mesos' helper would perform them by path, as root, where the tenant can \
+             swap a link in; nestguard refuses them under Mesos' launcher"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The `--mounts=` argument.
@@ -292,7 +339,7 @@ mod tests {
     #[test]
     fn takes_the_sandbox_mounts_and_keeps_the_others_in_order() {
         let mut i = info();
-        let taken = take(&mut i, &sandboxes()).unwrap();
+        let taken = take(&mut i, &sandboxes(), false).unwrap();
         let targets: Vec<&str> = taken.iter().map(|m| m.target.as_str()).collect();
         assert_eq!(
             targets,
@@ -319,6 +366,26 @@ mod tests {
     }
 
     #[test]
+    fn the_remount_of_a_taken_bind_outside_every_sandbox_is_taken_too() {
+        // A read-only volume with an absolute container_path: the bind's
+        // source is in a sandbox, its target (and its remount's) is not.
+        let mut i = json!({"mounts": [
+            {"source": "/w/runs/p/a", "target": "/srv/ro", "flags": BIND},
+            {"target": "/srv/ro", "flags": RO},
+            {"target": "/srv/other", "flags": RO}
+        ]})
+        .as_object()
+        .unwrap()
+        .clone();
+        let taken = take(&mut i, &sandboxes(), false).unwrap();
+        assert_eq!(taken.len(), 2);
+        assert_eq!(taken[1].flags, Some(RO));
+        let left = i["mounts"].as_array().unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0]["target"], "/srv/other");
+    }
+
+    #[test]
     fn all_taken_removes_the_list_and_none_taken_changes_nothing() {
         let mut i = json!({"mounts": [
             {"source": "/w/runs/p/a", "target": "/w/runs/p/containers/c/a", "flags": BIND}
@@ -326,17 +393,17 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        assert_eq!(take(&mut i, &sandboxes()).unwrap().len(), 1);
+        assert_eq!(take(&mut i, &sandboxes(), false).unwrap().len(), 1);
         assert!(!i.contains_key("mounts"));
         let mut i = json!({"mounts": [{"target": "/dev/shm", "type": "tmpfs", "flags": 0}]})
             .as_object()
             .unwrap()
             .clone();
         let before = i.clone();
-        assert!(take(&mut i, &sandboxes()).unwrap().is_empty());
+        assert!(take(&mut i, &sandboxes(), false).unwrap().is_empty());
         assert_eq!(i, before);
         let mut none = Map::new();
-        assert!(take(&mut none, &sandboxes()).unwrap().is_empty());
+        assert!(take(&mut none, &sandboxes(), false).unwrap().is_empty());
     }
 
     #[test]
@@ -347,7 +414,7 @@ mod tests {
             if let Some((k, v)) = extra {
                 i.insert(k.into(), v);
             }
-            take(&mut i, &s).unwrap_err()
+            take(&mut i, &s, false).unwrap_err()
         };
         let bind =
             json!({"source": "/w/runs/p/a", "target": "/w/runs/p/containers/c/a", "flags": BIND});
@@ -382,10 +449,24 @@ mod tests {
             None,
         );
         assert!(e.contains(".."), "{e}");
-        for key in ["rootfs", "namespace_mnt_target"] {
-            let e = refused(json!([bind.clone()]), Some((key, json!("x"))));
-            assert!(e.contains(key), "{e}");
-        }
+        let e = refused(json!([bind.clone()]), Some(("rootfs", json!("x"))));
+        assert!(e.contains("rootfs"), "{e}");
+        // A debug session's helper joins another container's namespace.
+        let mut i = json!({ "mounts": [bind.clone()] })
+            .as_object()
+            .unwrap()
+            .clone();
+        let e = take(&mut i, &s, true).unwrap_err();
+        assert!(e.contains("namespace_mnt_target"), "{e}");
+        // Mesos' secret volumes arrive as file operations: refused when
+        // they name a sandbox path, whatever the mounts.
+        let mut i = json!({"file_operations": [{"operation": "MOUNT", "mount":
+            {"source": "ramfs", "target": "/w/runs/p/containers/c/.secret-9"}}]})
+        .as_object()
+        .unwrap()
+        .clone();
+        let e = take(&mut i, &s, false).unwrap_err();
+        assert!(e.contains("file operations"), "{e}");
         let e = refused(json!({"source": "/w/runs/p/a"}), None);
         assert!(e.contains("not a list"), "{e}");
         // No sandboxes in the plan: nothing is a sandbox path, nothing taken;
@@ -413,7 +494,7 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        assert_eq!(take(&mut i, &s).unwrap().len(), 2);
+        assert_eq!(take(&mut i, &s, false).unwrap().len(), 2);
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub mod plan;
 pub mod seal;
 pub mod stage;
 
-pub use plan::{ExecPlan, PlanError};
+pub use plan::{ExecPlan, PlanError, StageIdentity};
 
 /// The stage binary's file name (installed beside `libnestguard.so`).
 pub const STAGE_NAME: &str = "nestguard-exec";

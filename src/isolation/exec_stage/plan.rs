@@ -52,6 +52,55 @@ pub struct ExecPlan {
     /// ([`super::launch_mounts`]). Sealed with the rest, so the tenant
     /// never chooses what counts as a sandbox.
     pub sandboxes: Vec<std::path::PathBuf>,
+    /// The stage binary as the isolator found it on the host at prepare:
+    /// what Mesos' helper must have executed, and what the stage's path must
+    /// still be once every mount is made (see [`StageIdentity`]).
+    pub stage: StageIdentity,
+}
+
+/// The stage binary's path, device and inode.
+///
+/// Why: Mesos' helper executes the stage *by path* as root, and so does a
+/// debug session that later joins the container's mount namespace. A mount
+/// in that namespace covering the path (a volume whose absolute
+/// `container_path` leads there through a link the tenant made) would have
+/// the tenant's file run as root. So the stage, once the container's mounts
+/// are made and before anything else, checks that its path still names
+/// this very file; after that nothing in the container may mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageIdentity {
+    /// The stage's path on the host (the command Mesos' helper executes).
+    pub path: std::path::PathBuf,
+    /// `st_dev` of that file.
+    pub dev: u64,
+    /// `st_ino` of that file.
+    pub ino: u64,
+}
+
+impl StageIdentity {
+    /// The identity of the file at `path` now.
+    pub fn of(path: &std::path::Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// Fails unless the stage's path still names the sealed file.
+    pub fn verify(&self) -> Result<(), String> {
+        match Self::of(&self.path) {
+            Ok(now) if now == *self => Ok(()),
+            Ok(_) => Err(format!(
+                "'{}' is no longer the exec stage the isolator sealed (a mount covers it in \
+                 this container's mount namespace): refusing to run anything",
+                self.path.display()
+            )),
+            Err(e) => Err(format!("stat {}: {e}", self.path.display())),
+        }
+    }
 }
 
 /// A user to switch to, resolved on the host by the wrapper.
@@ -185,6 +234,11 @@ mod tests {
             read_only_paths: true,
             agent_mnt_ns: 4026531840,
             sandboxes: vec!["/w/runs/p".into()],
+            stage: StageIdentity {
+                path: "/opt/ng/nestguard-exec".into(),
+                dev: 1,
+                ino: 2,
+            },
         }
     }
 

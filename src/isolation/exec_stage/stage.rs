@@ -224,6 +224,12 @@ pub fn run(args: &[&[u8]]) -> String {
         // Step 0: the sandbox mounts, before anything reads the tree.
         launch_mounts::perform(&args.mounts, &args.plan.sandboxes, args.plan.agent_mnt_ns)
             .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
+        // Every mount of the container is made: its stage path must still
+        // be this stage (see `StageIdentity`).
+        args.plan
+            .stage
+            .verify()
+            .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
         read_only_paths(&args)?;
         bounding(&args)?;
         identity(&args)?;

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use super::error::{IsolatorError, Result};
 use crate::container_id::to_dotted;
 use crate::isolation::exec_stage::seal::SealKey;
-use crate::isolation::exec_stage::{ExecPlan, STAGE_NAME, command_task};
+use crate::isolation::exec_stage::{ExecPlan, STAGE_NAME, StageIdentity, command_task};
 use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{CommandInfo, ContainerId};
@@ -193,6 +193,8 @@ impl ExecStage {
             read_only_paths: true,
             agent_mnt_ns: self.agent_mnt_ns,
             sandboxes: sandbox_chain(id, &config.directory)?,
+            stage: StageIdentity::of(&self.path)
+                .map_err(IsolatorError::io("stat", self.path.as_path()))?,
         };
         info.bounding_capabilities = None;
         info.effective_capabilities = None;
