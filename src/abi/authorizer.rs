@@ -292,24 +292,28 @@ fn merge_request(bytes: &[u8], request: &mut Request) -> Result<(), nestguard_re
     })
 }
 
-/// The authorizer of a call taking a serialized
-/// `mesos.authorization.Request`, with the request decoded in place into
-/// `$into` (see [`merge_request`]), or an early return with the failure's
-/// code.
+/// Binds `$auth` to the authorizer of a call taking a serialized
+/// `mesos.authorization.Request` and `$request` to the request, decoded in
+/// place (see [`merge_request`]), or returns early with the failure's code.
+/// Statements, not an expression: the request lives in the caller's scope.
 macro_rules! try_request {
-    ($auth:expr, $request:expr, $len:expr, $into:expr) => {{
-        let Some(auth) = handle_ref($auth) else {
-            return fail(
-                nestguard_result::NullParameter,
-                "argument `auth` must not be NULL",
-            );
+    ($auth:ident, $request:ident, $len:expr) => {
+        let $auth = match handle_ref($auth) {
+            Some(auth) => auth,
+            None => {
+                return fail(
+                    nestguard_result::NullParameter,
+                    "argument `auth` must not be NULL",
+                );
+            }
         };
         let bytes = try_slice!($request, $len, "request");
-        if let Err(code) = merge_request(bytes, $into) {
+        let mut decoded = Request::default();
+        if let Err(code) = merge_request(bytes, &mut decoded) {
             return code;
         }
-        auth
-    }};
+        let $request = &decoded;
+    };
 }
 
 /// Mesos' `authorized(request)`: decodes a serialized
@@ -329,9 +333,7 @@ pub extern "C" fn nestguard_authorizer_authorize(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_allowed, "out_allowed");
-        let mut decoded = Request::default();
-        let auth = try_request!(auth, request, request_len, &mut decoded);
-        let request = &decoded;
+        try_request!(auth, request, request_len);
         let allowed = try_abi!(auth.inner.authorized(request));
         write_out(out_allowed, allowed);
         nestguard_result::Ok
@@ -357,9 +359,7 @@ pub extern "C" fn nestguard_authorizer_explain(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_n, "out_n");
-        let mut decoded = Request::default();
-        let auth = try_request!(auth, request, request_len, &mut decoded);
-        let request = &decoded;
+        try_request!(auth, request, request_len);
         let json = try_abi!(auth.inner.explain_json(request)).to_string();
         text_out(&json, buf, buf_len, out_n, "the buffer is too small for the explanation")
     }
@@ -384,9 +384,7 @@ pub extern "C" fn nestguard_authorizer_decide(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_allowed, "out_allowed");
-        let mut decoded = Request::default();
-        let auth = try_request!(auth, request, request_len, &mut decoded);
-        let request = &decoded;
+        try_request!(auth, request, request_len);
         let explained = try_abi!(auth.inner.decide(request));
         // Rendered before anything is written: outputs only on success.
         let json = (!out_explanation.is_null())
