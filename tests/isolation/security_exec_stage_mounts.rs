@@ -18,7 +18,7 @@ use isolator_support::{config, id, root_or_skip, sandbox_volume, with_volumes};
 use nestguard::isolation::exec_stage::launch_mounts::{self, own_mnt_ns, perform};
 use nestguard::isolation::exec_stage::{ExecPlan, StageIdentity, containerizer};
 use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
-use nestguard::proto::mesos::slave::ContainerMountInfo;
+use nestguard::proto::mesos::slave::{ContainerConfig, ContainerMountInfo};
 use nestguard::proto::mesos::volume::Mode as VolumeMode;
 use nestguard::proto::mesos::volume::source::sandbox_path::Type as SandboxPathType;
 
@@ -442,4 +442,72 @@ fn the_stage_refuses_to_run_when_its_path_is_no_longer_the_sealed_file() {
     .unwrap();
     assert!(seen.contains("no longer the exec stage"), "{seen}");
     assert!(mounts_below(&tree.0).is_empty());
+}
+
+#[test]
+fn a_bind_target_outside_the_sandboxes_reached_through_a_link_is_refused() {
+    if !root_or_skip() {
+        return;
+    }
+    let l = layout("outside-link");
+    // The tenant's link in its sandbox, named by an absolute target.
+    let link = l.sandboxes[0].join("alias");
+    std::os::unix::fs::symlink(&l.outside, &link).unwrap();
+    let target = link.join("x");
+    std::fs::create_dir_all(l.outside.join("x")).unwrap();
+    let mounts = [ContainerMountInfo {
+        source: Some(l.vol.display().to_string()),
+        target: target.display().to_string(),
+        flags: Some((libc::MS_BIND | libc::MS_REC) as u32),
+        ..Default::default()
+    }];
+    // Outside every sandbox by name (the plan names only the nested one).
+    let sandboxes = vec![l.sandboxes[1].clone()];
+    let out = in_own_mount_ns(move || {
+        let e = nestguard::isolation::helper::mounts::apply(&mounts, &sandboxes).unwrap_err();
+        Ok(e.to_string())
+    })
+    .unwrap();
+    assert!(out.contains("no symbolic links"), "{out}");
+    assert!(mounts_below(&l.tree.0).is_empty());
+}
+
+#[test]
+fn an_absolute_mount_point_with_a_link_on_its_way_is_refused_at_prepare() {
+    if !root_or_skip() {
+        return;
+    }
+    let l = layout("prepare-link");
+    let link = l.sandboxes[0].join("alias");
+    std::os::unix::fs::symlink(&l.outside, &link).unwrap();
+    let params =
+        IsolatorParams::parse([("isolation", "filesystem/linux,volume/sandbox_path")]).unwrap();
+    let composite = Composite::from_parameters(&params).unwrap();
+    let mut parent = config("true");
+    parent.directory = l.sandboxes[0].display().to_string();
+    parent.user = Some("root".into());
+    composite.prepare(&id("p"), &parent).unwrap();
+    let through_link = link.display().to_string();
+    let volume = sandbox_volume(
+        SandboxPathType::Parent,
+        "shared",
+        &through_link,
+        VolumeMode::Ro,
+    );
+    let mut nested = with_volumes(config("true"), vec![volume]);
+    nested.directory = l.sandboxes[1].display().to_string();
+    nested.user = Some("root".into());
+    let e = composite.prepare(&id("p.c"), &nested).unwrap_err();
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    // The real path is accepted.
+    let real = l.outside.display().to_string();
+    let volume = sandbox_volume(SandboxPathType::Parent, "shared", &real, VolumeMode::Ro);
+    let nested = ContainerConfig {
+        directory: l.sandboxes[1].display().to_string(),
+        user: Some("root".into()),
+        ..with_volumes(config("true"), vec![volume])
+    };
+    composite.prepare(&id("p.c"), &nested).unwrap();
+    composite.cleanup(&id("p.c")).unwrap();
+    composite.cleanup(&id("p")).unwrap();
 }

@@ -173,6 +173,21 @@ fn sandbox_mounts(
     Ok((!taken.is_empty()).then(|| launch_mounts::to_arg(&taken)))
 }
 
+/// The environment variable of Mesos' helper's `--namespace_mnt_target`
+/// flag: the agent passes the launch flags in the environment
+/// (`launchFlags.buildEnvironment("MESOS_CONTAINERIZER_")`), not on argv.
+pub const NAMESPACE_MNT_TARGET_ENV: &str = "MESOS_CONTAINERIZER_NAMESPACE_MNT_TARGET";
+
+/// Whether Mesos' helper will join another container's mount namespace (a
+/// debug session): its `--namespace_mnt_target` flag, in the environment
+/// as the agent passes it, or on argv.
+fn joins_mount_namespace(args: &[OsString], env: Option<OsString>) -> bool {
+    env.is_some_and(|v| !v.is_empty())
+        || args
+            .iter()
+            .any(|a| a.as_bytes().starts_with(b"--namespace_mnt_target"))
+}
+
 /// Runs the wrapper: returns only on failure, with the message to print.
 pub fn run(args: &[OsString]) -> String {
     let real = match std::env::current_exe() {
@@ -193,9 +208,7 @@ pub fn run(args: &[OsString]) -> String {
         && !on_argv
         && let Some(text) = std::env::var_os(LAUNCH_INFO_ENV)
     {
-        let joins = args
-            .iter()
-            .any(|a| a.as_bytes().starts_with(b"--namespace_mnt_target"));
+        let joins = joins_mount_namespace(args, std::env::var_os(NAMESPACE_MNT_TARGET_ENV));
         match rewrite_for(&text.to_string_lossy(), Path::new(seal::KEY_DIR), joins) {
             Ok(Some(new)) => {
                 // SAFETY: single-threaded here (the wrapper's main, before
@@ -276,6 +289,22 @@ mod tests {
         assert_eq!(v["working_directory"], "/tmp");
         let e = rewrite(&info(&k.1, "no-such-user-ng", "/x/nestguard-exec"), &k.0).unwrap_err();
         assert!(e.contains("not found"), "{e}");
+    }
+
+    #[test]
+    fn a_debug_sessions_namespace_flag_is_seen_where_the_agent_passes_it() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let plain = args(&["mesos-containerizer", "launch"]);
+        assert!(!joins_mount_namespace(&plain, None));
+        assert!(!joins_mount_namespace(&plain, Some("".into())));
+        // The agent's way: the flag in the helper's environment.
+        assert!(joins_mount_namespace(&plain, Some("4242".into())));
+        let flagged = args(&[
+            "mesos-containerizer",
+            "launch",
+            "--namespace_mnt_target=4242",
+        ]);
+        assert!(joins_mount_namespace(&flagged, None));
     }
 
     #[test]

@@ -204,6 +204,21 @@ fn open_in_sandbox(path: &Path, sandboxes: &[PathBuf]) -> Result<Option<OwnedFd>
     })
 }
 
+/// A bind's target outside every sandbox, opened from `/` without following
+/// a symbolic link on the way: a link (a tenant's, in a directory it can
+/// write) would carry the mount onto whatever it names, e.g. over the
+/// binaries a root debug session later runs in the container's namespace.
+fn open_without_links(path: &Path) -> Result<OwnedFd, MountError> {
+    rustix::fs::openat2(
+        CWD,
+        path,
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(at("open (no symbolic links on the way)", path))
+}
+
 fn open_by_path(path: &Path) -> Result<OwnedFd, MountError> {
     rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).map_err(at("open", path))
 }
@@ -265,7 +280,7 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
                 };
                 let target_fd = match target_fd {
                     Some(fd) => fd,
-                    None => open_by_path(target)?,
+                    None => open_without_links(target)?,
                 };
                 let mut tree_flags = OpenTreeFlags::OPEN_TREE_CLONE
                     | OpenTreeFlags::OPEN_TREE_CLOEXEC

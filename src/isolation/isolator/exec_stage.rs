@@ -47,9 +47,10 @@ pub struct ExecStage {
     key: SealKey,
 }
 
-/// What the stage needs intact until it has applied the defences: itself,
-/// the dynamic loader and libraries, their configuration, `/proc`.
-const PROTECTED: [&str; 5] = ["/lib", "/lib64", "/usr", "/etc", "/proc"];
+/// What the stage needs intact until it has applied the defences (itself,
+/// the dynamic loader and libraries, their configuration, `/proc`), and the
+/// binaries a root debug session runs in the container's mount namespace.
+const PROTECTED: [&str; 7] = ["/lib", "/lib64", "/usr", "/etc", "/proc", "/bin", "/sbin"];
 
 /// Refuses a mount (a volume's `container_path`) onto, above or below
 /// anything the stage runs from: a tenant's file there would run as the

@@ -366,7 +366,20 @@ fn absolute_mount_point(container_path: &str) -> Result<PathBuf> {
              (containers without an image mount on the host's file system tree)"
         )));
     }
-    Ok(target)
+    // No link on the way: a link (in a directory the tenant can write)
+    // would carry the mount elsewhere than the path checked here; the
+    // launcher opens it without following links too.
+    match std::fs::canonicalize(&target) {
+        Ok(real) if real == target => Ok(target),
+        Ok(real) => Err(IsolatorError::Volume(format!(
+            "mount point '{container_path}' of a SANDBOX_PATH volume has a symbolic link on \
+             its way (it leads to '{}'): name the real path",
+            real.display()
+        ))),
+        Err(e) => Err(IsolatorError::Volume(format!(
+            "mount point '{container_path}' of a SANDBOX_PATH volume: {e}"
+        ))),
+    }
 }
 
 impl Isolator for SandboxPathIsolator {
