@@ -225,11 +225,17 @@ pub fn run(args: &[&[u8]]) -> String {
         launch_mounts::perform(&args.mounts, &args.plan.sandboxes, args.plan.agent_mnt_ns)
             .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
         // Every mount of the container is made: its stage path must still
-        // be this stage (see `StageIdentity`).
-        args.plan
-            .stage
-            .verify()
-            .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
+        // be this stage (see `StageIdentity`). Only a root stage can be
+        // abused through it (Mesos' helper runs it as root when the wrapper
+        // moved the user switch here); a stage that is not root fails
+        // closed below anyway (it cannot reduce its bounding set), and may
+        // not even be allowed to stat its own path.
+        if nix::unistd::geteuid().is_root() {
+            args.plan
+                .stage
+                .verify()
+                .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
+        }
         read_only_paths(&args)?;
         bounding(&args)?;
         identity(&args)?;
