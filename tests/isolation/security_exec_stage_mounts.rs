@@ -511,3 +511,38 @@ fn an_absolute_mount_point_with_a_link_on_its_way_is_refused_at_prepare() {
     composite.cleanup(&id("p.c")).unwrap();
     composite.cleanup(&id("p")).unwrap();
 }
+
+#[test]
+fn a_target_left_to_mesos_must_not_be_steerable_by_a_tenant() {
+    if !root_or_skip() {
+        return;
+    }
+    // Root's own directories, or a target not there yet below them: fine.
+    launch_mounts::target_is_fixed(Path::new("/dev/shm")).unwrap();
+    launch_mounts::target_is_fixed(Path::new("/proc/sys")).unwrap();
+    launch_mounts::target_is_fixed(Path::new("/nestguard-no-such-dir/x")).unwrap();
+    let l = layout("left-target");
+    // A link on the way (the tenant's, in its sandbox).
+    let link = l.sandboxes[0].join("alias");
+    std::os::unix::fs::symlink(&l.outside, &link).unwrap();
+    let e = launch_mounts::target_is_fixed(&link.join("x")).unwrap_err();
+    assert!(
+        e.contains("symbolic link") || e.contains("not root's"),
+        "{e}"
+    );
+    // A directory others may write (where a link could be swapped in).
+    let open = l.tree.0.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let e = launch_mounts::target_is_fixed(&open.join("x")).unwrap_err();
+    assert!(e.contains("not root's"), "{e}");
+    // Through the wrapper: such a mount fails the launch, whatever else.
+    let mut info = serde_json::json!({"mounts": [
+        {"source": "/srv", "target": open.join("x").display().to_string(), "flags": libc::MS_BIND as u32}
+    ]})
+    .as_object()
+    .unwrap()
+    .clone();
+    let e = launch_mounts::take(&mut info, &l.sandboxes, false).unwrap_err();
+    assert!(e.contains("left to Mesos' helper"), "{e}");
+}

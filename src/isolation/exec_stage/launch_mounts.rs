@@ -181,6 +181,11 @@ pub fn take(
             left.push(entry.clone());
         }
     }
+    for entry in &left {
+        if let Some(target) = entry.get("target").and_then(Value::as_str) {
+            target_is_fixed(Path::new(target))?;
+        }
+    }
     if taken.is_empty() {
         return Ok(taken);
     }
@@ -204,6 +209,59 @@ pub fn take(
         info.insert("mounts".into(), Value::Array(left));
     }
     Ok(taken)
+}
+
+/// Refuses a target left to Mesos' helper (which mounts it by path, as
+/// root, before the stage runs) that a tenant could steer: a symbolic link
+/// on its way, or a directory on its way that is not root's or that others
+/// may write (where a link could be swapped in after this check). Such a
+/// mount (another Mesos isolator's volume whose `container_path` leads
+/// through the tenant's link) could cover the stage before it ever checks
+/// its identity. Components that do not exist yet end the walk: Mesos'
+/// helper creates them below a directory that passed.
+pub fn target_is_fixed(target: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let refuse = |why: String| {
+        Err(format!(
+            "a mount onto '{}' is left to Mesos' helper, which mounts by path as root, and \
+             {why}: refusing it under Mesos' launcher",
+            target.display()
+        ))
+    };
+    if !target.is_absolute() {
+        return refuse("its target is not an absolute path".into());
+    }
+    let mut here = PathBuf::from("/");
+    let parts: Vec<Component<'_>> = target.components().skip(1).collect();
+    for (i, part) in parts.iter().enumerate() {
+        let dir_meta = std::fs::symlink_metadata(&here)
+            .map_err(|e| format!("lstat {}: {e}", here.display()))?;
+        if dir_meta.uid() != 0 || dir_meta.permissions().mode() & 0o022 != 0 {
+            return refuse(format!(
+                "'{}' on its way is not root's alone (a link could be swapped in)",
+                here.display()
+            ));
+        }
+        here.push(part);
+        match std::fs::symlink_metadata(&here) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return refuse(format!(
+                    "'{}' on its way is a symbolic link",
+                    here.display()
+                ));
+            }
+            Ok(m) if i + 1 < parts.len() && !m.is_dir() => {
+                return refuse(format!(
+                    "'{}' on its way is not a directory",
+                    here.display()
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("lstat {}: {e}", here.display())),
+        }
+    }
+    Ok(())
 }
 
 /// Refuses `file_operations` (Mesos 1.11's secret volumes: a `ramfs` onto
