@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use isolator_support::{config, root_or_skip};
-use nestguard::isolation::exec_stage::containerizer;
+use nestguard::isolation::exec_stage::{WRAPPED_STAGE, containerizer};
 use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
 use nestguard::proto::mesos::slave::ContainerConfig;
 use nestguard::proto::mesos::{
@@ -75,7 +75,7 @@ fn prepared(mesos: &Mesos, c: ContainerConfig, dir: &Path) -> Vec<String> {
     assert!(info.seccomp_profile.is_none() && info.bounding_capabilities.is_none());
     assert!(info.effective_capabilities.is_none() && info.no_new_privileges.is_none());
     let command = info.command.unwrap();
-    assert_eq!(command.value.as_deref(), Some(STAGE));
+    assert_eq!(command.value.as_deref(), Some(WRAPPED_STAGE));
     assert_eq!(command.shell, Some(false));
     command.arguments
 }
@@ -145,7 +145,7 @@ fn the_wrapper_hands_the_user_switch_to_the_stage() {
     asking.user = Some("nobody".into());
     let args = prepared(&mesos, asking, &dir.0);
     let info = serde_json::json!({
-        "command": {"shell": false, "value": STAGE, "arguments": args},
+        "command": {"shell": false, "value": WRAPPED_STAGE, "arguments": args},
         "user": "nobody",
     });
     let rewritten = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
@@ -347,7 +347,7 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
     ];
     let args = prepared(&mesos, tenant.clone(), &dir.0);
     let info = serde_json::json!({
-        "command": {"shell": false, "value": STAGE, "arguments": args},
+        "command": {"shell": false, "value": WRAPPED_STAGE, "arguments": args},
         "user": "nobody",
     });
     let out = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
@@ -380,4 +380,113 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
         containerizer::rewrite(&forged("/bin/true"), &mesos.keys.0).unwrap(),
         None
     );
+}
+
+/// A library that records, each time a process loads it, whether that
+/// process already runs under seccomp (`Seccomp:` of its status).
+const RECORDER: &str = r#"
+#include <stdio.h>
+#include <string.h>
+__attribute__((constructor)) static void record(void) {
+    char line[256];
+    FILE *in = fopen("/proc/self/status", "r");
+    FILE *out = fopen(LOG, "a");
+    if (!in || !out) return;
+    while (fgets(line, sizeof line, in))
+        if (strncmp(line, "Seccomp:", 8) == 0) fputs(line, out);
+    fclose(in);
+    fclose(out);
+}
+"#;
+
+/// Builds [`RECORDER`] into `dir`, logging to `log`.
+fn recorder(dir: &Path, log: &Path) -> PathBuf {
+    let src = dir.join("recorder.c");
+    let lib = dir.join("recorder.so");
+    std::fs::write(&src, RECORDER).unwrap();
+    let out = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(format!("-DLOG=\"{}\"", log.display()))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    lib
+}
+
+/// The tenant's environment (`CommandInfo.environment`) names a library of
+/// its own in `LD_PRELOAD`. Mesos' helper runs the stage as root with that
+/// environment; the stage's loader would run the library before the first
+/// defence. The wrapper takes the environment from Mesos' helper and the
+/// stage sets it for the command only: the library runs, confined, in the
+/// command alone, which still sees every variable.
+#[test]
+fn the_tenants_environment_never_reaches_the_stages_loader() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = sandbox("preload");
+    let log = dir.0.join("loads");
+    let lib = recorder(&dir.0, &log);
+    let mesos = mesos_composite(&[]);
+    let args = prepared(
+        &mesos,
+        config("echo \"$GREETING\" > greeting; exit 3"),
+        &dir.0,
+    );
+    let env = serde_json::json!({"variables": [
+        {"name": "LD_PRELOAD", "value": lib.display().to_string()},
+        {"name": "GREETING", "value": "hello"},
+    ]});
+
+    // The hole the wrapper closes: the stage run with the tenant's
+    // environment loads the library unconfined.
+    let mut direct = Command::new("unshare");
+    direct
+        .args(["-m", "--propagation", "private", STAGE])
+        .args(&args[1..])
+        .current_dir(&dir.0)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LD_PRELOAD", &lib);
+    assert_eq!(direct.output().unwrap().status.code(), Some(3));
+    let loads = std::fs::read_to_string(&log).unwrap();
+    assert!(loads.contains("Seccomp:\t0"), "{loads}");
+    std::fs::remove_file(&log).unwrap();
+
+    // Through the wrapper: Mesos' helper is left an empty environment (it
+    // adds only its PATH), the stage gets the tenant's as arguments.
+    let info = serde_json::json!({
+        "command": {"shell": false, "value": WRAPPED_STAGE, "arguments": args},
+        "environment": env,
+    });
+    let rewritten = containerizer::rewrite(&info.to_string(), &mesos.keys.0)
+        .unwrap()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
+    assert_eq!(v["environment"], serde_json::json!({"variables": []}));
+    assert_eq!(v["command"]["value"], STAGE);
+    let staged: Vec<String> = serde_json::from_value(v["command"]["arguments"].clone()).unwrap();
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", STAGE])
+        .args(&staged[1..])
+        .current_dir(&dir.0)
+        .env_clear()
+        .env("PATH", containerizer::HOST_DEFAULT_PATH)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let loads = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !loads.is_empty() && loads.lines().all(|l| l == "Seccomp:\t2"),
+        "{loads}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("greeting")).unwrap(),
+        "hello\n"
+    );
+    // Without the wrapper, Mesos' helper cannot run the command at all.
+    assert!(!Path::new(WRAPPED_STAGE).exists());
+    assert!(std::fs::create_dir_all(Path::new(WRAPPED_STAGE).parent().unwrap()).is_err());
 }

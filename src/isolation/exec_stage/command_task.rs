@@ -31,8 +31,8 @@
 
 use serde_json::Value;
 
-use super::STAGE_NAME;
 use super::seal::{self, SealKey};
+use super::{STAGE_NAME, WRAPPED_STAGE};
 
 /// The stage's path (`exec_stage`).
 pub const STAGE_ARG: &str = "--nestguard_exec_stage=";
@@ -150,7 +150,8 @@ pub fn into_stage(command: &mut Value, user: &str, keys: &[SealKey]) -> Result<b
         value.to_owned(),
     ];
     staged.extend(args.into_iter().filter(|a| !a.starts_with(PREFIX)));
-    command["value"] = Value::String(stage);
+    // Made runnable by the wrapper's next step, as every stage command.
+    command["value"] = Value::String(WRAPPED_STAGE.to_owned());
     command["shell"] = Value::Bool(false);
     command["arguments"] = Value::from(staged);
     Ok(true)
@@ -185,7 +186,7 @@ mod tests {
         let ours = arguments(stage, plan, &key.seal(plan, stage, "nobody"));
         let mut command = executor_command(ours);
         assert!(into_stage(&mut command, "nobody", std::slice::from_ref(&key)).unwrap());
-        assert_eq!(command["value"], "/opt/ng/nestguard-exec");
+        assert_eq!(command["value"], WRAPPED_STAGE);
         assert_eq!(command["shell"], false);
         let args: Vec<&str> = command["arguments"]
             .as_array()

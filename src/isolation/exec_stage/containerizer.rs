@@ -24,11 +24,17 @@
 //! descriptors ([`launch_mounts`], which says why the stage and not this
 //! wrapper). Mesos' helper still makes every other mount, in order.
 //!
+//! The container's environment leaves the launch info as well and becomes
+//! the stage's `--env=` arguments (see the module doc of [`super`]): the
+//! stage is a dynamically linked binary that Mesos' helper runs as root,
+//! and its loader must never read the tenant's `LD_PRELOAD`. The stage
+//! command's value, [`WRAPPED_STAGE`], becomes the stage's path from the
+//! sealed plan only here, so a launch that did not pass through this
+//! wrapper runs nothing.
+//!
 //! Everything else passes through untouched: other subcommands, launches
 //! whose command is not the stage, and a launch info that does not parse
-//! (Mesos' helper reports that itself). Without the wrapper the stage still
-//! runs, as the container's user, and refuses to start a command whose
-//! bounding set it cannot reduce: no path runs a command less confined.
+//! (Mesos' helper reports that itself).
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -36,9 +42,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::STAGE_NAME;
 use super::plan::{ExecPlan, StageUser};
 use super::seal::{self, SealKey};
+use super::{STAGE_NAME, WRAPPED_STAGE};
 use super::{command_task, launch_mounts};
 
 /// The environment variable that carries the launch info (Mesos' flag
@@ -48,10 +54,11 @@ pub const LAUNCH_INFO_ENV: &str = "MESOS_CONTAINERIZER_LAUNCH_INFO";
 /// Mesos' own binary, beside the wrapper.
 pub const REAL_SUFFIX: &str = ".mesos";
 
-/// Whether `command` (the launch info's) is a stage command the isolator
-/// sealed for `user`.
-fn sealed_stage(command: &Value, user: &str, keys: &[SealKey]) -> bool {
-    let value = command.get("value").and_then(Value::as_str).unwrap_or("");
+/// The plan of `command` (the launch info's) if it is a stage command the
+/// isolator sealed for `user` (`""`: the launch info names none): its value
+/// is [`WRAPPED_STAGE`] and its seal verifies for the plan's own stage path.
+fn sealed_plan(command: &Value, user: &str, keys: &[SealKey]) -> Option<ExecPlan> {
+    let value = command.get("value").and_then(Value::as_str)?;
     let arg = |i: usize| {
         command
             .get("arguments")
@@ -60,9 +67,16 @@ fn sealed_stage(command: &Value, user: &str, keys: &[SealKey]) -> bool {
             .and_then(Value::as_str)
             .unwrap_or("")
     };
-    value.rsplit('/').next() == Some(STAGE_NAME)
-        && arg(1).starts_with("--plan=")
-        && seal::verified(keys, arg(1), value, user, arg(2))
+    let plan_arg = arg(1);
+    let encoded = plan_arg.strip_prefix("--plan=")?;
+    if value != WRAPPED_STAGE {
+        return None;
+    }
+    let plan = ExecPlan::from_arg(encoded.as_bytes()).ok()?;
+    let stage = plan.stage.path.to_str()?;
+    let named =
+        Path::new(stage).is_absolute() && Path::new(stage).file_name() == Some(STAGE_NAME.as_ref());
+    (named && seal::verified(keys, plan_arg, stage, user, arg(2))).then_some(plan)
 }
 
 /// The user as Mesos' helper resolves it; `None` when it is the current
@@ -108,20 +122,26 @@ pub fn rewrite_for(
     let Some(obj) = info.as_object_mut() else {
         return Ok(None);
     };
-    let name = obj.get("user").and_then(Value::as_str).map(str::to_owned);
+    let name = obj
+        .get("user")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let keys = seal::read_keys(key_dir);
     let staged = match obj.get_mut("command") {
-        Some(command) => command_task::into_stage(command, name.as_deref().unwrap_or(""), &keys)?,
+        Some(command) => command_task::into_stage(command, &name, &keys)?,
         None => false,
     };
-    let sealed = match (obj.get("command"), &name) {
-        (Some(command), Some(name)) => sealed_stage(command, name, &keys),
-        _ => false,
+    let Some(plan) = obj
+        .get("command")
+        .and_then(|c| sealed_plan(c, &name, &keys))
+    else {
+        return if staged {
+            Err("the command task's stage command is not sealed for its user".into())
+        } else {
+            Ok(None)
+        };
     };
-    if !sealed {
-        return Ok(staged.then(|| info.to_string()));
-    }
-    let name = name.unwrap_or_default();
     let extra: Vec<u32> = obj
         .get("supplementary_groups")
         .and_then(Value::as_array)
@@ -132,23 +152,61 @@ pub fn rewrite_for(
                 .collect()
         })
         .unwrap_or_default();
-    let user = resolve(&name, &extra)?;
-    let mounts = sandbox_mounts(obj, joins_mount_namespace)?;
+    let user = match name.as_str() {
+        "" => None,
+        name => resolve(name, &extra)?,
+    };
+    let mut handed: Vec<String> = user.iter().map(StageUser::to_arg).collect();
+    handed.extend(sandbox_mounts(obj, &plan, joins_mount_namespace)?);
+    handed.extend(take_environment(obj));
     obj.remove("user");
     obj.remove("supplementary_groups");
-    if let Some(args) = obj
-        .get_mut("command")
-        .and_then(|c| c.get_mut("arguments"))
-        .and_then(Value::as_array_mut)
-    {
-        if let Some(mounts) = mounts {
-            args.insert(3, Value::String(mounts));
-        }
-        if let Some(user) = user {
-            args.insert(3, Value::String(user.to_arg()));
+    let stage = plan.stage.path.to_string_lossy().into_owned();
+    if let Some(command) = obj.get_mut("command").and_then(Value::as_object_mut) {
+        command.insert("value".into(), Value::String(stage));
+        if let Some(args) = command.get_mut("arguments").and_then(Value::as_array_mut) {
+            args.splice(3..3, handed.into_iter().map(Value::String));
         }
     }
     Ok(Some(info.to_string()))
+}
+
+/// The default `PATH` Mesos' helper adds to an environment without one
+/// (stout's `os::host_default_path()`).
+pub const HOST_DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Takes the container's environment out of the launch info: the stage's
+/// `--env=NAME=VALUE` arguments, built as Mesos' helper builds the command's
+/// (the last value of a name wins, `PATH` defaulted). Mesos' helper is left
+/// an empty environment, so it runs the stage with its default `PATH` alone.
+/// No environment in the launch info: Mesos' helper passes its own (the
+/// agent's), which is not the tenant's, and so is left as it is.
+fn take_environment(obj: &mut serde_json::Map<String, Value>) -> Vec<String> {
+    let Some(environment) = obj.get("environment") else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = Vec::new();
+    let mut values: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let variables = environment.get("variables").and_then(Value::as_array);
+    for variable in variables.into_iter().flatten() {
+        let field = |f: &str| variable.get(f).and_then(Value::as_str).unwrap_or("");
+        let name = field("name").to_owned();
+        if values
+            .insert(name.clone(), field("value").to_owned())
+            .is_none()
+        {
+            names.push(name);
+        }
+    }
+    if !values.contains_key("PATH") {
+        values.insert("PATH".into(), HOST_DEFAULT_PATH.into());
+        names.push("PATH".into());
+    }
+    obj.insert("environment".into(), serde_json::json!({ "variables": [] }));
+    names
+        .into_iter()
+        .map(|n| format!("{}{n}={}", super::plan::ENV_ARG, values[&n]))
+        .collect()
 }
 
 /// Takes the sandbox mounts out of a sealed stage command's launch info
@@ -156,19 +214,12 @@ pub fn rewrite_for(
 /// The sandboxes are the sealed plan's, never the launch info's.
 fn sandbox_mounts(
     obj: &mut serde_json::Map<String, Value>,
+    plan: &ExecPlan,
     joins_mount_namespace: bool,
 ) -> Result<Option<String>, String> {
     if !obj.contains_key("mounts") && !obj.contains_key("file_operations") {
         return Ok(None);
     }
-    let plan_arg = obj
-        .get("command")
-        .and_then(|c| c.get("arguments"))
-        .and_then(|a| a.get(1))
-        .and_then(Value::as_str)
-        .and_then(|a| a.strip_prefix("--plan="))
-        .unwrap_or("");
-    let plan = ExecPlan::from_arg(plan_arg.as_bytes()).map_err(|e| e.to_string())?;
     let taken = launch_mounts::take(obj, &plan.sandboxes, joins_mount_namespace)?;
     Ok((!taken.is_empty()).then(|| launch_mounts::to_arg(&taken)))
 }
@@ -254,11 +305,33 @@ mod tests {
         Keys(dir, key)
     }
 
+    fn plan_for(stage: &str) -> String {
+        ExecPlan {
+            container: "p.c".into(),
+            bounding: 0,
+            effective: None,
+            no_new_privs: true,
+            filters: Vec::new(),
+            read_only_paths: true,
+            agent_mnt_ns: 1,
+            sandboxes: vec!["/w/runs/p".into(), "/w/runs/p/containers/c".into()],
+            stage: super::super::plan::StageIdentity {
+                path: stage.into(),
+                dev: 1,
+                ino: 2,
+            },
+        }
+        .to_arg()
+    }
+
+    /// A stage launch info sealed for `stage` and `user`, with `value` as
+    /// the command's value.
     fn info(key: &SealKey, user: &str, value: &str) -> String {
-        let plan = "--plan=e30=";
+        let stage = "/opt/ng/nestguard-exec";
+        let plan = plan_for(stage);
         serde_json::json!({
             "command": {"shell": false, "value": value,
-                        "arguments": ["nestguard-exec", plan, key.seal(plan, value, user), "--", "/bin/true"]},
+                        "arguments": ["nestguard-exec", plan, key.seal(&plan, stage, user), "--", "/bin/true"]},
             "user": user,
             "supplementary_groups": [4242],
             "working_directory": "/tmp"
@@ -272,10 +345,11 @@ mod tests {
             return; // the keys must be root's to be read
         }
         let k = keys("move");
-        let out = rewrite(&info(&k.1, "nobody", "/opt/ng/nestguard-exec"), &k.0)
+        let out = rewrite(&info(&k.1, "nobody", WRAPPED_STAGE), &k.0)
             .unwrap()
             .unwrap();
         let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["command"]["value"], "/opt/ng/nestguard-exec");
         assert!(v.get("user").is_none() && v.get("supplementary_groups").is_none());
         let args = v["command"]["arguments"].as_array().unwrap();
         let user = args[3].as_str().unwrap();
@@ -287,8 +361,61 @@ mod tests {
         assert!(user.ends_with(",4242"), "{user}");
         assert_eq!(args[4], "--");
         assert_eq!(v["working_directory"], "/tmp");
-        let e = rewrite(&info(&k.1, "no-such-user-ng", "/x/nestguard-exec"), &k.0).unwrap_err();
+        let e = rewrite(&info(&k.1, "no-such-user-ng", WRAPPED_STAGE), &k.0).unwrap_err();
         assert!(e.contains("not found"), "{e}");
+    }
+
+    #[test]
+    fn the_environment_goes_to_the_stage_never_to_its_loader() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // the keys must be root's to be read
+        }
+        let k = keys("env");
+        // No user in the launch info: sealed for "" (Mesos' helper then
+        // switches nobody), and still rewritten.
+        let mut v: Value = serde_json::from_str(&info(&k.1, "", WRAPPED_STAGE)).unwrap();
+        v.as_object_mut().unwrap().remove("user");
+        v["environment"] = serde_json::json!({"variables": [
+            {"name": "LD_PRELOAD", "value": "/w/runs/p/evil.so", "type": "VALUE"},
+            {"name": "A", "value": "1"},
+            {"name": "A", "value": "x=2"},
+        ]});
+        let out: Value =
+            serde_json::from_str(&rewrite(&v.to_string(), &k.0).unwrap().unwrap()).unwrap();
+        assert_eq!(out["environment"], serde_json::json!({"variables": []}));
+        assert_eq!(out["command"]["value"], "/opt/ng/nestguard-exec");
+        let args: Vec<&str> = out["command"]["arguments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let path = format!("--env=PATH={HOST_DEFAULT_PATH}");
+        assert_eq!(
+            &args[3..],
+            [
+                "--env=LD_PRELOAD=/w/runs/p/evil.so",
+                "--env=A=x=2",
+                path.as_str(),
+                "--",
+                "/bin/true"
+            ]
+        );
+        // The stage reads them back as the command's environment.
+        let raw: Vec<&[u8]> = args[1..].iter().map(|a| a.as_bytes()).collect();
+        let parsed = super::super::plan::parse_args(&raw).unwrap();
+        assert_eq!(parsed.env.unwrap().len(), 3);
+        // A PATH of the container's own is kept, not defaulted.
+        v["environment"] = serde_json::json!({"variables": [{"name": "PATH", "value": "/bin"}]});
+        let out = rewrite(&v.to_string(), &k.0).unwrap().unwrap();
+        assert!(out.contains("\"--env=PATH=/bin\",\"--\""), "{out}");
+        // No environment: Mesos' helper passes the agent's own; no --env.
+        v.as_object_mut().unwrap().remove("environment");
+        let out = rewrite(&v.to_string(), &k.0).unwrap().unwrap();
+        assert!(
+            !out.contains("--env=") && !out.contains("environment"),
+            "{out}"
+        );
     }
 
     #[test]
@@ -310,27 +437,12 @@ mod tests {
     #[test]
     fn takes_the_sandbox_mounts_of_a_sealed_stage_command_only() {
         let k = keys("mounts");
-        let plan = ExecPlan {
-            container: "p.c".into(),
-            bounding: 0,
-            effective: None,
-            no_new_privs: true,
-            filters: Vec::new(),
-            read_only_paths: true,
-            agent_mnt_ns: 1,
-            sandboxes: vec!["/w/runs/p".into(), "/w/runs/p/containers/c".into()],
-            stage: super::super::plan::StageIdentity {
-                path: "/opt/ng/nestguard-exec".into(),
-                dev: 1,
-                ino: 2,
-            },
-        }
-        .to_arg();
         let stage = "/opt/ng/nestguard-exec";
+        let plan = plan_for(stage);
         let bind = (libc::MS_BIND | libc::MS_REC) as u32;
         let launch = |seal: String| {
             serde_json::json!({
-                "command": {"shell": false, "value": stage,
+                "command": {"shell": false, "value": WRAPPED_STAGE,
                             "arguments": ["nestguard-exec", plan, seal, "--", "/bin/true"]},
                 "mounts": [
                     {"source": "/w/runs/p/d", "target": "/w/runs/p/containers/c/d", "flags": bind},
@@ -345,8 +457,6 @@ mod tests {
             .unwrap()
             .name;
         let text = launch(k.1.seal(&plan, stage, ""));
-        // Without a user the command is not sealed for anyone: untouched.
-        assert_eq!(rewrite(&text, &k.0).unwrap(), None);
         let mut v: Value = serde_json::from_str(&text).unwrap();
         v["user"] = Value::String(me.clone());
         v["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, &me));
@@ -392,11 +502,15 @@ mod tests {
         assert_eq!(rewrite("not json", &k.0).unwrap(), None);
         // A tenant's look-alike: sealed with another key, or for another user.
         let forged = SealKey::create(&k.0.join("other"), "forged").unwrap();
-        let text = info(&forged, "nobody", "/opt/ng/nestguard-exec");
+        let text = info(&forged, "nobody", WRAPPED_STAGE);
         assert_eq!(rewrite(&text, &k.0).unwrap(), None);
-        let text = info(&k.1, "root", "/opt/ng/nestguard-exec").replace("\"root\"", "\"nobody\"");
+        let text = info(&k.1, "root", WRAPPED_STAGE).replace("\"root\"", "\"nobody\"");
         assert_eq!(rewrite(&text, &k.0).unwrap(), None);
-        let no_user = serde_json::json!({"command": {"value": "/x/nestguard-exec",
+        // Sealed for the stage, but its value is a path of the tenant's:
+        // only the wrapped form is the isolator's.
+        let text = info(&k.1, "nobody", "/opt/ng/nestguard-exec");
+        assert_eq!(rewrite(&text, &k.0).unwrap(), None);
+        let no_user = serde_json::json!({"command": {"value": WRAPPED_STAGE,
             "arguments": ["nestguard-exec", "--plan=e30=", "--", "/bin/true"]}});
         assert_eq!(rewrite(&no_user.to_string(), &k.0).unwrap(), None);
     }

@@ -137,6 +137,10 @@ impl StageUser {
     }
 }
 
+/// The prefix of one variable of the container's environment, as the
+/// wrapper hands it to the stage (`--env=NAME=VALUE`).
+pub const ENV_ARG: &str = "--env=";
+
 /// A decoded stage argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StageArgs {
@@ -146,6 +150,9 @@ pub struct StageArgs {
     pub user: Option<StageUser>,
     /// The sandbox mounts the wrapper took from Mesos' helper.
     pub mounts: Vec<crate::proto::mesos::slave::ContainerMountInfo>,
+    /// The container's environment (`NAME=VALUE` each), if the wrapper
+    /// took it from Mesos' helper; `None`: the stage's own is the command's.
+    pub env: Option<Vec<Vec<u8>>>,
     /// The command's executable (searched on `PATH` as Mesos does).
     pub path: Vec<u8>,
     /// The command's argv, verbatim.
@@ -174,13 +181,14 @@ impl ExecPlan {
     }
 }
 
-const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--mounts=<mounts>] -- <path> [argv0 args…]";
+const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--mounts=<mounts>] [--env=NAME=VALUE…] -- <path> [argv0 args…]";
 
 /// Parses the stage's arguments (without `argv[0]`).
 pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     let mut plan = None;
     let mut user = None;
     let mut mounts = None;
+    let mut env: Option<Vec<Vec<u8>>> = None;
     let mut rest = args.iter();
     for arg in rest.by_ref() {
         if *arg == b"--" {
@@ -189,6 +197,8 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             if plan.replace(ExecPlan::from_arg(v)?).is_some() {
                 return Err(PlanError::Usage(USAGE));
             }
+        } else if let Some(v) = arg.strip_prefix(ENV_ARG.as_bytes()) {
+            env.get_or_insert_with(Vec::new).push(v.to_vec());
         } else if arg.starts_with(b"--seal=") {
             // The wrapper's business (see `seal`); nothing for the stage.
         } else if let Some(v) = arg.strip_prefix(b"--mounts=") {
@@ -215,6 +225,7 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
         plan,
         user,
         mounts: mounts.unwrap_or_default(),
+        env,
         path,
         argv: rest.map(|a| a.to_vec()).collect(),
     })

@@ -194,9 +194,37 @@ fn executable(path: &[u8], cwd: &Path) -> Vec<u8> {
     }
 }
 
-/// Steps 5 and 6, then 7: `execvp` with the environment Mesos set.
+unsafe extern "C" {
+    /// The C runtime's environment, which `execvp` passes on and whose
+    /// `PATH` it searches.
+    static mut environ: *const *const libc::c_char;
+}
+
+/// The container's environment as `execvp` wants it (`NAME=VALUE`, NUL
+/// terminated), if the wrapper handed one over.
+fn environment(args: &StageArgs) -> Result<Option<Vec<CString>>, String> {
+    let Some(env) = &args.env else {
+        return Ok(None);
+    };
+    env.iter()
+        .map(|v| CString::new(v.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+        .map_err(|_| "an environment variable has a NUL byte".to_owned())
+}
+
+/// Steps 5 and 6, then 7: `execvp` with the container's environment (the
+/// wrapper's `--env`, or the stage's own), searching its `PATH` as Mesos'
+/// helper does (stout's `os::execvpe` swaps `environ` the same way).
 fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String> {
     let filters = seccomp::decode(&args.plan.filters).map_err(|e| e.to_string())?;
+    let env = environment(args)?;
+    let envp: Option<Vec<*const libc::c_char>> = env.as_ref().map(|vars| {
+        vars.iter()
+            .map(|v| v.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    });
     let cwd = std::env::current_dir().unwrap_or_default();
     let path = CString::new(executable(&args.path, &cwd)).map_err(|_| "the path has a NUL byte")?;
     let argv: Vec<CString> = args
@@ -210,6 +238,12 @@ fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String
             .map_err(|e| format!("prctl(PR_SET_NO_NEW_PRIVS): {e}"))?;
     }
     seccomp::install(&filters)?;
+    if let Some(envp) = &envp {
+        // SAFETY: the stage is single-threaded, and `envp` (NULL
+        // terminated, pointing into `env`) outlives the `execvp` below;
+        // after a failed `execvp` the stage only formats its message.
+        unsafe { std::ptr::addr_of_mut!(environ).write(envp.as_ptr()) };
+    }
     let e = nix::unistd::execvp(&path, &argv).unwrap_err();
     Err(format!(
         "execvp {:?}: {e}",

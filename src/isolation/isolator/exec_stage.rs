@@ -10,10 +10,11 @@
 //! mounts (the masked paths among them; not those from or onto a sandbox,
 //! which the wrapper hands to the stage: see
 //! [`crate::isolation::exec_stage::launch_mounts`]; the plan names the
-//! sandboxes), rlimits, environment, working
-//! directory, user (or the wrapper's hand-over), stdio.
+//! sandboxes), rlimits, working directory, stdio; the user and the
+//! environment go to the stage through the `mesos-containerizer` wrapper.
 //!
-//! The container's command becomes `<stage> --plan=… -- <path> <argv…>`:
+//! The container's command becomes `<stage> --plan=… -- <path> <argv…>`,
+//! with [`WRAPPED_STAGE`] for `<stage>` until the wrapper runs it:
 //! a shell command as Mesos runs it (`/bin/sh sh -c <value>`), any other
 //! as `value` with `arguments` verbatim. A command task's executor command
 //! may only get arguments (Mesos CHECK-fails when an isolator changes its
@@ -28,7 +29,9 @@ use std::path::{Path, PathBuf};
 use super::error::{IsolatorError, Result};
 use crate::container_id::to_dotted;
 use crate::isolation::exec_stage::seal::SealKey;
-use crate::isolation::exec_stage::{ExecPlan, STAGE_NAME, StageIdentity, command_task};
+use crate::isolation::exec_stage::{
+    ExecPlan, STAGE_NAME, StageIdentity, WRAPPED_STAGE, command_task,
+};
 use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
 use crate::proto::mesos::{CommandInfo, ContainerId};
@@ -231,7 +234,7 @@ impl ExecStage {
         let mut arguments = vec![STAGE_NAME.to_owned(), plan_arg, seal, "--".to_owned(), path];
         arguments.extend(argv);
         info.command = Some(CommandInfo {
-            value: Some(stage),
+            value: Some(WRAPPED_STAGE.to_owned()),
             shell: Some(false),
             arguments,
             ..CommandInfo::default()
