@@ -143,7 +143,7 @@ iso_exit_checks() {
   # The container's environment reaches its command exactly (the wrapper
   # hands it to the stage as arguments, never to the stage's own loader).
   S="iso-env-$RID"
-  st="$(launch_and_wait "$S" "$(printf '{"type":"LAUNCH_CONTAINER","launch_container":{"container_id":%s,"command":{"shell":true,"value":"[ \\"$NG_A\\" = \\"x y=z\\" ] && [ \\"$NG_B\\" = 2 ] && exit 4","environment":{"variables":[{"name":"NG_A","value":"x y=z"},{"name":"NG_B","value":"1"},{"name":"NG_B","value":"2"}]}}}}' "$(cid_json "$S")")")"
+  st="$(launch_and_wait "$S" "$(printf '{"type":"LAUNCH_CONTAINER","launch_container":{"container_id":%s,"command":{"shell":true,"value":"sleep 2; [ \\"$NG_A\\" = \\"x y=z\\" ] && [ \\"$NG_B\\" = 2 ] && exit 4","environment":{"variables":[{"name":"NG_A","value":"x y=z"},{"name":"NG_B","value":"1"},{"name":"NG_B","value":"2"}]}}}}' "$(cid_json "$S")")")"
   [ "$st" = "ok 1024" ] && r=ok || r="WAIT: ${st:-nothing}, wanted exit_status 1024 (the command saw its environment)"
   check iso-environment "$r"
   # A command that is not a shell (an image without one runs this way).
