@@ -28,6 +28,7 @@ mod launcher_core;
 mod launcher_restart;
 mod security_capabilities;
 mod security_exec_stage;
+mod security_exec_stage_image;
 mod security_exec_stage_mounts;
 mod security_isolation;
 mod security_seccomp;

@@ -20,11 +20,11 @@ use nestguard::proto::mesos::{
     CapabilityInfo, ContainerId, ContainerInfo, LinuxInfo, TaskInfo, capability_info,
 };
 
-const STAGE: &str = env!("CARGO_BIN_EXE_nestguard-exec");
+pub(crate) const STAGE: &str = env!("CARGO_BIN_EXE_nestguard-exec");
 /// Docker's default set, as `hardening_capabilities` gives it.
-const DEFAULT_CAPS: &str = "00000000a80425fb";
+pub(crate) const DEFAULT_CAPS: &str = "00000000a80425fb";
 
-struct Dir(PathBuf);
+pub(crate) struct Dir(pub(crate) PathBuf);
 impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -33,23 +33,28 @@ impl Drop for Dir {
 
 /// A composite as the shim makes it, with its sealing key in a directory
 /// of the test's (removed with it).
-struct Mesos {
-    composite: Composite,
-    keys: Dir,
+pub(crate) struct Mesos {
+    pub(crate) composite: Composite,
+    pub(crate) keys: Dir,
 }
 
-fn mesos_composite(extra: &[(&str, &str)]) -> Mesos {
+/// `extra`'s `isolation`, if any, replaces the default list.
+pub(crate) fn mesos_composite(extra: &[(&str, &str)]) -> Mesos {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let keys = std::env::temp_dir().join(format!("ng-stage-keys-{}-{n}", std::process::id()));
     let keys_arg = keys.display().to_string();
+    let isolation = extra
+        .iter()
+        .find(|(k, _)| *k == "isolation")
+        .map_or("filesystem/linux,hardening,seccomp", |(_, v)| *v);
     let mut pairs = vec![
-        ("isolation", "filesystem/linux,hardening,seccomp"),
+        ("isolation", isolation),
         ("launcher", "mesos"),
         ("exec_stage", STAGE),
         ("exec_stage_keys", keys_arg.as_str()),
     ];
-    pairs.extend_from_slice(extra);
+    pairs.extend(extra.iter().filter(|(k, _)| *k != "isolation"));
     let composite = Composite::from_parameters(&IsolatorParams::parse(pairs).unwrap()).unwrap();
     Mesos {
         composite,
@@ -229,11 +234,14 @@ fn capabilities_beyond_the_operators_and_images_are_refused() {
          NET_BIND_SERVICE,SYS_CHROOT,KILL,AUDIT_WRITE,SYS_ADMIN",
     )]);
     allowing.composite.prepare(&id, &asking).unwrap();
+    // A command task with its own image: its executor would enter the
+    // image by a launch of its own, after the stage.
     let mut image = config("true");
     image.directory = dir.display().to_string();
     image.rootfs = Some("/nonexistent-image-rootfs".into());
+    image.task_info = Some(TaskInfo::default());
     let e = composite.prepare(&id, &image).unwrap_err().to_string();
-    assert!(e.contains("rootfs"), "{e}");
+    assert!(e.contains("command task") && e.contains("image"), "{e}");
     assert!(!dir.exists());
 }
 
@@ -473,7 +481,10 @@ fn the_tenants_environment_never_reaches_the_stages_loader() {
         .args(&staged[1..])
         .current_dir(&dir.0)
         .env_clear()
-        .env("PATH", containerizer::HOST_DEFAULT_PATH)
+        .env(
+            "PATH",
+            nestguard::isolation::exec_stage::handover::HOST_DEFAULT_PATH,
+        )
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{out:?}");

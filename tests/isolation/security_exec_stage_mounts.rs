@@ -390,6 +390,7 @@ fn plan_with_stage(stage: StageIdentity) -> String {
         agent_mnt_ns: 0,
         sandboxes: vec![std::env::temp_dir()],
         stage,
+        rootfs: None,
     }
     .to_arg()
 }
@@ -543,6 +544,6 @@ fn a_target_left_to_mesos_must_not_be_steerable_by_a_tenant() {
     .as_object()
     .unwrap()
     .clone();
-    let e = launch_mounts::take(&mut info, &l.sandboxes, false).unwrap_err();
+    let e = launch_mounts::take(&mut info, &l.sandboxes, None, false).unwrap_err();
     assert!(e.contains("left to Mesos' helper"), "{e}");
 }

@@ -8,11 +8,13 @@
 # and docker/runtime turns the image's Entrypoint/Cmd/Env into the launch's
 # command (Mesos runs builtin isolators before module isolators).
 #
-# Under Mesos' launcher nestguard cannot yet confine a container inside its
-# image (Mesos' helper makes mounts an image or a volume can steer before it
-# runs the stage; see the closing note of issue #24): such a container is
-# refused, with a message, and nothing of it is left. The probe image
-# stays for the checks of the confined launch.
+# Under Mesos' launcher the wrapper takes the rootfs from Mesos' helper and
+# nestguard's exec stage enters the image itself, after making the
+# sandbox's mounts into it through descriptors (src/isolation/exec_stage/
+# rootfs.rs): a container with its own image runs with every defence, its
+# image's own command (docker/runtime's) or one of its own, standalone or
+# nested. A debug session into it is refused (the stage is not in the
+# image), with a message and no command run.
 
 IMAGE_FLAGS=(--image_providers=docker --docker_registry="$WORK/registry"
   --image_provisioner_backend=copy
@@ -38,29 +40,51 @@ image_start_agent() {  # image_start_agent <log name>
   return 1
 }
 
-# ---- iso-image-refused (standalone, the image's command and one of its
-# own) and iso-image-nested-refused (under a plain parent, as nobody)
-image_refused() {  # image_refused <id> <parent or ""> <CommandInfo json>: ok or why not
-  local st r=ok
-  st="$(call ops "$(image_launch_json "$1" "$2" "$3")")"
-  [ "$(status_of "$st")" = 200 ] && r="launched: ${st:0:200}"
-  [ "$r" = ok ] && ! grep -q "rootfs" <<<"$st" && r="answer does not say why: ${st:0:300}"
-  sleep 0.5
-  [ "$r" = ok ] && has_container "$1" && r="GET_CONTAINERS lists $1"
-  [ "$r" = ok ] && [ -n "$(cgroup_dirs_named "$1")" ] && r="cgroup left: $(cgroup_dirs_named "$1" | head -1)"
-  [ "$r" = ok ] && [ -n "$(find "$WORK/agent/provisioner/containers" -maxdepth 1 -name "$1" 2>/dev/null)" ] &&
-    r="provisioned rootfs left for $1"
-  echo "$r"
+# The sandbox of a container of this phase on the host (standalone:
+# <work_dir>/containers/<id>; nested: .../containers/<parent>/containers/<id>).
+image_sandbox() {  # image_sandbox <id>
+  find "$WORK/agent/containers" -maxdepth 3 -type d -name "$1" 2>/dev/null | head -1
 }
+# The probe's report, written inside the image to /mnt/mesos/sandbox/<file>,
+# read from the sandbox on the host: "ok" or what is wrong.
+image_report_ok() {  # image_report_ok <id> <file> <expected CapEff>
+  local i f=""
+  for i in $(seq 100); do
+    f="$(image_sandbox "$1")/$2"
+    [ -s "$f" ] && break
+    sleep 0.2
+  done
+  [ -s "$f" ] || { echo "no report $2 in the sandbox of $1 (did the container start?)"; return; }
+  cp "$f" "$REPORTS/$1.json"
+  report_ok "$1" "$3"
+}
+
 image_checks() {
-  local r
-  r="$(image_refused "$IMGD" "" "$(image_default_cmd)")"
-  [ "$r" = ok ] && r="$(image_refused "$IMGV" "" '{"shell":false,"value":"/probe","arguments":["probe","/mnt/mesos/sandbox/p.json"]}')"
-  check iso-image-refused "$r"
-  # A nested container with an image under a plain standalone parent.
+  local r st
+  # The image's own command (Entrypoint + Cmd: the probe, then sleep), as root.
+  r="$(expect x 200 ops "$(image_launch_json "$IMGD" "" "$(image_default_cmd)")")"
+  [ "$r" = ok ] && r="$(image_report_ok "$IMGD" probe.json "$DEFAULT_CAPS")"
+  check iso-image-defences "$r"
+  # A debug session into it: refused by the wrapper, naming the image; the
+  # probe never runs.
+  st="$(python3 "$CLIENT" session "$AGENT" "$(printf '{"type":"LAUNCH_NESTED_CONTAINER_SESSION","launch_nested_container_session":{"container_id":%s,"command":{"shell":false,"value":"/probe","arguments":["probe","/mnt/mesos/sandbox/debug.json"]}}}' \
+    "$(cid_json "$IMGS" "$IMGD")")" "ops:$OPS_SECRET" 2>&1)"
+  r=ok
+  grep -q "image" <<<"$st" || r="the session's answer does not say why: ${st:0:300}"
+  sleep 0.5
+  [ -e "$(image_sandbox "$IMGD")/debug.json" ] && r="the debug session's command ran"
+  check iso-image-debug-session-refused "$r"
+  # A command of its own (no shell in the image), exit status 3 to WAIT.
+  st="$(launch_and_wait "$IMGV" "$(image_launch_json "$IMGV" "" \
+    '{"shell":false,"value":"/probe","arguments":["probe","/mnt/mesos/sandbox/p.json","sleep=2","exit=3"]}')")"
+  [ "$st" = "ok 768" ] && r="$(image_report_ok "$IMGV" p.json "$DEFAULT_CAPS")" ||
+    r="WAIT: ${st:-nothing}, wanted exit_status 768"
+  check iso-image-own-command "$r"
+  # A nested container with an image under a plain standalone parent, as nobody.
   r="$(expect x 200 ops "$(launch_json "$IMGR" "" "exec sleep 600")")"
-  [ "$r" = ok ] && r="$(image_refused "$IMGN" "$IMGR" "$(image_default_cmd nobody)")"
-  check iso-image-nested-refused "$r"
+  [ "$r" = ok ] && r="$(expect x 200 ops "$(image_launch_json "$IMGN" "$IMGR" "$(image_default_cmd nobody)")")"
+  [ "$r" = ok ] && r="$(image_report_ok "$IMGN" probe.json "$ZERO_CAPS")"
+  check iso-image-nested-defences "$r"
   has_container "$IMGR" && wait_then_kill "$IMGR" >/dev/null
 }
 
@@ -78,8 +102,8 @@ image_cleanup() {
   unmount_under "$WORK/agent"  # filesystem/linux's bind of the work dir
 }
 
-IMGD="img-$RID"; IMGV="img-v-$RID"; IMGN="img-n-$RID"; IMGR="img-parent-$RID"
-IMAGE_CHECKS="iso-image-refused iso-image-nested-refused"
+IMGD="img-$RID"; IMGV="img-v-$RID"; IMGN="img-n-$RID"; IMGR="img-parent-$RID"; IMGS="img-s-$RID"
+IMAGE_CHECKS="iso-image-defences iso-image-debug-session-refused iso-image-own-command iso-image-nested-defences"
 stop_agent
 rm -rf "$WORK/agent" "$WORK/run"
 MODULES_FILE=""  # the run's modules.json (the phase before used acls/modules.json)

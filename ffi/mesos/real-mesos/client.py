@@ -63,7 +63,25 @@ def cmd_session(argv):
     conn, resp = post(hostport, "/api/v1", body, headers, stream=True, timeout=60)
     data = resp.read()
     conn.close()
-    print(resp.status, len(data), data[:300].decode("utf-8", "replace").replace("\n", " "))
+    print(resp.status, len(data), data[:300].decode("utf-8", "replace").replace("\n", " "),
+          "| output:", session_output(data)[:500].replace("\n", " "))
+
+
+def session_output(data):
+    """The text of a session's ProcessIO DATA records (stdout and stderr)."""
+    out, rest = [], data
+    while b"\n" in rest:
+        head, rest = rest.split(b"\n", 1)
+        try:
+            n = int(head.strip())
+            record = json.loads(rest[:n])
+        except ValueError:
+            break
+        rest = rest[n:]
+        chunk = record.get("data", {}).get("data")
+        if chunk:
+            out.append(base64.b64decode(chunk).decode("utf-8", "replace"))
+    return "".join(out)
 
 
 def records(resp):

@@ -121,7 +121,7 @@ pub fn into_stage(command: &mut Value, user: &str, keys: &[SealKey]) -> Result<b
                 .into(),
         );
     }
-    if !seal::verified(keys, &plan_arg, &stage, user, &seal_arg) {
+    if !seal::verified(keys, &plan_arg, &stage, user, &[], &seal_arg) {
         return Err(format!(
             "the exec stage's plan for this command task is not sealed by this host's nestguard \
              (keys in {}) for stage '{}' and user '{}': refusing to run it",
@@ -183,7 +183,7 @@ mod tests {
         let (dir, key) = key("ok");
         let plan = "--plan=e30=";
         let stage = "/opt/ng/nestguard-exec";
-        let ours = arguments(stage, plan, &key.seal(plan, stage, "nobody"));
+        let ours = arguments(stage, plan, &key.seal(plan, stage, "nobody", &[]));
         let mut command = executor_command(ours);
         assert!(into_stage(&mut command, "nobody", std::slice::from_ref(&key)).unwrap());
         assert_eq!(command["value"], WRAPPED_STAGE);
@@ -217,7 +217,7 @@ mod tests {
         let (dir, key) = key("bad");
         let plan = "--plan=e30=";
         let stage = "/opt/ng/nestguard-exec";
-        let good = arguments(stage, plan, &key.seal(plan, stage, "nobody"));
+        let good = arguments(stage, plan, &key.seal(plan, stage, "nobody", &[]));
         let keys = std::slice::from_ref(&key);
         let cases: Vec<(Vec<String>, &str, &str)> = vec![
             (good.clone(), "root", "not sealed"),
@@ -247,7 +247,7 @@ mod tests {
                 arguments(
                     "/tmp/evil/nestguard-exec",
                     plan,
-                    &key.seal(plan, stage, "nobody"),
+                    &key.seal(plan, stage, "nobody", &[]),
                 ),
                 "nobody",
                 "not sealed",
@@ -256,7 +256,7 @@ mod tests {
                 arguments(
                     "evil/nestguard-exec",
                     plan,
-                    &key.seal(plan, "evil/nestguard-exec", "nobody"),
+                    &key.seal(plan, "evil/nestguard-exec", "nobody", &[]),
                 ),
                 "nobody",
                 "absolute path",

@@ -38,6 +38,7 @@
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use serde_json::Value;
@@ -45,7 +46,7 @@ use serde_json::Value;
 use super::plan::{ExecPlan, StageUser};
 use super::seal::{self, SealKey};
 use super::{STAGE_NAME, WRAPPED_STAGE};
-use super::{command_task, launch_mounts};
+use super::{command_task, handover, launch_mounts};
 
 /// The environment variable that carries the launch info (Mesos' flag
 /// `--launch_info` read from the environment with the helper's prefix).
@@ -54,29 +55,62 @@ pub const LAUNCH_INFO_ENV: &str = "MESOS_CONTAINERIZER_LAUNCH_INFO";
 /// Mesos' own binary, beside the wrapper.
 pub const REAL_SUFFIX: &str = ".mesos";
 
-/// The plan of `command` (the launch info's) if it is a stage command the
-/// isolator sealed for `user` (`""`: the launch info names none): its value
-/// is [`WRAPPED_STAGE`] and its seal verifies for the plan's own stage path.
-fn sealed_plan(command: &Value, user: &str, keys: &[SealKey]) -> Option<ExecPlan> {
-    let value = command.get("value").and_then(Value::as_str)?;
-    let arg = |i: usize| {
-        command
-            .get("arguments")
-            .and_then(Value::as_array)
-            .and_then(|a| a.get(i))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    let plan_arg = arg(1);
-    let encoded = plan_arg.strip_prefix("--plan=")?;
-    if value != WRAPPED_STAGE {
+/// The most places the wrapper tries for the stage's three arguments (an
+/// image's own command may hold look-alikes; each try decodes a plan).
+const MAX_TRIES: usize = 8;
+
+/// A stage command the isolator sealed: its plan, and where the stage's
+/// three arguments begin (after docker/runtime's, for an image's own
+/// command: see [`super::docker_command`]).
+struct Sealed {
+    plan: ExecPlan,
+    at: usize,
+}
+
+/// `command` (the launch info's) if it is a stage command the isolator
+/// sealed for `user` (`""`: the launch info names none): its value is
+/// [`WRAPPED_STAGE`], and at some place its arguments hold the stage's
+/// three, followed by `--`, whose seal verifies for the plan's own stage
+/// path and every other argument ([`seal`]). A command task's executor
+/// command, made the stage form by `staged` [`command_task::into_stage`],
+/// is sealed with no command, at the start.
+fn sealed_plan(command: &Value, user: &str, keys: &[SealKey], staged: bool) -> Option<Sealed> {
+    if command.get("value").and_then(Value::as_str)? != WRAPPED_STAGE {
         return None;
     }
-    let plan = ExecPlan::from_arg(encoded.as_bytes()).ok()?;
-    let stage = plan.stage.path.to_str()?;
-    let named =
-        Path::new(stage).is_absolute() && Path::new(stage).file_name() == Some(STAGE_NAME.as_ref());
-    (named && seal::verified(keys, plan_arg, stage, user, arg(2))).then_some(plan)
+    let args: Vec<String> = command
+        .get("arguments")?
+        .as_array()?
+        .iter()
+        .map(|a| a.as_str().map(str::to_owned))
+        .collect::<Option<_>>()?;
+    let header = |i: usize| {
+        args[i] == STAGE_NAME
+            && args.get(i + 1).is_some_and(|a| a.starts_with("--plan="))
+            && args.get(i + 2).is_some_and(|a| a.starts_with("--seal="))
+            && args.get(i + 3).is_some_and(|a| a == "--")
+    };
+    let places = (0..args.len()).filter(|&i| header(i)).take(MAX_TRIES);
+    for at in places.take_while(|&at| !staged || at == 0) {
+        let plan_arg = &args[at + 1];
+        let Ok(plan) = ExecPlan::from_arg(&plan_arg.as_bytes()["--plan=".len()..]) else {
+            continue;
+        };
+        let Some(stage) = plan.stage.path.to_str() else {
+            continue;
+        };
+        let named = Path::new(stage).is_absolute()
+            && Path::new(stage).file_name() == Some(STAGE_NAME.as_ref());
+        let others: Vec<String> = if staged {
+            Vec::new()
+        } else {
+            args[..at].iter().chain(&args[at + 3..]).cloned().collect()
+        };
+        if named && seal::verified(keys, plan_arg, stage, user, &others, &args[at + 2]) {
+            return Some(Sealed { plan, at });
+        }
+    }
+    None
 }
 
 /// The user as Mesos' helper resolves it; `None` when it is the current
@@ -106,16 +140,24 @@ fn resolve(name: &str, extra: &[u32]) -> Result<Option<StageUser>, String> {
 /// `key_dir`; `Ok(None)`: leave it as it is. A command task's executor
 /// command first becomes the stage form ([`command_task`]).
 pub fn rewrite(text: &str, key_dir: &Path) -> Result<Option<String>, String> {
-    rewrite_for(text, key_dir, false)
+    rewrite_for(text, key_dir, Joins::No)
+}
+
+/// How Mesos' helper will join another container's mount namespace (its
+/// `--namespace_mnt_target` flag: a debug session), if it will.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joins {
+    /// It will not: the container has a mount namespace of its own.
+    No,
+    /// A namespace whose root is the host's (a container without an image).
+    SameRoot,
+    /// A namespace with another root: a container with its own image.
+    OtherRoot,
 }
 
 /// [`rewrite`] for a helper that joins another container's mount namespace
-/// when `joins_mount_namespace` (its `--namespace_mnt_target` flag).
-pub fn rewrite_for(
-    text: &str,
-    key_dir: &Path,
-    joins_mount_namespace: bool,
-) -> Result<Option<String>, String> {
+/// as `joins` says.
+pub fn rewrite_for(text: &str, key_dir: &Path, joins: Joins) -> Result<Option<String>, String> {
     let Ok(mut info) = serde_json::from_str::<Value>(text) else {
         return Ok(None);
     };
@@ -132,9 +174,9 @@ pub fn rewrite_for(
         Some(command) => command_task::into_stage(command, &name, &keys)?,
         None => false,
     };
-    let Some(plan) = obj
+    let Some(Sealed { plan, at }) = obj
         .get("command")
-        .and_then(|c| sealed_plan(c, &name, &keys))
+        .and_then(|c| sealed_plan(c, &name, &keys, staged))
     else {
         return if staged {
             Err("the command task's stage command is not sealed for its user".into())
@@ -142,6 +184,40 @@ pub fn rewrite_for(
             Ok(None)
         };
     };
+    if joins == Joins::OtherRoot {
+        return Err(format!(
+            "container '{}' would join a mount namespace whose root is another container's \
+             image (a debug session into it): nestguard's exec stage is not in that image, so \
+             under Mesos' launcher it refuses to run there",
+            plan.container
+        ));
+    }
+    let mut handed: Vec<String> = user_of(obj, &name)?.iter().map(StageUser::to_arg).collect();
+    handed.extend(sandbox_mounts(obj, &plan, joins != Joins::No)?);
+    handed.extend(handover::take_rootfs(obj, &plan)?);
+    handed.extend(handover::take_environment(obj));
+    obj.remove("user");
+    obj.remove("supplementary_groups");
+    let stage = plan.stage.path.to_string_lossy().into_owned();
+    if let Some(command) = obj.get_mut("command").and_then(Value::as_object_mut) {
+        command.insert("value".into(), Value::String(stage));
+        if let Some(args) = command.get_mut("arguments").and_then(Value::as_array_mut) {
+            // docker/runtime's arguments, before the stage's: the stage
+            // runs them after its `--`.
+            args.drain(..at);
+            args.splice(3..3, handed.into_iter().map(Value::String));
+        }
+    }
+    Ok(Some(info.to_string()))
+}
+
+/// The user to switch to, resolved from the launch info's `user` (`name`)
+/// and `supplementary_groups`; `None` when there is none or it is the
+/// current effective user.
+fn user_of(obj: &serde_json::Map<String, Value>, name: &str) -> Result<Option<StageUser>, String> {
+    if name.is_empty() {
+        return Ok(None);
+    }
     let extra: Vec<u32> = obj
         .get("supplementary_groups")
         .and_then(Value::as_array)
@@ -152,61 +228,7 @@ pub fn rewrite_for(
                 .collect()
         })
         .unwrap_or_default();
-    let user = match name.as_str() {
-        "" => None,
-        name => resolve(name, &extra)?,
-    };
-    let mut handed: Vec<String> = user.iter().map(StageUser::to_arg).collect();
-    handed.extend(sandbox_mounts(obj, &plan, joins_mount_namespace)?);
-    handed.extend(take_environment(obj));
-    obj.remove("user");
-    obj.remove("supplementary_groups");
-    let stage = plan.stage.path.to_string_lossy().into_owned();
-    if let Some(command) = obj.get_mut("command").and_then(Value::as_object_mut) {
-        command.insert("value".into(), Value::String(stage));
-        if let Some(args) = command.get_mut("arguments").and_then(Value::as_array_mut) {
-            args.splice(3..3, handed.into_iter().map(Value::String));
-        }
-    }
-    Ok(Some(info.to_string()))
-}
-
-/// The default `PATH` Mesos' helper adds to an environment without one
-/// (stout's `os::host_default_path()`).
-pub const HOST_DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-/// Takes the container's environment out of the launch info: the stage's
-/// `--env=NAME=VALUE` arguments, built as Mesos' helper builds the command's
-/// (the last value of a name wins, `PATH` defaulted). Mesos' helper is left
-/// an empty environment, so it runs the stage with its default `PATH` alone.
-/// No environment in the launch info: Mesos' helper passes its own (the
-/// agent's), which is not the tenant's, and so is left as it is.
-fn take_environment(obj: &mut serde_json::Map<String, Value>) -> Vec<String> {
-    let Some(environment) = obj.get("environment") else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = Vec::new();
-    let mut values: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let variables = environment.get("variables").and_then(Value::as_array);
-    for variable in variables.into_iter().flatten() {
-        let field = |f: &str| variable.get(f).and_then(Value::as_str).unwrap_or("");
-        let name = field("name").to_owned();
-        if values
-            .insert(name.clone(), field("value").to_owned())
-            .is_none()
-        {
-            names.push(name);
-        }
-    }
-    if !values.contains_key("PATH") {
-        values.insert("PATH".into(), HOST_DEFAULT_PATH.into());
-        names.push("PATH".into());
-    }
-    obj.insert("environment".into(), serde_json::json!({ "variables": [] }));
-    names
-        .into_iter()
-        .map(|n| format!("{}{n}={}", super::plan::ENV_ARG, values[&n]))
-        .collect()
+    resolve(name, &extra)
 }
 
 /// Takes the sandbox mounts out of a sealed stage command's launch info
@@ -220,7 +242,12 @@ fn sandbox_mounts(
     if !obj.contains_key("mounts") && !obj.contains_key("file_operations") {
         return Ok(None);
     }
-    let taken = launch_mounts::take(obj, &plan.sandboxes, joins_mount_namespace)?;
+    let taken = launch_mounts::take(
+        obj,
+        &plan.sandboxes,
+        plan.rootfs.as_deref(),
+        joins_mount_namespace,
+    )?;
     Ok((!taken.is_empty()).then(|| launch_mounts::to_arg(&taken)))
 }
 
@@ -229,14 +256,33 @@ fn sandbox_mounts(
 /// (`launchFlags.buildEnvironment("MESOS_CONTAINERIZER_")`), not on argv.
 pub const NAMESPACE_MNT_TARGET_ENV: &str = "MESOS_CONTAINERIZER_NAMESPACE_MNT_TARGET";
 
-/// Whether Mesos' helper will join another container's mount namespace (a
-/// debug session): its `--namespace_mnt_target` flag, in the environment
-/// as the agent passes it, or on argv.
-fn joins_mount_namespace(args: &[OsString], env: Option<OsString>) -> bool {
-    env.is_some_and(|v| !v.is_empty())
-        || args
-            .iter()
-            .any(|a| a.as_bytes().starts_with(b"--namespace_mnt_target"))
+/// How Mesos' helper will join another container's mount namespace (a
+/// debug session): its `--namespace_mnt_target` flag (a pid), in the
+/// environment as the agent passes it, or on argv; the root of that pid
+/// compared with ours. A target that cannot be read counts as another root
+/// (the launch is then refused, never run in an unknown tree).
+fn joins_mount_namespace(args: &[OsString], env: Option<OsString>) -> Joins {
+    let on_argv = args.iter().find_map(|a| {
+        a.as_bytes()
+            .strip_prefix(b"--namespace_mnt_target=")
+            .map(|v| OsString::from_vec(v.to_vec()))
+    });
+    let flagged = args
+        .iter()
+        .any(|a| a.as_bytes().starts_with(b"--namespace_mnt_target"));
+    let target = env.filter(|v| !v.is_empty()).or(on_argv);
+    if target.is_none() && !flagged {
+        return Joins::No;
+    }
+    let pid = target
+        .as_deref()
+        .and_then(|t| t.to_str())
+        .and_then(|t| t.parse::<u32>().ok());
+    let root = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    match pid.and_then(|pid| root(&format!("/proc/{pid}/root"))) {
+        Some(theirs) if Some(theirs) == root("/") => Joins::SameRoot,
+        _ => Joins::OtherRoot,
+    }
 }
 
 /// Runs the wrapper: returns only on failure, with the message to print.
@@ -320,8 +366,14 @@ mod tests {
                 dev: 1,
                 ino: 2,
             },
+            rootfs: None,
         }
         .to_arg()
+    }
+
+    /// The command after the stage's three in [`info`].
+    fn tail() -> Vec<String> {
+        vec!["--".into(), "/bin/true".into()]
     }
 
     /// A stage launch info sealed for `stage` and `user`, with `value` as
@@ -331,7 +383,7 @@ mod tests {
         let plan = plan_for(stage);
         serde_json::json!({
             "command": {"shell": false, "value": value,
-                        "arguments": ["nestguard-exec", plan, key.seal(&plan, stage, user), "--", "/bin/true"]},
+                        "arguments": ["nestguard-exec", plan, key.seal(&plan, stage, user, &tail()), "--", "/bin/true"]},
             "user": user,
             "supplementary_groups": [4242],
             "working_directory": "/tmp"
@@ -390,7 +442,7 @@ mod tests {
             .iter()
             .map(|a| a.as_str().unwrap())
             .collect();
-        let path = format!("--env=PATH={HOST_DEFAULT_PATH}");
+        let path = format!("--env=PATH={}", handover::HOST_DEFAULT_PATH);
         assert_eq!(
             &args[3..],
             [
@@ -419,19 +471,116 @@ mod tests {
     }
 
     #[test]
+    fn an_images_own_command_is_found_after_docker_runtimes_arguments() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // the keys must be root's to be read
+        }
+        let k = keys("image");
+        let stage = "/opt/ng/nestguard-exec";
+        let mut plan = ExecPlan::from_arg(&plan_for(stage).as_bytes()["--plan=".len()..]).unwrap();
+        plan.rootfs = Some("/w/prov/r".into());
+        let plan = plan.to_arg();
+        // docker/runtime's arguments come first; the isolator sealed them
+        // with its own command after `--`.
+        let docker: Vec<String> = vec!["/probe".into(), "report.json".into()];
+        let mut sealed = docker.clone();
+        sealed.extend(["--".to_owned(), "/probe".to_owned()]);
+        sealed.extend(docker.iter().cloned());
+        let seal = k.1.seal(&plan, stage, "nobody", &sealed);
+        let mut args: Vec<String> = docker.clone();
+        args.extend([
+            STAGE_NAME.into(),
+            plan.clone(),
+            seal.clone(),
+            "--".into(),
+            "/probe".into(),
+        ]);
+        args.extend(docker.iter().cloned());
+        let launch = |args: &[String], rootfs: &str| {
+            serde_json::json!({
+                "command": {"shell": false, "value": WRAPPED_STAGE, "arguments": args},
+                "user": "nobody",
+                "rootfs": rootfs,
+                "working_directory": "/mnt/mesos/sandbox",
+            })
+            .to_string()
+        };
+        let out: Value =
+            serde_json::from_str(&rewrite(&launch(&args, "/w/prov/r"), &k.0).unwrap().unwrap())
+                .unwrap();
+        assert!(out.get("rootfs").is_none() && out.get("working_directory").is_none());
+        let got: Vec<&str> = out["command"]["arguments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(got[..3], [STAGE_NAME, plan.as_str(), seal.as_str()]);
+        assert!(got[3].starts_with("--user="));
+        assert_eq!(
+            got[4..],
+            [
+                "--workdir=/mnt/mesos/sandbox",
+                "--",
+                "/probe",
+                "/probe",
+                "report.json"
+            ]
+        );
+        // Another rootfs than the sealed one: refused.
+        let e = rewrite(&launch(&args, "/w/prov/other"), &k.0).unwrap_err();
+        assert!(e.contains("/w/prov/other"), "{e}");
+        // The same three moved anywhere else (a tenant's image command
+        // holding a harvested plan and seal): never the isolator's.
+        let mut moved = vec!["/evil".to_owned()];
+        moved.extend(args[docker.len()..].iter().cloned());
+        assert_eq!(rewrite(&launch(&moved, "/w/prov/r"), &k.0).unwrap(), None);
+        let mut harvested = vec![
+            STAGE_NAME.to_owned(),
+            plan.clone(),
+            seal.clone(),
+            "--".into(),
+            "/evil".into(),
+        ];
+        harvested.extend(args.iter().cloned());
+        assert_eq!(
+            rewrite(&launch(&harvested, "/w/prov/r"), &k.0).unwrap(),
+            None
+        );
+        // A debug session into a container with its own image: refused.
+        let e = rewrite_for(&launch(&args, "/w/prov/r"), &k.0, Joins::OtherRoot).unwrap_err();
+        assert!(e.contains("image"), "{e}");
+    }
+
+    #[test]
     fn a_debug_sessions_namespace_flag_is_seen_where_the_agent_passes_it() {
         let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
         let plain = args(&["mesos-containerizer", "launch"]);
-        assert!(!joins_mount_namespace(&plain, None));
-        assert!(!joins_mount_namespace(&plain, Some("".into())));
-        // The agent's way: the flag in the helper's environment.
-        assert!(joins_mount_namespace(&plain, Some("4242".into())));
+        assert_eq!(joins_mount_namespace(&plain, None), Joins::No);
+        assert_eq!(joins_mount_namespace(&plain, Some("".into())), Joins::No);
+        // The agent's way: the flag in the helper's environment. Our own
+        // pid shares our root; a pid that is not there counts as another.
+        let me = std::process::id().to_string();
+        assert_eq!(
+            joins_mount_namespace(&plain, Some(me.clone().into())),
+            Joins::SameRoot
+        );
+        assert_eq!(
+            joins_mount_namespace(&plain, Some("4294967295".into())),
+            Joins::OtherRoot
+        );
         let flagged = args(&[
             "mesos-containerizer",
             "launch",
             "--namespace_mnt_target=4242",
         ]);
-        assert!(joins_mount_namespace(&flagged, None));
+        assert_eq!(joins_mount_namespace(&flagged, None), Joins::OtherRoot);
+        let mine = args(&[
+            "mesos-containerizer",
+            "launch",
+            &format!("--namespace_mnt_target={me}"),
+        ]);
+        assert_eq!(joins_mount_namespace(&mine, None), Joins::SameRoot);
     }
 
     #[test]
@@ -456,10 +605,10 @@ mod tests {
             .unwrap()
             .unwrap()
             .name;
-        let text = launch(k.1.seal(&plan, stage, ""));
+        let text = launch(k.1.seal(&plan, stage, "", &tail()));
         let mut v: Value = serde_json::from_str(&text).unwrap();
         v["user"] = Value::String(me.clone());
-        v["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, &me));
+        v["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, &me, &tail()));
         if !nix::unistd::geteuid().is_root() {
             return; // the keys must be root's to be read
         }
@@ -478,11 +627,11 @@ mod tests {
         assert_eq!(out["mounts"][0]["target"], "/dev/shm");
         // A forged seal: the mounts stay with Mesos' helper, untouched.
         let mut forged = v.clone();
-        forged["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, "other"));
+        forged["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, "other", &tail()));
         assert_eq!(rewrite(&forged.to_string(), &k.0).unwrap(), None);
         // Sandbox mounts a debug session's helper would make in another
         // container's namespace (its --namespace_mnt_target flag).
-        let e = rewrite_for(&v.to_string(), &k.0, true).unwrap_err();
+        let e = rewrite_for(&v.to_string(), &k.0, Joins::SameRoot).unwrap_err();
         assert!(e.contains("namespace_mnt_target"), "{e}");
         // Mesos' secret volumes' file operations in a sandbox: refused.
         let mut secret = v.clone();

@@ -50,9 +50,9 @@
 //! Anything [`apply`](crate::isolation::helper::mounts::apply) would make by
 //! path (a remount of a target not bound just before, a propagation change,
 //! a file system whose source is a sandbox path, a bind flag it would
-//! ignore), a path with `..`, a container with its
-//! own `rootfs` or joining another's mount namespace
-//! (`namespace_mnt_target`, a debug session), a plan without sandboxes, the
+//! ignore), a path with `..`, a container joining another's mount
+//! namespace (`namespace_mnt_target`, a debug session), a plan without
+//! sandboxes, the
 //! agent's mount namespace, a `--mounts` argument that does not decode:
 //! the launch ends with a message and the command never runs.
 
@@ -136,16 +136,21 @@ pub fn check(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
 }
 
 /// Takes from the launch info `info` every mount whose source or target
-/// lies in one of `sandboxes`, and the remount of a target taken so (a
+/// lies in one of `sandboxes`, the remount of a target taken so (a
 /// read-only volume's second step, whose absolute target may lie outside
-/// every sandbox); the others stay, in their order. Fails when such mounts
-/// cannot be made safely (see the module documentation), among them when
-/// Mesos' helper joins another container's mount namespace
+/// every sandbox), and every mount onto a path below a target taken so (a
+/// volume inside the sandbox an image container sees at
+/// `/mnt/mesos/sandbox`: made after that bind, as Mesos would); the others
+/// stay, in their order. The taken ones are resolved below the sandboxes
+/// and `rootfs` (the container's image, if it has one). Fails when such
+/// mounts cannot be made safely (see the module documentation), among them
+/// when Mesos' helper joins another container's mount namespace
 /// (`joins_mount_namespace`: its `--namespace_mnt_target` flag, a debug
 /// session), and when the launch info's `file_operations` touch a sandbox.
 pub fn take(
     info: &mut Map<String, Value>,
     sandboxes: &[PathBuf],
+    rootfs: Option<&Path>,
     joins_mount_namespace: bool,
 ) -> Result<Vec<ContainerMountInfo>, String> {
     refuse_sandbox_file_operations(info, sandboxes)?;
@@ -173,7 +178,13 @@ pub fn take(
             .is_some_and(|f| f & u64::from(libc::MS_REMOUNT as u32) != 0)
             && text("target")
                 .is_some_and(|t| taken.iter().any(|m: &ContainerMountInfo| m.target == t));
-        if remounts_taken || paths.iter().flatten().any(|p| in_sandbox(p, sandboxes)) {
+        let below_taken = text("target").is_some_and(|t| {
+            taken.iter().any(|m: &ContainerMountInfo| {
+                Path::new(t) != Path::new(&m.target) && Path::new(t).starts_with(&m.target)
+            })
+        });
+        if remounts_taken || below_taken || paths.iter().flatten().any(|p| in_sandbox(p, sandboxes))
+        {
             let m = crate::json::from_json::<ContainerMountInfo>(&entry.to_string())
                 .map_err(|e| format!("a mount of the launch info: {e}"))?;
             taken.push(m);
@@ -195,14 +206,9 @@ pub fn take(
              cannot make those mounts safely there"
             .into());
     }
-    if info.contains_key("rootfs") {
-        return Err(
-            "the launch info has 'rootfs' and mounts in a sandbox: nestguard cannot \
-             make those mounts safely there (they would land in the image's tree)"
-                .into(),
-        );
-    }
-    check(&taken, sandboxes)?;
+    let mut roots = sandboxes.to_vec();
+    roots.extend(rootfs.map(Path::to_path_buf));
+    check(&taken, &roots)?;
     if left.is_empty() {
         info.remove("mounts");
     } else {
@@ -397,7 +403,7 @@ mod tests {
     #[test]
     fn takes_the_sandbox_mounts_and_keeps_the_others_in_order() {
         let mut i = info();
-        let taken = take(&mut i, &sandboxes(), false).unwrap();
+        let taken = take(&mut i, &sandboxes(), None, false).unwrap();
         let targets: Vec<&str> = taken.iter().map(|m| m.target.as_str()).collect();
         assert_eq!(
             targets,
@@ -435,7 +441,7 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        let taken = take(&mut i, &sandboxes(), false).unwrap();
+        let taken = take(&mut i, &sandboxes(), None, false).unwrap();
         assert_eq!(taken.len(), 2);
         assert_eq!(taken[1].flags, Some(RO));
         let left = i["mounts"].as_array().unwrap();
@@ -451,17 +457,63 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        assert_eq!(take(&mut i, &sandboxes(), false).unwrap().len(), 1);
+        assert_eq!(take(&mut i, &sandboxes(), None, false).unwrap().len(), 1);
         assert!(!i.contains_key("mounts"));
         let mut i = json!({"mounts": [{"target": "/dev/shm", "type": "tmpfs", "flags": 0}]})
             .as_object()
             .unwrap()
             .clone();
         let before = i.clone();
-        assert!(take(&mut i, &sandboxes(), false).unwrap().is_empty());
+        assert!(take(&mut i, &sandboxes(), None, false).unwrap().is_empty());
         assert_eq!(i, before);
         let mut none = Map::new();
-        assert!(take(&mut none, &sandboxes(), false).unwrap().is_empty());
+        assert!(
+            take(&mut none, &sandboxes(), None, false)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn an_image_containers_sandbox_and_what_lies_below_it_are_taken() {
+        let rootfs = Path::new("/w/prov/r");
+        let mut i = json!({"mounts": [
+            {"source": "/w/prov/r", "target": "/w/prov/r", "flags": BIND},
+            {"source": "proc", "target": "/w/prov/r/proc", "type": "proc", "flags": 14},
+            {"source": "/w/runs/p/containers/c", "target": "/w/prov/r/mnt/mesos/sandbox", "flags": BIND},
+            {"source": "/srv/data", "target": "/w/prov/r/mnt/mesos/sandbox/data", "flags": BIND},
+            {"source": "/srv/other", "target": "/w/prov/r/srv", "flags": BIND}
+        ]})
+        .as_object()
+        .unwrap()
+        .clone();
+        let taken = take(&mut i, &sandboxes(), Some(rootfs), false).unwrap();
+        let targets: Vec<&str> = taken.iter().map(|m| m.target.as_str()).collect();
+        assert_eq!(
+            targets,
+            [
+                "/w/prov/r/mnt/mesos/sandbox",
+                "/w/prov/r/mnt/mesos/sandbox/data"
+            ]
+        );
+        let left: Vec<&str> = i["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["target"].as_str().unwrap())
+            .collect();
+        assert_eq!(left, ["/w/prov/r", "/w/prov/r/proc", "/w/prov/r/srv"]);
+        // Without the rootfs as a root, a host path onto a path below the
+        // sandbox's target could only be made by path: refused.
+        let mut i = json!({"mounts": [
+            {"source": "/w/runs/p/containers/c", "target": "/srv/x", "flags": BIND},
+            {"source": "/srv/data", "target": "/srv/x/data", "flags": BIND}
+        ]})
+        .as_object()
+        .unwrap()
+        .clone();
+        let e = take(&mut i, &sandboxes(), None, false).unwrap_err();
+        assert!(e.contains("/srv/x/data") && e.contains("by path"), "{e}");
     }
 
     #[test]
@@ -472,7 +524,7 @@ mod tests {
             if let Some((k, v)) = extra {
                 i.insert(k.into(), v);
             }
-            take(&mut i, &s, false).unwrap_err()
+            take(&mut i, &s, None, false).unwrap_err()
         };
         let bind =
             json!({"source": "/w/runs/p/a", "target": "/w/runs/p/containers/c/a", "flags": BIND});
@@ -507,14 +559,12 @@ mod tests {
             None,
         );
         assert!(e.contains(".."), "{e}");
-        let e = refused(json!([bind.clone()]), Some(("rootfs", json!("x"))));
-        assert!(e.contains("rootfs"), "{e}");
         // A debug session's helper joins another container's namespace.
         let mut i = json!({ "mounts": [bind.clone()] })
             .as_object()
             .unwrap()
             .clone();
-        let e = take(&mut i, &s, true).unwrap_err();
+        let e = take(&mut i, &s, None, true).unwrap_err();
         assert!(e.contains("namespace_mnt_target"), "{e}");
         // Mesos' secret volumes arrive as file operations: refused when
         // they name a sandbox path, whatever the mounts.
@@ -523,7 +573,7 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        let e = take(&mut i, &s, false).unwrap_err();
+        let e = take(&mut i, &s, None, false).unwrap_err();
         assert!(e.contains("file operations"), "{e}");
         let e = refused(json!({"source": "/w/runs/p/a"}), None);
         assert!(e.contains("not a list"), "{e}");
@@ -552,7 +602,7 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        assert_eq!(take(&mut i, &s, false).unwrap().len(), 2);
+        assert_eq!(take(&mut i, &s, None, false).unwrap().len(), 2);
     }
 
     #[test]

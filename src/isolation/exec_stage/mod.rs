@@ -74,8 +74,11 @@
 
 pub mod command_task;
 pub mod containerizer;
+pub mod docker_command;
+pub mod handover;
 pub mod launch_mounts;
 pub mod plan;
+pub mod rootfs;
 pub mod seal;
 pub mod stage;
 

@@ -56,6 +56,12 @@ pub struct ExecPlan {
     /// what Mesos' helper must have executed, and what the stage's path must
     /// still be once every mount is made (see [`StageIdentity`]).
     pub stage: StageIdentity,
+    /// The container's own root file system (an image's, which Mesos'
+    /// provisioner made): the wrapper takes it from Mesos' helper and the
+    /// stage enters it itself ([`super::rootfs`]). Sealed, so the tenant
+    /// never chooses the tree the stage pivots into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rootfs: Option<std::path::PathBuf>,
 }
 
 /// The stage binary's path, device and inode.
@@ -141,6 +147,10 @@ impl StageUser {
 /// wrapper hands it to the stage (`--env=NAME=VALUE`).
 pub const ENV_ARG: &str = "--env=";
 
+/// The prefix of the working directory in the rootfs, as the wrapper hands
+/// it to the stage (`--workdir=<path>`).
+pub const WORKDIR_ARG: &str = "--workdir=";
+
 /// A decoded stage argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StageArgs {
@@ -150,6 +160,9 @@ pub struct StageArgs {
     pub user: Option<StageUser>,
     /// The sandbox mounts the wrapper took from Mesos' helper.
     pub mounts: Vec<crate::proto::mesos::slave::ContainerMountInfo>,
+    /// The working directory inside the rootfs (the launch info's, which
+    /// the wrapper took from Mesos' helper with the rootfs).
+    pub workdir: Option<Vec<u8>>,
     /// The container's environment (`NAME=VALUE` each), if the wrapper
     /// took it from Mesos' helper; `None`: the stage's own is the command's.
     pub env: Option<Vec<Vec<u8>>>,
@@ -160,6 +173,14 @@ pub struct StageArgs {
 }
 
 impl ExecPlan {
+    /// The trees the stage's mounts are resolved below, without symbolic
+    /// links: the sandboxes, outermost first, then the rootfs.
+    pub fn roots(&self) -> Vec<std::path::PathBuf> {
+        let mut roots = self.sandboxes.clone();
+        roots.extend(self.rootfs.iter().cloned());
+        roots
+    }
+
     /// The `--plan=` argument.
     pub fn to_arg(&self) -> String {
         let json = serde_json::to_vec(self).unwrap_or_default();
@@ -181,7 +202,7 @@ impl ExecPlan {
     }
 }
 
-const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--mounts=<mounts>] [--env=NAME=VALUE…] -- <path> [argv0 args…]";
+const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--mounts=<mounts>] [--workdir=<dir>] [--env=NAME=VALUE…] -- <path> [argv0 args…]";
 
 /// Parses the stage's arguments (without `argv[0]`).
 pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
@@ -189,6 +210,7 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     let mut user = None;
     let mut mounts = None;
     let mut env: Option<Vec<Vec<u8>>> = None;
+    let mut workdir = None;
     let mut rest = args.iter();
     for arg in rest.by_ref() {
         if *arg == b"--" {
@@ -199,6 +221,10 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             }
         } else if let Some(v) = arg.strip_prefix(ENV_ARG.as_bytes()) {
             env.get_or_insert_with(Vec::new).push(v.to_vec());
+        } else if let Some(v) = arg.strip_prefix(WORKDIR_ARG.as_bytes()) {
+            if workdir.replace(v.to_vec()).is_some() {
+                return Err(PlanError::Usage(USAGE));
+            }
         } else if arg.starts_with(b"--seal=") {
             // The wrapper's business (see `seal`); nothing for the stage.
         } else if let Some(v) = arg.strip_prefix(b"--mounts=") {
@@ -225,6 +251,7 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
         plan,
         user,
         mounts: mounts.unwrap_or_default(),
+        workdir,
         env,
         path,
         argv: rest.map(|a| a.to_vec()).collect(),
@@ -250,6 +277,7 @@ mod tests {
                 dev: 1,
                 ino: 2,
             },
+            rootfs: None,
         }
     }
 

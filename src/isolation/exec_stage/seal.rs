@@ -5,8 +5,13 @@
 //! like the stage, with a plan of its own (every capability kept as an
 //! effective set), and have the wrapper run it as root. So the isolator
 //! seals each plan: HMAC-SHA256 over the plan argument, the stage's path
-//! (the command's `value`: a look-alike binary of the tenant's never gets a
-//! seal that verifies) and the user it was made for, keyed by a random key of the module's that only root can read
+//! (a look-alike binary of the tenant's never gets a seal that verifies),
+//! the user it was made for, and the command's other arguments (the ones
+//! Mesos puts before the stage's three, e.g. docker/runtime's for an image's
+//! own command, then `--` and the container's command): a plan and seal
+//! the tenant read from another container's arguments verify only with that
+//! very command, at that very place, so they can never confine a command of
+//! the tenant's. Keyed by a random key of the module's that only root can read
 //! (`<key dir>/<name>.key`, 0600, written at load). The wrapper moves the
 //! user only for a command whose seal verifies under one of the keys there
 //! (one per agent on the host); any other command passes through untouched,
@@ -38,13 +43,25 @@ impl std::fmt::Debug for SealKey {
 
 /// HMAC takes keys of any length, so `None` never happens; a seal that
 /// could not be made is one that never verifies.
-fn mac(key: &SealKey, plan_arg: &str, stage: &str, user: &str) -> Option<Hmac<Sha256>> {
+fn mac(
+    key: &SealKey,
+    plan_arg: &str,
+    stage: &str,
+    user: &str,
+    command: &[String],
+) -> Option<Hmac<Sha256>> {
     let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).ok()?;
     m.update(plan_arg.as_bytes());
     m.update(b"\0");
     m.update(stage.as_bytes());
     m.update(b"\0");
     m.update(user.as_bytes());
+    // Length-prefixed, so no two lists hash alike.
+    m.update(&(command.len() as u64).to_le_bytes());
+    for arg in command {
+        m.update(&(arg.len() as u64).to_le_bytes());
+        m.update(arg.as_bytes());
+    }
     Some(m)
 }
 
@@ -70,9 +87,11 @@ impl SealKey {
     }
 
     /// The `--seal=` argument for `plan_arg` run by the stage at `stage`,
-    /// made for `user` ("" for none).
-    pub fn seal(&self, plan_arg: &str, stage: &str, user: &str) -> String {
-        let hex: String = mac(self, plan_arg, stage, user)
+    /// made for `user` ("" for none), with `command` the arguments beside
+    /// the stage's three (before them, then from `--` on; none for a
+    /// command task, whose executor command is Mesos').
+    pub fn seal(&self, plan_arg: &str, stage: &str, user: &str, command: &[String]) -> String {
+        let hex: String = mac(self, plan_arg, stage, user, command)
             .map(|m| {
                 m.finalize()
                     .into_bytes()
@@ -84,7 +103,14 @@ impl SealKey {
         format!("--seal={hex}")
     }
 
-    fn verifies(&self, plan_arg: &str, stage: &str, user: &str, seal_arg: &str) -> bool {
+    fn verifies(
+        &self,
+        plan_arg: &str,
+        stage: &str,
+        user: &str,
+        command: &[String],
+        seal_arg: &str,
+    ) -> bool {
         let Some(hex) = seal_arg.strip_prefix("--seal=") else {
             return false;
         };
@@ -96,9 +122,8 @@ impl SealKey {
             })
             .collect();
         match bytes {
-            Some(tag) if tag.len() == 32 => {
-                mac(self, plan_arg, stage, user).is_some_and(|m| m.verify_slice(&tag).is_ok())
-            }
+            Some(tag) if tag.len() == 32 => mac(self, plan_arg, stage, user, command)
+                .is_some_and(|m| m.verify_slice(&tag).is_ok()),
             _ => false,
         }
     }
@@ -141,10 +166,18 @@ pub fn read_keys(dir: &Path) -> Vec<SealKey> {
         .collect()
 }
 
-/// Whether any of `keys` sealed `plan_arg` at `stage` for `user`.
-pub fn verified(keys: &[SealKey], plan_arg: &str, stage: &str, user: &str, seal_arg: &str) -> bool {
+/// Whether any of `keys` sealed `plan_arg` at `stage` for `user` and
+/// `command` (see [`SealKey::seal`]).
+pub fn verified(
+    keys: &[SealKey],
+    plan_arg: &str,
+    stage: &str,
+    user: &str,
+    command: &[String],
+    seal_arg: &str,
+) -> bool {
     keys.iter()
-        .any(|k| k.verifies(plan_arg, stage, user, seal_arg))
+        .any(|k| k.verifies(plan_arg, stage, user, command, seal_arg))
 }
 
 #[cfg(test)]
@@ -152,11 +185,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_seal_verifies_only_for_its_plan_stage_and_user() {
+    fn a_seal_verifies_only_for_its_plan_stage_user_and_command() {
         let dir = std::env::temp_dir().join(format!("ng-seal-{}", std::process::id()));
         let key = SealKey::create(&dir, "nestguard/a b").unwrap();
         assert!(key_path(&dir, "nestguard/a b").ends_with("nestguard_a_b.key"));
-        let seal = key.seal("--plan=abc", "/s/nestguard-exec", "nobody");
+        let cmd = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let command = cmd(&["--", "/bin/true"]);
+        let seal = key.seal("--plan=abc", "/s/nestguard-exec", "nobody", &command);
         let keys = if nix::unistd::geteuid().is_root() {
             read_keys(&dir)
         } else {
@@ -164,19 +199,52 @@ mod tests {
         };
         assert_eq!(keys.len(), 1);
         let stage = "/s/nestguard-exec";
-        assert!(verified(&keys, "--plan=abc", stage, "nobody", &seal));
-        assert!(!verified(&keys, "--plan=abd", stage, "nobody", &seal));
-        assert!(!verified(&keys, "--plan=abc", stage, "root", &seal));
-        assert!(!verified(
-            &keys,
+        let ok = |plan: &str, stage: &str, user: &str, command: &[String], seal: &str| {
+            verified(&keys, plan, stage, user, command, seal)
+        };
+        assert!(ok("--plan=abc", stage, "nobody", &command, &seal));
+        assert!(!ok("--plan=abd", stage, "nobody", &command, &seal));
+        assert!(!ok("--plan=abc", stage, "root", &command, &seal));
+        assert!(!ok(
             "--plan=abc",
             "/tmp/x/nestguard-exec",
             "nobody",
+            &command,
             &seal
         ));
-        assert!(!verified(&keys, "--plan=abc", stage, "nobody", "--seal=00"));
-        assert!(!verified(&keys, "--plan=abc", stage, "nobody", "--seal=zz"));
-        assert!(!verified(&[], "--plan=abc", stage, "nobody", &seal));
+        // Another command, the same arguments split otherwise, or none.
+        assert!(!ok(
+            "--plan=abc",
+            stage,
+            "nobody",
+            &cmd(&["--", "/bin/sh"]),
+            &seal
+        ));
+        assert!(!ok(
+            "--plan=abc",
+            stage,
+            "nobody",
+            &cmd(&["--/bin/true"]),
+            &seal
+        ));
+        assert!(!ok(
+            "--plan=abc",
+            stage,
+            "nobody",
+            &cmd(&["x", "--", "/bin/true"]),
+            &seal
+        ));
+        assert!(!ok("--plan=abc", stage, "nobody", &[], &seal));
+        assert!(!ok("--plan=abc", stage, "nobody", &command, "--seal=00"));
+        assert!(!ok("--plan=abc", stage, "nobody", &command, "--seal=zz"));
+        assert!(!verified(
+            &[],
+            "--plan=abc",
+            stage,
+            "nobody",
+            &command,
+            &seal
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -7,8 +7,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::launch_mounts;
 use super::plan::{StageArgs, StageUser, parse_args};
+use super::{launch_mounts, rootfs};
 use crate::isolation::helper::mounts::read_only_kernel_paths;
 use crate::isolation::seccomp;
 
@@ -256,7 +256,7 @@ pub fn run(args: &[&[u8]]) -> String {
     let result = (|| -> Result<std::convert::Infallible, String> {
         let args = parse_args(args).map_err(|e| e.to_string())?;
         // Step 0: the sandbox mounts, before anything reads the tree.
-        launch_mounts::perform(&args.mounts, &args.plan.sandboxes, args.plan.agent_mnt_ns)
+        launch_mounts::perform(&args.mounts, &args.plan.roots(), args.plan.agent_mnt_ns)
             .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
         // Every mount of the container is made: its stage path must still
         // be this stage (see `StageIdentity`). Only a root stage can be
@@ -268,6 +268,12 @@ pub fn run(args: &[&[u8]]) -> String {
             args.plan
                 .stage
                 .verify()
+                .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
+        }
+        // An image: entered now, after the mounts into it and the check
+        // above, before the defences (see `rootfs`).
+        if let Some(rootfs) = &args.plan.rootfs {
+            rootfs::enter(rootfs, args.workdir.as_deref(), args.plan.agent_mnt_ns)
                 .map_err(|e| format!("container '{}': {e}", args.plan.container))?;
         }
         read_only_paths(&args)?;

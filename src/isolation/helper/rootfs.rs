@@ -143,6 +143,14 @@ pub fn enter(rootfs: &Path, sandbox: &Path, expect: Option<(u64, u64)>) -> Resul
     mount_fs("sysfs", rootfs, "sys", hardened | MsFlags::MS_RDONLY, None)?;
     populate_dev(rootfs)?;
 
+    pivot_into(rootfs)
+}
+
+/// Makes `rootfs` (a mount point) the root of the calling process' mount
+/// namespace, which must be a slave of its origin, and detaches the old
+/// root, so nothing of the host's tree stays reachable; the working
+/// directory is `/` after.
+pub fn pivot_into(rootfs: &Path) -> Result<(), RootfsError> {
     nix::unistd::chdir(rootfs).map_err(at("chdir", rootfs))?;
     // With new and old root the same directory, the old root ends up
     // stacked on top of the new one; detaching it leaves just the rootfs.

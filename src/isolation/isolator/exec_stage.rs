@@ -30,7 +30,7 @@ use super::error::{IsolatorError, Result};
 use crate::container_id::to_dotted;
 use crate::isolation::exec_stage::seal::SealKey;
 use crate::isolation::exec_stage::{
-    ExecPlan, STAGE_NAME, StageIdentity, WRAPPED_STAGE, command_task,
+    ExecPlan, STAGE_NAME, StageIdentity, WRAPPED_STAGE, command_task, docker_command,
 };
 use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
@@ -124,6 +124,33 @@ fn sandbox_chain(id: &ContainerId, directory: &str) -> Result<Vec<PathBuf>> {
     Ok(chain)
 }
 
+/// The container's own root file system (an image's), which the stage
+/// enters itself (`exec_stage::rootfs`); refused for a command task, whose
+/// command executor runs on the host and enters the task's image with a
+/// `mesos-containerizer launch` of its own, after the stage.
+fn image_root(id: &ContainerId, config: &ContainerConfig) -> Result<Option<PathBuf>> {
+    let Some(rootfs) = config.rootfs.as_deref() else {
+        return Ok(None);
+    };
+    if config.task_info.is_some() {
+        return Err(IsolatorError::Invalid(format!(
+            "command task '{}' has its own image: under Mesos' launcher its command executor \
+             would enter the image after nestguard's exec stage, by a launch of its own that \
+             nestguard cannot confine; run it as a task of a task group (a pod) or give its \
+             executor the image instead",
+            to_dotted(id)
+        )));
+    }
+    let path = PathBuf::from(rootfs);
+    if !path.is_absolute() {
+        return Err(IsolatorError::Invalid(format!(
+            "container '{}': its rootfs '{rootfs}' is not an absolute path",
+            to_dotted(id)
+        )));
+    }
+    Ok(Some(path))
+}
+
 /// The stage beside the running library (or executable).
 pub fn default_stage_path() -> PathBuf {
     let helper = crate::isolation::launcher::default_helper_path();
@@ -172,16 +199,7 @@ impl ExecStage {
         config: &ContainerConfig,
         info: &mut ContainerLaunchInfo,
     ) -> Result<()> {
-        if config.rootfs.is_some() {
-            // After Mesos' chroot the stage path would resolve in the
-            // image; a command task's executor needs root and mounts to
-            // enter the task's image.
-            return Err(IsolatorError::Invalid(format!(
-                "container '{}' has its own rootfs: under Mesos' launcher nestguard cannot run \
-                 its exec stage inside an image",
-                to_dotted(id)
-            )));
-        }
+        let rootfs = image_root(id, config)?;
         check_mount_targets(id, info, &self.path)?;
         let filters = seccomp::filters_for(info)
             .map_err(|e| IsolatorError::Invalid(format!("container '{}': {e}", to_dotted(id))))?;
@@ -199,6 +217,7 @@ impl ExecStage {
             sandboxes: sandbox_chain(id, &config.directory)?,
             stage: StageIdentity::of(&self.path)
                 .map_err(IsolatorError::io("stat", self.path.as_path()))?,
+            rootfs,
         };
         info.bounding_capabilities = None;
         info.effective_capabilities = None;
@@ -217,12 +236,11 @@ impl ExecStage {
             )));
         }
         let stage = self.path.display().to_string();
-        let seal = self
-            .key
-            .seal(&plan_arg, &stage, config.user.as_deref().unwrap_or(""));
+        let user = config.user.as_deref().unwrap_or("");
         if config.task_info.is_some() {
             // Only arguments may be added to a command executor's command;
             // the wrapper makes it the stage (`exec_stage::command_task`).
+            let seal = self.key.seal(&plan_arg, &stage, user, &[]);
             let mut command = info.command.take().unwrap_or_default();
             command
                 .arguments
@@ -230,9 +248,22 @@ impl ExecStage {
             info.command = Some(command);
             return Ok(());
         }
-        let (path, argv) = command_path_and_argv(id, &config.command_info)?;
-        let mut arguments = vec![STAGE_NAME.to_owned(), plan_arg, seal, "--".to_owned(), path];
-        arguments.extend(argv);
+        // An image's own command: docker/runtime makes it the container's
+        // command, and Mesos puts its arguments before ours (see
+        // `docker_command`); the seal covers them where they will be.
+        let docker = match plan.rootfs {
+            Some(_) => docker_command::of(config),
+            None => None,
+        };
+        let (path, argv) =
+            command_path_and_argv(id, docker.as_ref().unwrap_or(&config.command_info))?;
+        let mut tail = vec!["--".to_owned(), path];
+        tail.extend(argv);
+        let mut sealed: Vec<String> = docker.map(|c| c.arguments).unwrap_or_default();
+        sealed.extend(tail.iter().cloned());
+        let seal = self.key.seal(&plan_arg, &stage, user, &sealed);
+        let mut arguments = vec![STAGE_NAME.to_owned(), plan_arg, seal];
+        arguments.extend(tail);
         info.command = Some(CommandInfo {
             value: Some(WRAPPED_STAGE.to_owned()),
             shell: Some(false),

@@ -6,7 +6,10 @@
 //! Nested sandboxes live at `<parent sandbox>/containers/<child>` (Mesos'
 //! layout); prepare refuses a nested container whose sandbox is elsewhere,
 //! since volume sharing and disk accounting rely on it. Container images
-//! (`rootfs`) are not supported and are refused rather than ignored.
+//! (`rootfs`) are refused rather than ignored under nestguard's launcher;
+//! under Mesos' launcher, Mesos' provisioner and its own `filesystem/linux`
+//! make the image's tree and mounts, and nestguard's exec stage enters it
+//! (`exec_stage::rootfs`), so a rootfs is accepted there.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,13 +25,24 @@ use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, Container
 #[derive(Debug)]
 pub struct FilesystemIsolator {
     sandboxes: Arc<SandboxRegistry>,
+    images: bool,
 }
 
 impl FilesystemIsolator {
     /// Records sandboxes in `sandboxes` (shared with the volume and disk
     /// isolators).
     pub fn new(sandboxes: Arc<SandboxRegistry>) -> Self {
-        Self { sandboxes }
+        Self {
+            sandboxes,
+            images: false,
+        }
+    }
+
+    /// Accepts containers with their own image (`rootfs`): under Mesos'
+    /// launcher only (see the module doc).
+    pub fn with_images(mut self, images: bool) -> Self {
+        self.images = images;
+        self
     }
 }
 
@@ -40,7 +54,7 @@ impl Isolator for FilesystemIsolator {
         id: &ContainerId,
         config: &ContainerConfig,
     ) -> Result<Option<ContainerLaunchInfo>> {
-        if config.rootfs.is_some() {
+        if config.rootfs.is_some() && !self.images {
             return Err(IsolatorError::Invalid(format!(
                 "container '{}': container images (rootfs) are not supported by filesystem/linux",
                 to_dotted(id)

@@ -560,7 +560,9 @@ impl Composite {
                     disallow_sharing_agent_pid_namespace: params
                         .disallow_sharing_agent_pid_namespace,
                 }),
-                "filesystem/linux" => Arc::new(FilesystemIsolator::new(sandboxes.clone())),
+                "filesystem/linux" => Arc::new(
+                    FilesystemIsolator::new(sandboxes.clone()).with_images(params.mesos_launcher),
+                ),
                 "volume/sandbox_path" => Arc::new(SandboxPathIsolator::new(sandboxes.clone())),
                 "environment/credentials" => Arc::new(CredentialsIsolator::new(params.injector()?)),
                 "hardening" => Arc::new(params.hardening.clone()),

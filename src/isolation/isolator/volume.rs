@@ -38,6 +38,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use super::error::{IsolatorError, Result};
 use super::{Isolator, is_debug};
 use crate::container_id::to_dotted;
+use crate::isolation::helper::rootfs::SANDBOX_IN_ROOTFS;
 use crate::proto::mesos::slave::{
     ContainerConfig, ContainerLaunchInfo, ContainerMountInfo, ContainerState,
 };
@@ -343,6 +344,20 @@ impl SandboxPathIsolator {
     }
 }
 
+/// The mount target as the container sees `target` (a path in its
+/// `sandbox`): in a container with its own image, the sandbox is bound at
+/// [`SANDBOX_IN_ROOTFS`] inside the image, so the volume goes there, below
+/// that bind (the exec stage resolves it below the rootfs without symbolic
+/// links, after the sandbox's bind: `exec_stage::launch_mounts`).
+fn in_image(config: &ContainerConfig, sandbox: &Path, target: PathBuf) -> PathBuf {
+    match (config.rootfs.as_deref(), target.strip_prefix(sandbox)) {
+        (Some(rootfs), Ok(rel)) => Path::new(rootfs)
+            .join(SANDBOX_IN_ROOTFS.trim_start_matches('/'))
+            .join(rel),
+        _ => target,
+    }
+}
+
 /// The mount point of a SANDBOX_PATH volume with an absolute
 /// `container_path`: on the host's file system tree, so it must exist.
 fn absolute_mount_point(container_path: &str) -> Result<PathBuf> {
@@ -417,6 +432,13 @@ impl Isolator for SandboxPathIsolator {
             let relative_target = !Path::new(container_path).is_absolute();
             let base = self.source_base(id, kind, &sandbox, relative_target)?;
             let (source, source_is_dir) = resolve_beneath(&base, &path, Create::Directory)?;
+            if !relative_target && config.rootfs.is_some() {
+                return Err(IsolatorError::Volume(format!(
+                    "SANDBOX_PATH volume at '{container_path}': an absolute 'container_path' \
+                     in a container with its own image is not supported (use a path relative \
+                     to its sandbox, {SANDBOX_IN_ROOTFS})"
+                )));
+            }
             let target = if relative_target {
                 let create = if source_is_dir {
                     Create::Directory
@@ -425,7 +447,7 @@ impl Isolator for SandboxPathIsolator {
                 };
                 let (target, _) = resolve_beneath(&sandbox, container_path, create)?;
                 mount_points.push(target.clone());
-                target
+                in_image(config, &sandbox, target)
             } else {
                 absolute_mount_point(container_path)?
             };
