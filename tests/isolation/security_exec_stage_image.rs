@@ -10,9 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::security_exec_stage::{DEFAULT_CAPS, Dir, Mesos, STAGE, mesos_composite};
+use super::security_exec_stage::{
+    DEFAULT_CAPS, Dir, Mesos, STAGE, helper_environment, mesos_composite,
+};
 use crate::isolator_support::{config, root_or_skip, sandbox_volume};
-use nestguard::isolation::exec_stage::{WRAPPED_STAGE, containerizer, docker_command, handover};
+use nestguard::isolation::exec_stage::{WRAPPED_STAGE, containerizer, docker_command};
 use nestguard::isolation::isolator::Isolator;
 use nestguard::proto::mesos::slave::{
     ContainerConfig, DockerImageManifest, container_config, docker_image_manifest,
@@ -145,7 +147,7 @@ fn run_as_mesos(rewritten: &str, img: &Image) -> Output {
         .arg(STAGE)
         .args(&args[1..])
         .env_clear()
-        .env("PATH", handover::HOST_DEFAULT_PATH)
+        .envs(helper_environment(&v))
         .current_dir("/")
         .output()
         .unwrap()
@@ -234,9 +236,10 @@ fn an_images_own_command_runs_as_docker_runtime_makes_it() {
     // arguments kept: the seal no longer covers it, nothing runs it.
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["command"]["arguments"][2] = "echo pwned > status".into();
-    assert_eq!(
-        containerizer::rewrite(&v.to_string(), &mesos.keys.0).unwrap(),
-        None
+    assert!(
+        containerizer::rewrite(&v.to_string(), &mesos.keys.0)
+            .unwrap_err()
+            .contains("not sealed")
     );
 }
 
@@ -267,4 +270,37 @@ fn a_link_in_the_image_never_carries_a_mount_out_of_it() {
             .count(),
         0
     );
+}
+
+/// The image's working directory (docker/runtime's `WorkingDir`, the
+/// tenant's) is made and entered inside the image only: a new one is
+/// created there, and a path through `/proc/<pid>/root` (a process outside
+/// the image) is refused rather than followed to the host.
+#[test]
+fn the_working_directory_is_made_inside_the_image_only() {
+    if !root_or_skip() {
+        return;
+    }
+    let img = image("workdir");
+    let mesos = mesos_composite(&[]);
+    let c = with_image(config("pwd > /mnt/mesos/sandbox/wd; exit 0"), &img);
+    let with_workdir = |dir: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(&launch(&mesos, &img, &c)).unwrap();
+        v["working_directory"] = dir.into();
+        containerizer::rewrite(&v.to_string(), &mesos.keys.0)
+            .unwrap()
+            .unwrap()
+    };
+    let out = run_as_mesos(&with_workdir("/srv/app/data"), &img);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(img.sandbox.join("wd")).unwrap(),
+        "/srv/app/data\n"
+    );
+    assert!(img.rootfs.join("srv/app/data").is_dir());
+    let host = img.rootfs.parent().unwrap().join("host-side");
+    let escape = format!("/proc/1/root{}", host.display());
+    let out = run_as_mesos(&with_workdir(&escape), &img);
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    assert!(!host.exists(), "the working directory was made on the host");
 }

@@ -54,7 +54,10 @@ image_report_ok() {  # image_report_ok <id> <file> <expected CapEff>
     [ -s "$f" ] && break
     sleep 0.2
   done
-  [ -s "$f" ] || { echo "no report $2 in the sandbox of $1 (did the container start?)"; return; }
+  [ -s "$f" ] || {
+    echo "no report $2 in the sandbox of $1; its stderr: $(tail -c 400 "$(image_sandbox "$1")/stderr" 2>/dev/null | tr '\n' ' ')"
+    return
+  }
   cp "$f" "$REPORTS/$1.json"
   report_ok "$1" "$3"
 }

@@ -12,7 +12,8 @@
 # NUMBERS_N (launches per configuration for the numbers table, default 100,
 # in NUMBERS_ROUNDS rounds, default 4, alternating the two Mesos agents),
 # FRAMEWORK_USER (the framework's user, so its executors' and tasks',
-# default nobody).
+# default nobody), WORK_BASE (where the work dir is made, default
+# /var/lib/nestguard-real-mesos: below directories only root may write).
 #
 # Root only (cgroups, the linux launcher). Everything it creates is named
 # after this run (ports picked free, cgroup roots mesos-ngrm<pid> and
@@ -33,7 +34,13 @@ fi
 echo "build: $(( $(date +%s) - t0 )) s" >&2
 
 RID="ngrm$$"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/ngrm.XXXXXX")"
+# The work dir (the agent's --work_dir among others) lies below directories
+# only root may write, as /var/lib/mesos does on an agent: the wrapper
+# refuses to leave Mesos' helper a mount onto an image's rootfs below a
+# directory others may write (/tmp), where a link could be swapped in.
+WORK_BASE="${WORK_BASE:-/var/lib/nestguard-real-mesos}"
+mkdir -p "$WORK_BASE" && chmod 755 "$WORK_BASE"
+WORK="$(mktemp -d "$WORK_BASE/ngrm.XXXXXX")"
 chmod 755 "$WORK"
 MCG="mesos-$RID"        # Mesos' --cgroups_root
 NCG="nestguard-$RID"    # the isolator's cgroups_root
@@ -98,7 +105,7 @@ cleanup() {
     rm -rf "$CACHE/last-run"; mkdir -p "$CACHE/last-run"
     cp "$WORK"/*.log "$WORK"/*.json "$CACHE/last-run/" 2>/dev/null
   fi
-  if [ "${KEEP_WORK:-0}" = 1 ]; then echo "work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
+  if [ "${KEEP_WORK:-0}" = 1 ]; then echo "work dir kept: $WORK" >&2; else rm -rf "$WORK"; rmdir "$WORK_BASE" 2>/dev/null; fi
   exit "$rc"
 }
 trap cleanup EXIT

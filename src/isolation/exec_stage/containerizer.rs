@@ -24,8 +24,9 @@
 //! descriptors ([`launch_mounts`], which says why the stage and not this
 //! wrapper). Mesos' helper still makes every other mount, in order.
 //!
-//! The container's environment leaves the launch info as well and becomes
-//! the stage's `--env=` arguments (see the module doc of [`super`]): the
+//! The container's environment is handed to the stage too, as the values of
+//! variables no loader reads ([`handover`]; see the module doc of
+//! [`super`]): the
 //! stage is a dynamically linked binary that Mesos' helper runs as root,
 //! and its loader must never read the tenant's `LD_PRELOAD`. The stage
 //! command's value, [`WRAPPED_STAGE`], becomes the stage's path from the
@@ -55,10 +56,6 @@ pub const LAUNCH_INFO_ENV: &str = "MESOS_CONTAINERIZER_LAUNCH_INFO";
 /// Mesos' own binary, beside the wrapper.
 pub const REAL_SUFFIX: &str = ".mesos";
 
-/// The most places the wrapper tries for the stage's three arguments (an
-/// image's own command may hold look-alikes; each try decodes a plan).
-const MAX_TRIES: usize = 8;
-
 /// A stage command the isolator sealed: its plan, and where the stage's
 /// three arguments begin (after docker/runtime's, for an image's own
 /// command: see [`super::docker_command`]).
@@ -69,11 +66,14 @@ struct Sealed {
 
 /// `command` (the launch info's) if it is a stage command the isolator
 /// sealed for `user` (`""`: the launch info names none): its value is
-/// [`WRAPPED_STAGE`], and at some place its arguments hold the stage's
-/// three, followed by `--`, whose seal verifies for the plan's own stage
-/// path and every other argument ([`seal`]). A command task's executor
-/// command, made the stage form by `staged` [`command_task::into_stage`],
-/// is sealed with no command, at the start.
+/// [`WRAPPED_STAGE`], and its arguments hold the stage's three, followed by
+/// `--`, whose seal verifies for the plan's own stage path and every other
+/// argument ([`seal`]). Only two places can hold them: the start, or, for
+/// an image's own command, right after docker/runtime's `a` arguments,
+/// which the isolator repeated after `--` behind the executable (`n = 2a +
+/// 5`). A command task's executor command, made the stage form by
+/// `staged` [`command_task::into_stage`], is sealed with no command, at the
+/// start.
 fn sealed_plan(command: &Value, user: &str, keys: &[SealKey], staged: bool) -> Option<Sealed> {
     if command.get("value").and_then(Value::as_str)? != WRAPPED_STAGE {
         return None;
@@ -90,8 +90,9 @@ fn sealed_plan(command: &Value, user: &str, keys: &[SealKey], staged: bool) -> O
             && args.get(i + 2).is_some_and(|a| a.starts_with("--seal="))
             && args.get(i + 3).is_some_and(|a| a == "--")
     };
-    let places = (0..args.len()).filter(|&i| header(i)).take(MAX_TRIES);
-    for at in places.take_while(|&at| !staged || at == 0) {
+    let docker = (!staged && args.len() > 5 && args.len() % 2 == 1).then(|| (args.len() - 5) / 2);
+    let places = std::iter::once(0).chain(docker).filter(|&i| header(i));
+    for at in places {
         let plan_arg = &args[at + 1];
         let Ok(plan) = ExecPlan::from_arg(&plan_arg.as_bytes()["--plan=".len()..]) else {
             continue;
@@ -174,12 +175,25 @@ pub fn rewrite_for(text: &str, key_dir: &Path, joins: Joins) -> Result<Option<St
         Some(command) => command_task::into_stage(command, &name, &keys)?,
         None => false,
     };
+    let wrapped = obj
+        .get("command")
+        .and_then(|c| c.get("value"))
+        .and_then(Value::as_str)
+        == Some(WRAPPED_STAGE);
     let Some(Sealed { plan, at }) = obj
         .get("command")
         .and_then(|c| sealed_plan(c, &name, &keys, staged))
     else {
-        return if staged {
-            Err("the command task's stage command is not sealed for its user".into())
+        // The isolator's command that does not verify never goes on to
+        // Mesos' helper: it would run whatever the container's tree has at
+        // that path (in an image, the tenant's), with the defences gone.
+        return if staged || wrapped {
+            Err(format!(
+                "the exec stage's command for this container is not sealed by this host's \
+                 nestguard (keys in {}) for user '{}' and these arguments: refusing to run it",
+                key_dir.display(),
+                name.escape_debug()
+            ))
         } else {
             Ok(None)
         };
@@ -193,9 +207,10 @@ pub fn rewrite_for(text: &str, key_dir: &Path, joins: Joins) -> Result<Option<St
         ));
     }
     let mut handed: Vec<String> = user_of(obj, &name)?.iter().map(StageUser::to_arg).collect();
+    handover::drop_binds_of_absent_proc_files(obj, &plan);
     handed.extend(sandbox_mounts(obj, &plan, joins != Joins::No)?);
     handed.extend(handover::take_rootfs(obj, &plan)?);
-    handed.extend(handover::take_environment(obj));
+    handover::take_environment(obj);
     obj.remove("user");
     obj.remove("supplementary_groups");
     let stage = plan.stage.path.to_string_lossy().into_owned();
@@ -239,7 +254,10 @@ fn sandbox_mounts(
     plan: &ExecPlan,
     joins_mount_namespace: bool,
 ) -> Result<Option<String>, String> {
-    if !obj.contains_key("mounts") && !obj.contains_key("file_operations") {
+    if ["mounts", "file_operations", "masked_paths"]
+        .iter()
+        .all(|k| !obj.contains_key(*k))
+    {
         return Ok(None);
     }
     let taken = launch_mounts::take(
@@ -434,40 +452,57 @@ mod tests {
         ]});
         let out: Value =
             serde_json::from_str(&rewrite(&v.to_string(), &k.0).unwrap().unwrap()).unwrap();
-        assert_eq!(out["environment"], serde_json::json!({"variables": []}));
         assert_eq!(out["command"]["value"], "/opt/ng/nestguard-exec");
-        let args: Vec<&str> = out["command"]["arguments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
-        let path = format!("--env=PATH={}", handover::HOST_DEFAULT_PATH);
+        // Nothing of the environment on the stage's (world-readable) argv.
+        assert!(!out["command"].to_string().contains("evil"), "{out}");
+        let handed = |out: &Value| -> Vec<(String, String)> {
+            out["environment"]["variables"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    let f = |k: &str| v[k].as_str().unwrap().to_owned();
+                    (f("name"), f("value"))
+                })
+                .collect()
+        };
+        let vars = handed(&out);
+        let path = format!("PATH={}", handover::HOST_DEFAULT_PATH);
         assert_eq!(
-            &args[3..],
+            vars,
             [
-                "--env=LD_PRELOAD=/w/runs/p/evil.so",
-                "--env=A=x=2",
-                path.as_str(),
-                "--",
-                "/bin/true"
+                (handover::ENV_COUNT.to_owned(), "3".to_owned()),
+                (
+                    "NESTGUARD_STAGE_ENV_0".into(),
+                    "LD_PRELOAD=/w/runs/p/evil.so".into()
+                ),
+                ("NESTGUARD_STAGE_ENV_1".into(), "A=x=2".into()),
+                ("NESTGUARD_STAGE_ENV_2".into(), path.clone()),
             ]
         );
-        // The stage reads them back as the command's environment.
-        let raw: Vec<&[u8]> = args[1..].iter().map(|a| a.as_bytes()).collect();
-        let parsed = super::super::plan::parse_args(&raw).unwrap();
-        assert_eq!(parsed.env.unwrap().len(), 3);
+        // The stage reads them back, in order, as the command's environment.
+        let own = vars.into_iter().map(|(n, v)| (n.into(), v.into()));
+        let env = handover::handed_environment(own).unwrap().unwrap();
+        assert_eq!(
+            env,
+            [
+                b"LD_PRELOAD=/w/runs/p/evil.so".to_vec(),
+                b"A=x=2".to_vec(),
+                path.into_bytes()
+            ]
+        );
+        // One missing: the stage refuses rather than run with a part.
+        let partial = [(handover::ENV_COUNT.into(), "2".into())].into_iter();
+        assert!(handover::handed_environment(partial).is_err());
         // A PATH of the container's own is kept, not defaulted.
         v["environment"] = serde_json::json!({"variables": [{"name": "PATH", "value": "/bin"}]});
-        let out = rewrite(&v.to_string(), &k.0).unwrap().unwrap();
-        assert!(out.contains("\"--env=PATH=/bin\",\"--\""), "{out}");
-        // No environment: Mesos' helper passes the agent's own; no --env.
+        let out: Value =
+            serde_json::from_str(&rewrite(&v.to_string(), &k.0).unwrap().unwrap()).unwrap();
+        assert_eq!(handed(&out)[1].1, "PATH=/bin");
+        // No environment: Mesos' helper passes the agent's own, untouched.
         v.as_object_mut().unwrap().remove("environment");
         let out = rewrite(&v.to_string(), &k.0).unwrap().unwrap();
-        assert!(
-            !out.contains("--env=") && !out.contains("environment"),
-            "{out}"
-        );
+        assert!(!out.contains("environment"), "{out}");
     }
 
     #[test]
@@ -534,7 +569,11 @@ mod tests {
         // holding a harvested plan and seal): never the isolator's.
         let mut moved = vec!["/evil".to_owned()];
         moved.extend(args[docker.len()..].iter().cloned());
-        assert_eq!(rewrite(&launch(&moved, "/w/prov/r"), &k.0).unwrap(), None);
+        assert!(
+            rewrite(&launch(&moved, "/w/prov/r"), &k.0)
+                .unwrap_err()
+                .contains("not sealed")
+        );
         let mut harvested = vec![
             STAGE_NAME.to_owned(),
             plan.clone(),
@@ -543,10 +582,25 @@ mod tests {
             "/evil".into(),
         ];
         harvested.extend(args.iter().cloned());
-        assert_eq!(
-            rewrite(&launch(&harvested, "/w/prov/r"), &k.0).unwrap(),
-            None
+        assert!(
+            rewrite(&launch(&harvested, "/w/prov/r"), &k.0)
+                .unwrap_err()
+                .contains("not sealed")
         );
+        // Look-alikes crowding the front: the isolator's command fails
+        // closed, never goes on to Mesos' helper as it is.
+        let mut crowded: Vec<String> = Vec::new();
+        for _ in 0..9 {
+            crowded.extend([
+                STAGE_NAME.into(),
+                "--plan=e30=".into(),
+                "--seal=00".into(),
+                "--".into(),
+            ]);
+        }
+        crowded.extend(args.iter().cloned());
+        let e = rewrite(&launch(&crowded, "/w/prov/r"), &k.0).unwrap_err();
+        assert!(e.contains("not sealed"), "{e}");
         // A debug session into a container with its own image: refused.
         let e = rewrite_for(&launch(&args, "/w/prov/r"), &k.0, Joins::OtherRoot).unwrap_err();
         assert!(e.contains("image"), "{e}");
@@ -628,7 +682,11 @@ mod tests {
         // A forged seal: the mounts stay with Mesos' helper, untouched.
         let mut forged = v.clone();
         forged["command"]["arguments"][2] = Value::String(k.1.seal(&plan, stage, "other", &tail()));
-        assert_eq!(rewrite(&forged.to_string(), &k.0).unwrap(), None);
+        assert!(
+            rewrite(&forged.to_string(), &k.0)
+                .unwrap_err()
+                .contains("not sealed")
+        );
         // Sandbox mounts a debug session's helper would make in another
         // container's namespace (its --namespace_mnt_target flag).
         let e = rewrite_for(&v.to_string(), &k.0, Joins::SameRoot).unwrap_err();
@@ -652,15 +710,19 @@ mod tests {
         // A tenant's look-alike: sealed with another key, or for another user.
         let forged = SealKey::create(&k.0.join("other"), "forged").unwrap();
         let text = info(&forged, "nobody", WRAPPED_STAGE);
-        assert_eq!(rewrite(&text, &k.0).unwrap(), None);
+        assert!(rewrite(&text, &k.0).unwrap_err().contains("not sealed"));
         let text = info(&k.1, "root", WRAPPED_STAGE).replace("\"root\"", "\"nobody\"");
-        assert_eq!(rewrite(&text, &k.0).unwrap(), None);
+        assert!(rewrite(&text, &k.0).unwrap_err().contains("not sealed"));
         // Sealed for the stage, but its value is a path of the tenant's:
         // only the wrapped form is the isolator's.
         let text = info(&k.1, "nobody", "/opt/ng/nestguard-exec");
         assert_eq!(rewrite(&text, &k.0).unwrap(), None);
         let no_user = serde_json::json!({"command": {"value": WRAPPED_STAGE,
             "arguments": ["nestguard-exec", "--plan=e30=", "--", "/bin/true"]}});
-        assert_eq!(rewrite(&no_user.to_string(), &k.0).unwrap(), None);
+        assert!(
+            rewrite(&no_user.to_string(), &k.0)
+                .unwrap_err()
+                .contains("not sealed")
+        );
     }
 }

@@ -154,6 +154,7 @@ pub fn take(
     joins_mount_namespace: bool,
 ) -> Result<Vec<ContainerMountInfo>, String> {
     refuse_sandbox_file_operations(info, sandboxes)?;
+    other_targets_are_fixed(info)?;
     let Some(list) = info.get("mounts") else {
         return Ok(Vec::new());
     };
@@ -266,6 +267,30 @@ pub fn target_is_fixed(target: &Path) -> Result<(), String> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(format!("lstat {}: {e}", here.display())),
         }
+    }
+    Ok(())
+}
+
+/// The masked paths and the targets of the file operations Mesos' helper
+/// performs by path, as root, before the stage (an image's `/proc` masks,
+/// its `/dev` links) must be as fixed as the targets of the mounts left to
+/// it ([`target_is_fixed`]): a mask or link steered by a tenant's link
+/// could land over the stage, or what it loads, on the host's tree.
+fn other_targets_are_fixed(info: &Map<String, Value>) -> Result<(), String> {
+    let masked = info
+        .get("masked_paths")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str);
+    let linked = info
+        .get("file_operations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|op| op.get("symlink")?.get("target")?.as_str());
+    for target in masked.chain(linked) {
+        target_is_fixed(Path::new(target))?;
     }
     Ok(())
 }
@@ -617,5 +642,29 @@ mod tests {
         assert!(e.contains("agent's mount namespace"), "{e}");
         // Nothing to mount: nothing is checked, nothing done.
         perform(&[], &sandboxes(), own_mnt_ns().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn masks_and_links_left_to_mesos_must_have_fixed_targets() {
+        // /tmp is writable by anyone: a link could be swapped in there.
+        let mut i = json!({"masked_paths": ["/tmp/ng-image/proc/kcore"]})
+            .as_object()
+            .unwrap()
+            .clone();
+        let e = take(&mut i, &sandboxes(), None, false).unwrap_err();
+        assert!(e.contains("/tmp") && e.contains("root's alone"), "{e}");
+        let mut i = json!({"file_operations": [{"operation": "SYMLINK",
+            "symlink": {"source": "/proc/self/fd", "target": "/tmp/ng-image/dev/fd"}}]})
+        .as_object()
+        .unwrap()
+        .clone();
+        let e = take(&mut i, &sandboxes(), None, false).unwrap_err();
+        assert!(e.contains("/tmp/ng-image/dev/fd"), "{e}");
+        // Below directories only root writes (or not made yet): fine.
+        let mut i = json!({"masked_paths": ["/proc/kcore", "/w/r/proc/keys"]})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert!(take(&mut i, &sandboxes(), None, false).unwrap().is_empty());
     }
 }

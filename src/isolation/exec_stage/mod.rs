@@ -27,12 +27,13 @@
 //! sandbox) must never reach the stage, a dynamically linked binary that
 //! Mesos' helper runs as root with every capability: its loader would run
 //! the tenant's code before the first defence. So nestguard's
-//! `mesos-containerizer` wrapper ([`containerizer`]) takes the environment
-//! out of the launch info, hands it to the stage as `--env=NAME=VALUE`
-//! arguments (exactly as Mesos' helper would have built it: the last of a
-//! name wins, `PATH` defaulted), and leaves Mesos' helper an empty one (it
-//! adds only its default `PATH`). The stage sets it just before its
-//! `execve`. And the isolator's command is [`WRAPPED_STAGE`], a path only
+//! `mesos-containerizer` wrapper ([`containerizer`]) builds the environment
+//! exactly as Mesos' helper would (the last of a name wins, `PATH`
+//! defaulted) and hands it over as the values of variables no loader reads
+//! (`NESTGUARD_STAGE_ENV_<i>=NAME=VALUE`: [`handover`]; not as arguments,
+//! which any user can read in `/proc/<pid>/cmdline`, and the container's
+//! variables carry secrets). The stage turns them back into the command's
+//! environment just before its `execve`. And the isolator's command is [`WRAPPED_STAGE`], a path only
 //! the wrapper makes runnable: without the wrapper, nothing runs.
 //!
 //! # The order, and why it is safe
@@ -56,8 +57,8 @@
 //! 4. the effective set, if the container asked for one (kept across the
 //!    user switch, then raised as ambient so a non-root command keeps it);
 //! 5. `no_new_privs`; 6. the seccomp filters (compiled by the agent for the
-//!    container's bounding set); 7. the container's environment (`--env`)
-//!    and `execve` (the filter allows it).
+//!    container's bounding set); 7. the container's environment (handed
+//!    over by the wrapper) and `execve` (the filter allows it).
 //!
 //! Fails closed: a plan that does not decode, a defence that cannot be
 //! applied, or a bounding set that cannot be reduced ends the launch with

@@ -143,10 +143,6 @@ impl StageUser {
     }
 }
 
-/// The prefix of one variable of the container's environment, as the
-/// wrapper hands it to the stage (`--env=NAME=VALUE`).
-pub const ENV_ARG: &str = "--env=";
-
 /// The prefix of the working directory in the rootfs, as the wrapper hands
 /// it to the stage (`--workdir=<path>`).
 pub const WORKDIR_ARG: &str = "--workdir=";
@@ -163,9 +159,6 @@ pub struct StageArgs {
     /// The working directory inside the rootfs (the launch info's, which
     /// the wrapper took from Mesos' helper with the rootfs).
     pub workdir: Option<Vec<u8>>,
-    /// The container's environment (`NAME=VALUE` each), if the wrapper
-    /// took it from Mesos' helper; `None`: the stage's own is the command's.
-    pub env: Option<Vec<Vec<u8>>>,
     /// The command's executable (searched on `PATH` as Mesos does).
     pub path: Vec<u8>,
     /// The command's argv, verbatim.
@@ -202,14 +195,13 @@ impl ExecPlan {
     }
 }
 
-const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--mounts=<mounts>] [--workdir=<dir>] [--env=NAME=VALUE…] -- <path> [argv0 args…]";
+const USAGE: &str = "nestguard-exec --plan=<plan> [--user=uid:gid:groups] [--mounts=<mounts>] [--workdir=<dir>] -- <path> [argv0 args…]";
 
 /// Parses the stage's arguments (without `argv[0]`).
 pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
     let mut plan = None;
     let mut user = None;
     let mut mounts = None;
-    let mut env: Option<Vec<Vec<u8>>> = None;
     let mut workdir = None;
     let mut rest = args.iter();
     for arg in rest.by_ref() {
@@ -219,8 +211,6 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
             if plan.replace(ExecPlan::from_arg(v)?).is_some() {
                 return Err(PlanError::Usage(USAGE));
             }
-        } else if let Some(v) = arg.strip_prefix(ENV_ARG.as_bytes()) {
-            env.get_or_insert_with(Vec::new).push(v.to_vec());
         } else if let Some(v) = arg.strip_prefix(WORKDIR_ARG.as_bytes()) {
             if workdir.replace(v.to_vec()).is_some() {
                 return Err(PlanError::Usage(USAGE));
@@ -252,7 +242,6 @@ pub fn parse_args(args: &[&[u8]]) -> Result<StageArgs, PlanError> {
         user,
         mounts: mounts.unwrap_or_default(),
         workdir,
-        env,
         path,
         argv: rest.map(|a| a.to_vec()).collect(),
     })

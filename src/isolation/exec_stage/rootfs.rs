@@ -22,7 +22,8 @@
 //! 3. enters the rootfs ([`enter`]): in the container's own mount namespace
 //!    only, made a recursive slave, `pivot_root`, the old root detached;
 //! 4. creates and enters the working directory as Mesos' helper does
-//!    (`mkdir -p` as root, then `chdir`), inside the image now;
+//!    (`mkdir -p` as root, then `chdir`), resolved inside the image
+//!    without magic links;
 //! 5. applies the defences and `execve`s the command, found on the
 //!    container's `PATH` inside the image.
 //!
@@ -67,12 +68,51 @@ pub fn enter(rootfs: &Path, workdir: Option<&[u8]>, agent_mnt_ns: u64) -> Result
     .map_err(|e| format!("mount --make-rslave /: {e}"))?;
     pivot_into(rootfs).map_err(|e| e.to_string())?;
     if let Some(dir) = workdir.filter(|d| !d.is_empty()) {
-        let dir = Path::new(std::ffi::OsStr::from_bytes(dir));
-        // As Mesos' helper: made as root if the image lacks it.
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("mkdir {} in the rootfs: {e}", dir.display()))?;
-        nix::unistd::chdir(dir)
-            .map_err(|e| format!("chdir {} in the rootfs: {e}", dir.display()))?;
+        enter_workdir(Path::new(std::ffi::OsStr::from_bytes(dir)))?;
     }
     Ok(())
+}
+
+/// Creates (as Mesos' helper does, as root, mode 0755) and enters `dir`,
+/// the image's working directory, resolved inside the image: every prefix
+/// from the root with `RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS`, so neither
+/// an image's link nor `/proc/<pid>/root` (a process outside the image,
+/// visible without a pid namespace of its own) leads out of it.
+fn enter_workdir(dir: &Path) -> Result<(), String> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use std::path::Component;
+    let at = |what: &str, e: rustix::io::Errno| {
+        format!(
+            "{what} working directory {} in the rootfs: {e}",
+            dir.display()
+        )
+    };
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS;
+    let root = rustix::fs::open("/", flags, Mode::empty()).map_err(|e| at("open / for the", e))?;
+    let mut here = rustix::fs::openat2(&root, ".", flags, Mode::empty(), resolve)
+        .map_err(|e| at("open / for the", e))?;
+    let mut prefix = std::path::PathBuf::new();
+    for part in dir.components() {
+        let Component::Normal(name) = part else {
+            if part == Component::ParentDir {
+                return Err(format!("the working directory {} has '..'", dir.display()));
+            }
+            continue;
+        };
+        prefix.push(name);
+        here = match rustix::fs::openat2(&root, &prefix, flags, Mode::empty(), resolve) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => {
+                match rustix::fs::mkdirat(&here, name, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(at("mkdir", e)),
+                }
+                rustix::fs::openat2(&root, &prefix, flags, Mode::empty(), resolve)
+                    .map_err(|e| at("open", e))?
+            }
+            Err(e) => return Err(at("open", e)),
+        };
+    }
+    rustix::process::fchdir(&here).map_err(|e| at("enter", e))
 }

@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::plan::{StageArgs, StageUser, parse_args};
-use super::{launch_mounts, rootfs};
+use super::{handover, launch_mounts, rootfs};
 use crate::isolation::helper::mounts::read_only_kernel_paths;
 use crate::isolation::seccomp;
 
@@ -201,24 +201,25 @@ unsafe extern "C" {
 }
 
 /// The container's environment as `execvp` wants it (`NAME=VALUE`, NUL
-/// terminated), if the wrapper handed one over.
-fn environment(args: &StageArgs) -> Result<Option<Vec<CString>>, String> {
-    let Some(env) = &args.env else {
+/// terminated), if the wrapper handed one over ([`handover`]).
+fn environment() -> Result<Option<Vec<CString>>, String> {
+    let Some(env) = handover::handed_environment(std::env::vars_os())? else {
         return Ok(None);
     };
-    env.iter()
-        .map(|v| CString::new(v.clone()))
+    env.into_iter()
+        .map(CString::new)
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
         .map_err(|_| "an environment variable has a NUL byte".to_owned())
 }
 
 /// Steps 5 and 6, then 7: `execvp` with the container's environment (the
-/// wrapper's `--env`, or the stage's own), searching its `PATH` as Mesos'
-/// helper does (stout's `os::execvpe` swaps `environ` the same way).
+/// one the wrapper handed over, or the stage's own), searching its `PATH`
+/// as Mesos' helper does (stout's `os::execvpe` swaps `environ` the same
+/// way).
 fn confine_and_exec(args: &StageArgs) -> Result<std::convert::Infallible, String> {
     let filters = seccomp::decode(&args.plan.filters).map_err(|e| e.to_string())?;
-    let env = environment(args)?;
+    let env = environment()?;
     let envp: Option<Vec<*const libc::c_char>> = env.as_ref().map(|vars| {
         vars.iter()
             .map(|v| v.as_ptr())
