@@ -303,6 +303,37 @@ fn joins_mount_namespace(args: &[OsString], env: Option<OsString>) -> Joins {
     }
 }
 
+/// Before a refusal: waits, as Mesos' helper does first, until the agent
+/// has isolated the container and signals on the control pipe (its
+/// `--pipe_read`/`--pipe_write` flags, in the environment or on argv).
+/// Exiting earlier, the wrapper would fail the agent's `isolate` (the pid
+/// gone from its cgroups), and the refusal's message would be lost; after
+/// it, the container exits with the message on its stderr (a debug
+/// session's client reads it there).
+fn wait_for_agent(args: &[OsString]) {
+    let flag = |name: &str| {
+        let prefix = format!("--{name}=");
+        args.iter()
+            .find_map(|a| a.to_str()?.strip_prefix(&prefix).map(str::to_owned))
+            .or_else(|| std::env::var(format!("MESOS_CONTAINERIZER_{}", name.to_uppercase())).ok())
+            .and_then(|v| v.parse::<i32>().ok())
+    };
+    let (Some(read), Some(write)) = (flag("pipe_read"), flag("pipe_write")) else {
+        return;
+    };
+    // SAFETY: the agent's pipe, inherited for this purpose; closed or read
+    // as Mesos' helper would, by number.
+    unsafe { libc::close(write) };
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reads one byte into a local.
+        let n = unsafe { libc::read(read, (&raw mut byte).cast(), 1) };
+        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+}
+
 /// Runs the wrapper: returns only on failure, with the message to print.
 pub fn run(args: &[OsString]) -> String {
     let real = match std::env::current_exe() {
@@ -331,7 +362,10 @@ pub fn run(args: &[OsString]) -> String {
                 unsafe { std::env::set_var(LAUNCH_INFO_ENV, new) };
             }
             Ok(None) => {}
-            Err(e) => return e,
+            Err(e) => {
+                wait_for_agent(args);
+                return e;
+            }
         }
     }
     exec_real(&real, args)
@@ -356,6 +390,7 @@ fn exec_real(real: &Path, args: &[OsString]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::IntoRawFd;
 
     struct Keys(std::path::PathBuf, SealKey);
     impl Drop for Keys {
@@ -604,6 +639,32 @@ mod tests {
         // A debug session into a container with its own image: refused.
         let e = rewrite_for(&launch(&args, "/w/prov/r"), &k.0, Joins::OtherRoot).unwrap_err();
         assert!(e.contains("image"), "{e}");
+    }
+
+    #[test]
+    fn a_refusal_waits_for_the_agents_signal_as_mesos_helper_does() {
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let signal = nix::unistd::dup(&w).unwrap();
+        let (r, w) = (r.into_raw_fd(), w.into_raw_fd());
+        let args: Vec<OsString> = [
+            "mesos-containerizer".to_owned(),
+            "launch".to_owned(),
+            format!("--pipe_read={r}"),
+            format!("--pipe_write={w}"),
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+        let agent = std::thread::spawn(move || nix::unistd::write(&signal, b"x").unwrap());
+        wait_for_agent(&args);
+        agent.join().unwrap();
+        // Its copy of the write end is closed, the read end is left.
+        // SAFETY: fcntl(F_GETFD) only asks about the number.
+        assert_eq!(unsafe { libc::fcntl(w, libc::F_GETFD) }, -1);
+        // SAFETY: the test's own read end, closed once.
+        unsafe { libc::close(r) };
+        // Without the flags: returns at once.
+        wait_for_agent(&args[..2]);
     }
 
     #[test]
