@@ -17,7 +17,7 @@ use crate::isolator_support::{config, root_or_skip, sandbox_volume};
 use nestguard::isolation::exec_stage::{WRAPPED_STAGE, containerizer, docker_command};
 use nestguard::isolation::isolator::Isolator;
 use nestguard::proto::mesos::slave::{
-    ContainerConfig, DockerImageManifest, container_config, docker_image_manifest,
+    ContainerClass, ContainerConfig, DockerImageManifest, container_config, docker_image_manifest,
 };
 use nestguard::proto::mesos::volume::Mode as VolumeMode;
 use nestguard::proto::mesos::volume::source::sandbox_path::Type as SandboxPathType;
@@ -303,4 +303,41 @@ fn the_working_directory_is_made_inside_the_image_only() {
     let out = run_as_mesos(&with_workdir(&escape), &img);
     assert_eq!(out.status.code(), Some(126), "{out:?}");
     assert!(!host.exists(), "the working directory was made on the host");
+}
+
+/// A debug session into a container with its own image is refused when it
+/// is prepared, so the agent's answer says why (the stage is not in the
+/// image); once that container is gone, the same id may debug another.
+#[test]
+fn a_debug_session_into_an_image_container_is_refused_at_prepare() {
+    if !root_or_skip() {
+        return;
+    }
+    let img = image("debug");
+    let mesos = mesos_composite(&[]);
+    let c = with_image(config("exec sleep 60"), &img);
+    launch(&mesos, &img, &c);
+    let parent = ContainerId {
+        value: "p".into(),
+        parent: None,
+    };
+    let image_container = ContainerId {
+        value: "img".into(),
+        parent: Some(Box::new(parent)),
+    };
+    let debug = ContainerId {
+        value: "dbg".into(),
+        parent: Some(Box::new(image_container.clone())),
+    };
+    let mut session = config("true");
+    session.container_class = Some(ContainerClass::Debug as i32);
+    session.directory = img.sandbox.join("containers/dbg").display().to_string();
+    let e = mesos
+        .composite
+        .prepare(&debug, &session)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("image") && e.contains("p.img"), "{e}");
+    mesos.composite.cleanup(&image_container).unwrap();
+    mesos.composite.prepare(&debug, &session).unwrap();
 }

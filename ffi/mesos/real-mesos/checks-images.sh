@@ -89,12 +89,33 @@ image_checks() {
   [ "$r" = ok ] && r="$(image_report_ok "$IMGN" probe.json "$ZERO_CAPS")"
   check iso-image-nested-defences "$r"
   has_container "$IMGR" && wait_then_kill "$IMGR" >/dev/null
+  image_restart_checks
+}
+
+# After an agent restart: the image container recovered keeps its defences
+# (its probe, sleeping inside the image), and a new one gets them.
+image_restart_checks() {
+  local r
+  kill -KILL "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
+  if ! image_start_agent agent-images-recovered; then
+    for c in iso-image-recovered-keep-defences iso-image-defences-after-restart; do
+      fail "$c" "agent with image flags did not restart: $(agent_log_tail agent-images-recovered)"
+    done
+    return
+  fi
+  r=ok
+  has_container "$IMGD" || r="$IMGD not listed after recovery"
+  [ "$r" = ok ] && r="$(sleeps_keep_defences "$IMGD" probe)"
+  check iso-image-recovered-keep-defences "$r"
+  r="$(expect x 200 ops "$(image_launch_json "$IMGA" "" "$(image_default_cmd)")")"
+  [ "$r" = ok ] && r="$(image_report_ok "$IMGA" probe.json "$DEFAULT_CAPS")"
+  check iso-image-defences-after-restart "$r"
 }
 
 # Every container of the phase ends; nothing listed afterwards.
 image_cleanup() {
   local c i
-  for c in "$IMGR" "$IMGD" "$IMGV"; do
+  for c in "$IMGR" "$IMGD" "$IMGV" "$IMGA"; do
     has_container "$c" && wait_then_kill "$c" >/dev/null
   done
   for i in $(seq 50); do
@@ -106,7 +127,9 @@ image_cleanup() {
 }
 
 IMGD="img-$RID"; IMGV="img-v-$RID"; IMGN="img-n-$RID"; IMGR="img-parent-$RID"; IMGS="img-s-$RID"
-IMAGE_CHECKS="iso-image-defences iso-image-debug-session-refused iso-image-own-command iso-image-nested-defences"
+IMGA="img-a-$RID"
+IMAGE_CHECKS="iso-image-defences iso-image-debug-session-refused iso-image-own-command
+  iso-image-nested-defences iso-image-recovered-keep-defences iso-image-defences-after-restart"
 stop_agent
 rm -rf "$WORK/agent" "$WORK/run"
 MODULES_FILE=""  # the run's modules.json (the phase before used acls/modules.json)

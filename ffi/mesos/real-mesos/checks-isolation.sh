@@ -181,12 +181,12 @@ command_task_container() {  # command_task_container <task>: its executor's cont
   containers | json_get '[c["container_id"]["value"] for c in d["get_containers"].get("containers",[]) if c.get("executor_id",{}).get("value")==sys.argv[2] and "parent" not in c["container_id"]][0]' "$1"
 }
 # "ok" when every `sleep` of <container> has the defences, or what is wrong.
-sleeps_keep_defences() {  # sleeps_keep_defences <container path under freezer/$MCG>
-  local pids="" pid st r=ok
+sleeps_keep_defences() {  # sleeps_keep_defences <container path under freezer/$MCG> [comm, default sleep]
+  local pids="" pid st r=ok comm="${2:-sleep}"
   for pid in $(cat "$CG/freezer/$MCG/$1/cgroup.procs" 2>/dev/null); do
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] && pids="$pids $pid"
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] && pids="$pids $pid"
   done
-  [ -z "$pids" ] && { echo "$1 has no sleep process"; return; }
+  [ -z "$pids" ] && { echo "$1 has no $comm process"; return; }
   for pid in $pids; do
     st="$(grep -E '^(Seccomp|NoNewPrivs|CapBnd):' "/proc/$pid/status" 2>/dev/null | tr -s '\t\n' '  ')"
     { grep -q "Seccomp: 2" <<<"$st" && grep -q "NoNewPrivs: 1" <<<"$st" &&

@@ -405,23 +405,7 @@ mod tests {
     }
 
     fn plan_for(stage: &str) -> String {
-        ExecPlan {
-            container: "p.c".into(),
-            bounding: 0,
-            effective: None,
-            no_new_privs: true,
-            filters: Vec::new(),
-            read_only_paths: true,
-            agent_mnt_ns: 1,
-            sandboxes: vec!["/w/runs/p".into(), "/w/runs/p/containers/c".into()],
-            stage: super::super::plan::StageIdentity {
-                path: stage.into(),
-                dev: 1,
-                ino: 2,
-            },
-            rootfs: None,
-        }
-        .to_arg()
+        ExecPlan::example(stage, &["/w/runs/p", "/w/runs/p/containers/c"]).to_arg()
     }
 
     /// The command after the stage's three in [`info`].

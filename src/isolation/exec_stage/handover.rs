@@ -171,7 +171,6 @@ pub fn drop_binds_of_absent_proc_files(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isolation::exec_stage::plan::StageIdentity;
 
     #[test]
     fn binds_of_proc_files_the_kernel_lacks_are_dropped_only_in_an_image() {
@@ -185,22 +184,7 @@ mod tests {
             {"source": "/srv/x", "target": "/w/r/proc/ng-no-such-file", "flags": bind},
             {"source": "tmpfs", "target": "/w/r/dev", "type": "tmpfs", "flags": 0}
         ]);
-        let mut plan = ExecPlan {
-            container: "c".into(),
-            bounding: 0,
-            effective: None,
-            no_new_privs: true,
-            filters: Vec::new(),
-            read_only_paths: true,
-            agent_mnt_ns: 1,
-            sandboxes: Vec::new(),
-            stage: StageIdentity {
-                path: "/x/nestguard-exec".into(),
-                dev: 1,
-                ino: 2,
-            },
-            rootfs: None,
-        };
+        let mut plan = ExecPlan::example("/x/nestguard-exec", &[]);
         let mut obj = serde_json::json!({ "mounts": mounts.clone() })
             .as_object()
             .unwrap()

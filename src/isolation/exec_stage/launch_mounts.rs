@@ -382,6 +382,14 @@ pub fn perform(
             mounts.len()
         ));
     }
+    make_rslave()?;
+    crate::isolation::helper::mounts::apply(mounts, sandboxes).map_err(|e| e.to_string())
+}
+
+/// Makes `/` a recursive slave of its origin, so that nothing mounted or
+/// unmounted here propagates to the host (Mesos' helper does the same
+/// before its own mounts; doing it again costs nothing).
+pub fn make_rslave() -> Result<(), String> {
     nix::mount::mount(
         None::<&str>,
         "/",
@@ -389,8 +397,7 @@ pub fn perform(
         MsFlags::MS_SLAVE | MsFlags::MS_REC,
         None::<&str>,
     )
-    .map_err(|e| format!("mount --make-rslave /: {e}"))?;
-    crate::isolation::helper::mounts::apply(mounts, sandboxes).map_err(|e| e.to_string())
+    .map_err(|e| format!("mount --make-rslave /: {e}"))
 }
 
 #[cfg(test)]

@@ -166,6 +166,27 @@ pub struct StageArgs {
 }
 
 impl ExecPlan {
+    /// A plan with no defence of note for `stage`, for tests.
+    #[cfg(test)]
+    pub(crate) fn example(stage: &str, sandboxes: &[&str]) -> Self {
+        ExecPlan {
+            container: "p.c".into(),
+            bounding: 0,
+            effective: None,
+            no_new_privs: true,
+            filters: Vec::new(),
+            read_only_paths: true,
+            agent_mnt_ns: 1,
+            sandboxes: sandboxes.iter().map(Into::into).collect(),
+            stage: StageIdentity {
+                path: stage.into(),
+                dev: 1,
+                ino: 2,
+            },
+            rootfs: None,
+        }
+    }
+
     /// The trees the stage's mounts are resolved below, without symbolic
     /// links: the sandboxes, outermost first, then the rootfs.
     pub fn roots(&self) -> Vec<std::path::PathBuf> {

@@ -43,9 +43,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use nix::mount::MsFlags;
-
-use super::launch_mounts::own_mnt_ns;
+use super::launch_mounts::{make_rslave, own_mnt_ns};
 use crate::isolation::helper::rootfs::pivot_into;
 
 /// Enters `rootfs` and then `workdir` (`/` without one); never in the
@@ -58,14 +56,7 @@ pub fn enter(rootfs: &Path, workdir: Option<&[u8]>, agent_mnt_ns: u64) -> Result
             rootfs.display()
         ));
     }
-    nix::mount::mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_SLAVE | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| format!("mount --make-rslave /: {e}"))?;
+    make_rslave()?;
     pivot_into(rootfs).map_err(|e| e.to_string())?;
     if let Some(dir) = workdir.filter(|d| !d.is_empty()) {
         enter_workdir(Path::new(std::ffi::OsStr::from_bytes(dir)))?;

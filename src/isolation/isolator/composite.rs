@@ -248,6 +248,9 @@ impl Isolator for Composite {
     serves_all_containers!("nestguard");
 
     fn recover(&self, states: &[ContainerState], orphans: &[ContainerId]) -> Result<()> {
+        if let Some(stage) = &self.exec_stage {
+            stage.recover(states);
+        }
         {
             let mut roots = self.roots();
             for state in states {
@@ -425,6 +428,9 @@ impl Isolator for Composite {
         }
         if id.parent.is_none() {
             self.roots().remove(&to_dotted(id));
+        }
+        if let Some(stage) = &self.exec_stage {
+            stage.cleanup(id);
         }
         first.map_or(Ok(()), Err)
     }

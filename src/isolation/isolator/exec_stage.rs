@@ -27,13 +27,14 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::error::{IsolatorError, Result};
+use super::is_debug;
 use crate::container_id::to_dotted;
 use crate::isolation::exec_stage::seal::SealKey;
 use crate::isolation::exec_stage::{
     ExecPlan, STAGE_NAME, StageIdentity, WRAPPED_STAGE, command_task, docker_command,
 };
 use crate::isolation::seccomp;
-use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo};
+use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerState};
 use crate::proto::mesos::{CommandInfo, ContainerId};
 
 /// The longest plan argument: half the kernel's limit on one `execve`
@@ -48,6 +49,10 @@ pub struct ExecStage {
     path: PathBuf,
     agent_mnt_ns: u64,
     key: SealKey,
+    /// The containers with their own image (dotted ids): a debug session
+    /// into one is refused at prepare, with an answer saying why (see
+    /// [`ExecStage::refuse_debug_in_image`]).
+    images: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// What the stage needs intact until it has applied the defences (itself,
@@ -188,7 +193,56 @@ impl ExecStage {
             path,
             agent_mnt_ns,
             key,
+            images: Default::default(),
         })
+    }
+
+    fn images_held(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.images
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A debug session (`LAUNCH_NESTED_CONTAINER_SESSION`) joins its
+    /// parent's mount namespace; in a container with its own image that is
+    /// the image, where the stage is not (the wrapper refuses it too, but
+    /// only once the container runs, with a message the session's client
+    /// may never see): refused here, so the call itself says why.
+    fn refuse_debug_in_image(&self, id: &ContainerId, config: &ContainerConfig) -> Result<()> {
+        let Some(parent) = id.parent.as_deref().filter(|_| is_debug(config)) else {
+            return Ok(());
+        };
+        if self.images_held().contains(&to_dotted(parent)) {
+            return Err(IsolatorError::Invalid(format!(
+                "debug container '{}': its parent '{}' runs its own image, and under Mesos' \
+                 launcher nestguard's exec stage cannot run inside it; launch a nested container \
+                 with the image instead",
+                to_dotted(id),
+                to_dotted(parent)
+            )));
+        }
+        Ok(())
+    }
+
+    /// After an agent restart: the recovered containers with their own
+    /// image (a `MesosInfo.image` in their `ContainerInfo`).
+    pub fn recover(&self, states: &[ContainerState]) {
+        let mut images = self.images_held();
+        for state in states {
+            let image = state
+                .container_info
+                .as_ref()
+                .and_then(|c| c.mesos.as_ref())
+                .is_some_and(|m| m.image.is_some());
+            if image {
+                images.insert(to_dotted(&state.container_id));
+            }
+        }
+    }
+
+    /// The container is gone.
+    pub fn cleanup(&self, id: &ContainerId) {
+        self.images_held().remove(&to_dotted(id));
     }
 
     /// Moves the defences of `info` into the stage and makes the stage the
@@ -199,7 +253,11 @@ impl ExecStage {
         config: &ContainerConfig,
         info: &mut ContainerLaunchInfo,
     ) -> Result<()> {
+        self.refuse_debug_in_image(id, config)?;
         let rootfs = image_root(id, config)?;
+        if rootfs.is_some() {
+            self.images_held().insert(to_dotted(id));
+        }
         check_mount_targets(id, info, &self.path)?;
         let filters = seccomp::filters_for(info)
             .map_err(|e| IsolatorError::Invalid(format!("container '{}': {e}", to_dotted(id))))?;
