@@ -85,7 +85,7 @@ fn sealed_plan(command: &Value, user: &str, keys: &[SealKey], staged: bool) -> O
         .map(|a| a.as_str().map(str::to_owned))
         .collect::<Option<_>>()?;
     let header = |i: usize| {
-        args[i] == STAGE_NAME
+        args.get(i).is_some_and(|a| a == STAGE_NAME)
             && args.get(i + 1).is_some_and(|a| a.starts_with("--plan="))
             && args.get(i + 2).is_some_and(|a| a.starts_with("--seal="))
             && args.get(i + 3).is_some_and(|a| a == "--")
@@ -266,6 +266,7 @@ fn sandbox_mounts(
         plan.rootfs.as_deref(),
         joins_mount_namespace,
     )?;
+    launch_mounts::left_mounts_are_safe(obj, plan.rootfs.as_deref(), &plan.stage.path)?;
     Ok((!taken.is_empty()).then(|| launch_mounts::to_arg(&taken)))
 }
 

@@ -218,6 +218,98 @@ pub fn take(
     Ok(taken)
 }
 
+/// What the stage runs from or loads on the host's tree: a mount left to
+/// Mesos' helper may not cover these (nor the stage itself, nor be above
+/// them), as nestguard's own volumes may not (`isolator::exec_stage`).
+const PROTECTED: [&str; 6] = ["/lib", "/lib64", "/usr", "/etc", "/bin", "/sbin"];
+
+/// The files Mesos' `network/cni` isolator binds over the host's (from
+/// files the agent writes): no loader or C library start-up reads them.
+const NETWORK_FILES: [&str; 3] = ["/etc/hosts", "/etc/hostname", "/etc/resolv.conf"];
+
+/// Refuses a mount left to Mesos' helper (another Mesos isolator's:
+/// `volume/host_path`, `volume/image`, CSI, …) that could put a tenant's
+/// tree where a root process runs or loads something, as nestguard's own
+/// volumes are refused at prepare:
+/// - outside the container's image (`rootfs`): any mount onto, above or
+///   below the stage or [`PROTECTED`]; onto `/proc` or above it, anything
+///   but a fresh `proc` or `tmpfs`; below it, anything but those or a bind
+///   of `/dev/null` (the masked paths);
+/// - anywhere: a mount strictly below the target of an earlier bind (but a
+///   bind of a path onto itself, as Mesos makes an image's rootfs a mount
+///   point): the bound tree is not the one [`target_is_fixed`] walked, and
+///   a link in it (an image volume's) could lead the later mount out, onto
+///   the stage.
+pub fn left_mounts_are_safe(
+    info: &Map<String, Value>,
+    rootfs: Option<&Path>,
+    stage: &Path,
+) -> Result<(), String> {
+    let list = info.get("mounts").and_then(Value::as_array);
+    let mut binds: Vec<&str> = Vec::new();
+    for m in list.into_iter().flatten() {
+        let text = |k: &str| m.get(k).and_then(Value::as_str);
+        let Some(target) = text("target") else {
+            continue;
+        };
+        let flags = m.get("flags").and_then(Value::as_u64).unwrap_or(0);
+        let bind = flags & libc::MS_BIND != 0;
+        let refuse = |why: String| {
+            Err(format!(
+                "a mount onto '{target}' left to Mesos' helper {why}: refusing it under Mesos' \
+                 launcher"
+            ))
+        };
+        if let Some(below) = binds
+            .iter()
+            .find(|b| Path::new(target) != Path::new(b) && Path::new(target).starts_with(b))
+        {
+            return refuse(format!("lies below the earlier bind onto '{below}'"));
+        }
+        let remount = flags & libc::MS_REMOUNT != 0;
+        if !remount && !rootfs.is_some_and(|r| Path::new(target).starts_with(r)) {
+            covers_nothing_the_stage_needs(target, text("source"), text("type"), bind, stage)
+                .or_else(refuse)?;
+        }
+        if bind && text("source") != Some(target) {
+            binds.push(target);
+        }
+    }
+    Ok(())
+}
+
+/// See [`left_mounts_are_safe`]: `Err` says what the mount would cover.
+fn covers_nothing_the_stage_needs(
+    target: &str,
+    source: Option<&str>,
+    fstype: Option<&str>,
+    bind: bool,
+    stage: &Path,
+) -> Result<(), String> {
+    if bind && NETWORK_FILES.contains(&target) {
+        return Ok(());
+    }
+    let target = Path::new(target);
+    let overlaps = |p: &Path| target.starts_with(p) || p.starts_with(target);
+    if let Some(p) = PROTECTED
+        .iter()
+        .map(Path::new)
+        .chain([stage])
+        .find(|p| overlaps(p))
+    {
+        return Err(format!(
+            "would cover '{}', which the exec stage runs from",
+            p.display()
+        ));
+    }
+    let fresh = !bind && matches!(fstype, Some("proc" | "tmpfs"));
+    let mask = bind && source == Some("/dev/null") && target.starts_with("/proc/");
+    if overlaps(Path::new("/proc")) && !fresh && !mask {
+        return Err("would cover what the stage reads in /proc".into());
+    }
+    Ok(())
+}
+
 /// Refuses a target left to Mesos' helper (which mounts it by path, as
 /// root, before the stage runs) that a tenant could steer: a symbolic link
 /// on its way, or a directory on its way that is not root's or that others
@@ -673,5 +765,46 @@ mod tests {
             .unwrap()
             .clone();
         assert!(take(&mut i, &sandboxes(), None, false).unwrap().is_empty());
+    }
+
+    #[test]
+    fn mounts_left_to_mesos_never_cover_what_the_stage_needs() {
+        let stage = Path::new("/opt/ng/nestguard-exec");
+        let bind = u64::from(libc::MS_BIND as u32);
+        let check = |mounts: Value, rootfs: Option<&str>| {
+            let i = json!({ "mounts": mounts }).as_object().unwrap().clone();
+            left_mounts_are_safe(&i, rootfs.map(Path::new), stage)
+        };
+        // What Mesos and nestguard leave there themselves: fine.
+        let ours = json!([
+            {"source": "proc", "target": "/proc", "type": "proc", "flags": 14},
+            {"source": "tmpfs", "target": "/proc/acpi", "type": "tmpfs", "flags": 1},
+            {"source": "/dev/null", "target": "/proc/keys", "flags": bind},
+            {"target": "/proc/keys", "flags": u64::from((libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY) as u32)},
+            {"source": "tmpfs", "target": "/dev/shm", "type": "tmpfs", "flags": 0},
+            {"source": "/var/run/mesos/cni/hosts", "target": "/etc/hosts", "flags": bind},
+            {"source": "/srv/data", "target": "/data", "flags": bind}
+        ]);
+        check(ours, None).unwrap();
+        // A host path volume onto the stage's directory, or /etc, or /proc.
+        for target in ["/opt/ng", "/opt", "/etc", "/usr/lib", "/proc/self"] {
+            let e = check(
+                json!([{"source": "/tmp/evil", "target": target, "flags": bind}]),
+                None,
+            )
+            .unwrap_err();
+            assert!(e.contains(target), "{e}");
+        }
+        // In an image: the rootfs onto itself, its own mounts; but nothing
+        // below an earlier bind (an image volume's link could lead out).
+        let image = json!([
+            {"source": "/w/r", "target": "/w/r", "flags": bind},
+            {"source": "proc", "target": "/w/r/proc", "type": "proc", "flags": 14},
+            {"source": "/w/r/proc/sys", "target": "/w/r/proc/sys", "flags": bind},
+            {"source": "/w/images/v", "target": "/w/r/v", "flags": bind},
+            {"source": "/srv/data", "target": "/w/r/v/x", "flags": bind}
+        ]);
+        let e = check(image, Some("/w/r")).unwrap_err();
+        assert!(e.contains("/w/r/v/x") && e.contains("below"), "{e}");
     }
 }
