@@ -16,6 +16,7 @@ use std::process::{Command, Output};
 
 use isolator_support::{config, id, root_or_skip, sandbox_volume, with_volumes};
 use nestguard::isolation::exec_stage::launch_mounts::{self, own_mnt_ns, perform};
+use nestguard::isolation::exec_stage::left_to_mesos;
 use nestguard::isolation::exec_stage::{ExecPlan, StageIdentity, containerizer};
 use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
 use nestguard::proto::mesos::slave::{ContainerConfig, ContainerMountInfo};
@@ -519,14 +520,14 @@ fn a_target_left_to_mesos_must_not_be_steerable_by_a_tenant() {
         return;
     }
     // Root's own directories, or a target not there yet below them: fine.
-    launch_mounts::target_is_fixed(Path::new("/dev/shm")).unwrap();
-    launch_mounts::target_is_fixed(Path::new("/proc/sys")).unwrap();
-    launch_mounts::target_is_fixed(Path::new("/nestguard-no-such-dir/x")).unwrap();
+    left_to_mesos::target_is_fixed(Path::new("/dev/shm")).unwrap();
+    left_to_mesos::target_is_fixed(Path::new("/proc/sys")).unwrap();
+    left_to_mesos::target_is_fixed(Path::new("/nestguard-no-such-dir/x")).unwrap();
     let l = layout("left-target");
     // A link on the way (the tenant's, in its sandbox).
     let link = l.sandboxes[0].join("alias");
     std::os::unix::fs::symlink(&l.outside, &link).unwrap();
-    let e = launch_mounts::target_is_fixed(&link.join("x")).unwrap_err();
+    let e = left_to_mesos::target_is_fixed(&link.join("x")).unwrap_err();
     assert!(
         e.contains("symbolic link") || e.contains("not root's"),
         "{e}"
@@ -535,7 +536,7 @@ fn a_target_left_to_mesos_must_not_be_steerable_by_a_tenant() {
     let open = l.tree.0.join("open");
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let e = launch_mounts::target_is_fixed(&open.join("x")).unwrap_err();
+    let e = left_to_mesos::target_is_fixed(&open.join("x")).unwrap_err();
     assert!(e.contains("not root's"), "{e}");
     // Through the wrapper: such a mount fails the launch, whatever else.
     let mut info = serde_json::json!({"mounts": [

@@ -47,7 +47,7 @@ use serde_json::Value;
 use super::plan::{ExecPlan, StageUser};
 use super::seal::{self, SealKey};
 use super::{STAGE_NAME, WRAPPED_STAGE};
-use super::{command_task, handover, launch_mounts};
+use super::{command_task, handover, launch_mounts, left_to_mesos};
 
 /// The environment variable that carries the launch info (Mesos' flag
 /// `--launch_info` read from the environment with the helper's prefix).
@@ -266,7 +266,7 @@ fn sandbox_mounts(
         plan.rootfs.as_deref(),
         joins_mount_namespace,
     )?;
-    launch_mounts::left_mounts_are_safe(obj, plan.rootfs.as_deref(), &plan.stage.path)?;
+    left_to_mesos::left_mounts_are_safe(obj, plan.rootfs.as_deref(), &plan.stage.path)?;
     Ok((!taken.is_empty()).then(|| launch_mounts::to_arg(&taken)))
 }
 
@@ -642,12 +642,18 @@ mod tests {
         .collect();
         let agent = std::thread::spawn(move || nix::unistd::write(&signal, b"x").unwrap());
         wait_for_agent(&args);
-        agent.join().unwrap();
-        // Its copy of the write end is closed, the read end is left.
-        // SAFETY: fcntl(F_GETFD) only asks about the number.
-        assert_eq!(unsafe { libc::fcntl(w, libc::F_GETFD) }, -1);
-        // SAFETY: the test's own read end, closed once.
-        unsafe { libc::close(r) };
+        agent.join().unwrap(); // drops the agent's write end
+        // Its copy of the write end is closed too (the number may be
+        // another test's by now, so ask the pipe): every writer gone, a
+        // read that would block ends at once.
+        // SAFETY: the test's own read end, made non-blocking, read into a
+        // local, closed once.
+        unsafe {
+            libc::fcntl(r, libc::F_SETFL, libc::O_NONBLOCK);
+            let mut byte = 0u8;
+            assert_eq!(libc::read(r, (&raw mut byte).cast(), 1), 0);
+            libc::close(r);
+        }
         // Without the flags: returns at once.
         wait_for_agent(&args[..2]);
     }

@@ -78,6 +78,7 @@ pub mod containerizer;
 pub mod docker_command;
 pub mod handover;
 pub mod launch_mounts;
+pub mod left_to_mesos;
 pub mod plan;
 pub mod rootfs;
 pub mod seal;

@@ -33,7 +33,7 @@
 //! masked paths, rlimits. It makes those by path, as root; the wrapper
 //! refuses a launch where a tenant could have steered their targets (a
 //! symbolic link on the way, or a directory others may write:
-//! [`super::launch_mounts::target_is_fixed`]).
+//! [`super::left_to_mesos::target_is_fixed`]).
 //!
 //! A debug session (`LAUNCH_NESTED_CONTAINER_SESSION`) into a container
 //! with its own image is refused by the wrapper: Mesos' helper joins that
