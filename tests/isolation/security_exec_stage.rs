@@ -391,6 +391,15 @@ fn a_harvested_seal_with_a_tenants_stage_never_runs_as_root() {
     );
 }
 
+/// The targets of a launch info's `mounts` list, in order.
+pub(crate) fn mount_targets(list: &serde_json::Value) -> Vec<&str> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["target"].as_str())
+        .collect()
+}
+
 /// The environment Mesos' helper runs a rewritten launch's command with:
 /// the launch info's variables (the wrapper's hand-over), its default
 /// `PATH` added when there is none.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::security_exec_stage::{
-    DEFAULT_CAPS, Dir, Mesos, STAGE, helper_environment, mesos_composite,
+    DEFAULT_CAPS, Dir, Mesos, STAGE, helper_environment, mesos_composite, mount_targets,
 };
 use crate::isolator_support::{config, root_or_skip, sandbox_volume};
 use nestguard::isolation::exec_stage::{WRAPPED_STAGE, containerizer, docker_command};
@@ -122,12 +122,7 @@ fn run_as_mesos(rewritten: &str, img: &Image) -> Output {
         "{v}"
     );
     assert_eq!(v["command"]["value"], STAGE);
-    let left: Vec<&str> = v["mounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["target"].as_str().unwrap())
-        .collect();
+    let left = mount_targets(&v["mounts"]);
     let rootfs = img.rootfs.display().to_string();
     assert_eq!(left[..2], [rootfs.clone(), format!("{rootfs}/proc")]);
     // The rest: the isolator's masked paths, on the host's tree (the image

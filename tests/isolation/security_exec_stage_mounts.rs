@@ -14,6 +14,7 @@ use crate::isolator_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use super::security_exec_stage::mount_targets;
 use isolator_support::{config, id, root_or_skip, sandbox_volume, with_volumes};
 use nestguard::isolation::exec_stage::launch_mounts::{self, own_mnt_ns, perform};
 use nestguard::isolation::exec_stage::left_to_mesos;
@@ -337,12 +338,7 @@ fn the_wrapper_hands_sandbox_mounts_to_the_stage_which_refuses_a_swapped_target(
     let v: serde_json::Value = serde_json::from_str(&rewritten).unwrap();
     // Mesos' helper keeps its own mounts (ours here, the masked paths),
     // in order, and none in a sandbox.
-    let left: Vec<&str> = v["mounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["target"].as_str().unwrap())
-        .collect();
+    let left = mount_targets(&v["mounts"]);
     let before: Vec<&str> = info["mounts"]
         .as_array()
         .unwrap()

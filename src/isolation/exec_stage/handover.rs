@@ -171,6 +171,7 @@ pub fn drop_binds_of_absent_proc_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isolation::exec_stage::launch_mounts::targets_of;
 
     #[test]
     fn binds_of_proc_files_the_kernel_lacks_are_dropped_only_in_an_image() {
@@ -193,12 +194,7 @@ mod tests {
         plan.rootfs = Some("/w/r".into());
         let dropped = drop_binds_of_absent_proc_files(&mut obj, &plan);
         assert_eq!(dropped, ["/w/r/proc/ng-no-such-file"; 2]);
-        let left: Vec<&str> = obj["mounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["target"].as_str().unwrap())
-            .collect();
+        let left = targets_of(&obj["mounts"]);
         // A bind from elsewhere stays: it is not Mesos' read-only bind.
         assert_eq!(
             left,

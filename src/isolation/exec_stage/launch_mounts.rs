@@ -278,6 +278,16 @@ pub fn from_arg(value: &[u8]) -> Result<Vec<ContainerMountInfo>, String> {
         .collect()
 }
 
+/// The targets of a launch info's `mounts` list, in order (for tests).
+#[cfg(test)]
+pub(crate) fn targets_of(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["target"].as_str())
+        .collect()
+}
+
 /// The inode of the caller's mount namespace.
 pub fn own_mnt_ns() -> Result<u64, String> {
     Ok(std::fs::metadata("/proc/self/ns/mnt")
@@ -369,12 +379,7 @@ mod tests {
             ]
         );
         assert_eq!(taken[1].flags, Some(RO));
-        let left: Vec<&str> = i["mounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["target"].as_str().unwrap())
-            .collect();
+        let left = targets_of(&i["mounts"]);
         assert_eq!(left, ["/dev/shm", "/srv/x", "/proc"]);
         assert_eq!(i["command"]["value"], "/x");
         // Round trip through the stage's argument.
@@ -451,12 +456,7 @@ mod tests {
                 "/w/prov/r/mnt/mesos/sandbox/data"
             ]
         );
-        let left: Vec<&str> = i["mounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["target"].as_str().unwrap())
-            .collect();
+        let left = targets_of(&i["mounts"]);
         assert_eq!(left, ["/w/prov/r", "/w/prov/r/proc", "/w/prov/r/srv"]);
         // Without the rootfs as a root, a host path onto a path below the
         // sandbox's target could only be made by path: refused.
