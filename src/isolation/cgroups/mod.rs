@@ -23,6 +23,36 @@
 //!   A sharing container still gets its own directory (so it can be killed
 //!   alone) but no limits: it stays inside its parent's.
 //!
+//! # v2 next to upstream Mesos' cgroups2 isolator
+//!
+//! Mesos 1.11 has no v2 support; its unreleased master branch has a
+//! `cgroups2` isolator. On a cgroup v2-only host (the VM of
+//! `scripts/vm.sh`) nestguard follows it where it has a design:
+//! processes in a `leaf` child of each container's cgroup; nested
+//! containers always get a cgroup, `share_cgroups` deciding whether limits
+//! apply; `memory.low` from the memory request and `memory.max` from the
+//! limit (at least 32 MB); `cpu.weight` of 100 per CPU (at least 1) and
+//! `cpu.max` with a 100 ms period for a CPU limit (or the request under
+//! `cgroups_enable_cfs`); `pids.max`; `cgroup.kill` to destroy (freeze,
+//! SIGKILL, thaw before 5.14); OOM from the `oom` counter of the
+//! container's `memory.events`. Where it differs, and why:
+//!
+//! * `memory.swap.max` is 0 with a memory limit (upstream leaves swap
+//!   alone): a limit that swap can stretch is no limit, and v1's
+//!   `memory.memsw.limit_in_bytes` forbade it too.
+//! * OOM is read from `memory.events.local`, not the hierarchical
+//!   `memory.events`: an OOM in a nested container with a limit of its
+//!   own is that container's, not its parent's (upstream blames both).
+//! * A sharing container's `usage` has no statistics of its own on v2
+//!   (as upstream; on v1 it reports the cgroup it shares).
+//! * No `io`, `cpuset`, `hugetlb`, `devices` or `perf_event` controllers
+//!   (Mesos 1.11's v1 isolators we replace had no `io` either; the others
+//!   are opt-in isolators upstream, not part of the pod design).
+//! * Under Mesos' posix launcher (the only one of Mesos 1.11 that starts
+//!   on a v2-only host) the container joins its `leaf` from the
+//!   `mesos-containerizer` wrapper, before anything forks, not from
+//!   `isolate` after the fork (see `exec_stage::posix_launcher`).
+//!
 //! # Why hand-rolled
 //!
 //! `cgroups-rs` and youki's `libcgroups` were checked. Both find

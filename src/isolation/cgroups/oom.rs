@@ -5,8 +5,11 @@
 //! `cgroup.event_control`; the kernel also signals it when the cgroup is
 //! removed, so every wake-up is confirmed against the `oom_kill` counter.
 //! v2 has no such registration: `memory.events.local` (or `memory.events`)
-//! changes raise inotify `IN_MODIFY`. Either way the `oom_kill` counter is
-//! compared with zero, its value when the isolator made the cgroup, not
+//! changes raise inotify `IN_MODIFY`. The counter read is `oom_kill` on v1
+//! and `oom` on v2 (as upstream's cgroups2 isolator): a v2 container's
+//! processes live in its `leaf`, where the kernel counts the kill, while the
+//! limit, and so the `oom` event, belong to the container's directory.
+//! Either way the counter is compared with zero, its value when the isolator made the cgroup, not
 //! with its value when the watch started: an agent watches after the
 //! launch returns (and after a restart), and a command that exhausts its
 //! memory at once is OOM-killed before that; a baseline read then hid the
@@ -85,7 +88,10 @@ fn oom_kills(memory_dir: &Path, v2: bool) -> Result<Option<u64>> {
     } else {
         memory_dir.join("memory.oom_control")
     };
-    let key = "oom_kill";
+    // v2: `oom` counts the times this cgroup's own limit was reached and the
+    // OOM killer ran; `oom_kill` is counted where the victim lived, the
+    // container's `leaf`, so it stays 0 in the container's own `.local`.
+    let key = if v2 { "oom" } else { "oom_kill" };
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV) => {
@@ -357,15 +363,18 @@ mod tests {
                 .is_none()
         );
 
-        // A non-OOM event (the "max" counter) wakes the fd but is no OOM.
+        // A non-OOM event (the "max" counter) wakes the fd but is no OOM;
+        // nor is a kill counted here (a v2 victim lives in the `leaf`).
         std::fs::write(d.join("memory.events"), events.replace("max 0", "max 3")).unwrap();
         assert!(watcher.check().unwrap().is_none());
-
         std::fs::write(
             d.join("memory.events"),
             events.replace("oom_kill 0", "oom_kill 1"),
         )
         .unwrap();
+        assert!(watcher.check().unwrap().is_none());
+
+        std::fs::write(d.join("memory.events"), events.replace("oom 0", "oom 1")).unwrap();
         let mut fds = [PollFd::new(&watcher, PollFlags::IN)];
         assert_eq!(
             poll(&mut fds, None).unwrap(),
