@@ -9,7 +9,8 @@ use crate::isolator_support;
 use std::time::{Duration, Instant};
 
 use isolator_support::*;
-use nestguard::isolation::isolator::Isolator;
+use nestguard::isolation::cgroups::Hierarchy;
+use nestguard::isolation::isolator::{Composite, Isolator, IsolatorParams};
 use nestguard::proto::mesos::task_status::Reason;
 
 #[test]
@@ -222,19 +223,44 @@ fn sub_containers_share_their_parents_cgroups_by_default() {
     let (exec, _) = agent.launch("exec", exec_config);
     // No LinuxInfo: share_cgroups defaults to true.
     let (sharer, sharer_pid) = agent.launch("exec.sharer", config("exec sleep 120"));
-    let memory_cgroup = std::fs::read_to_string(format!("/proc/{sharer_pid}/cgroup"))
-        .unwrap()
-        .lines()
-        .find(|l| l.contains(":memory:"))
-        .map(str::to_owned)
-        .unwrap_or_default();
-    assert!(
-        memory_cgroup.ends_with("/exec"),
-        "the sharer is in its parent's memory cgroup: {memory_cgroup}"
-    );
-    // It is its parent's memory limit that applies.
+    let cgroups = std::fs::read_to_string(format!("/proc/{sharer_pid}/cgroup")).unwrap();
+    if agent.cg().is_v2() {
+        // v2 (as upstream's cgroups2 isolator): a nested container always
+        // gets a cgroup of its own, without limits, inside its parent's.
+        let line = cgroups.lines().find(|l| l.starts_with("0::")).unwrap();
+        assert!(
+            line.ends_with("/exec/mesos/sharer/leaf"),
+            "the sharer has its own cgroup below its parent's: {line}"
+        );
+        let own = agent.cg().container_dirs(&sharer).unwrap().remove(0);
+        let limit = std::fs::read_to_string(own.join("memory.max")).unwrap_or("max\n".into());
+        assert_eq!(
+            limit, "max\n",
+            "the sharer carries no memory limit of its own"
+        );
+    } else {
+        let memory_cgroup = cgroups
+            .lines()
+            .find(|l| l.contains(":memory:"))
+            .map(str::to_owned)
+            .unwrap_or_default();
+        assert!(
+            memory_cgroup.ends_with("/exec"),
+            "the sharer is in its parent's memory cgroup: {memory_cgroup}"
+        );
+    }
+    // It is its parent's memory limit that applies. On v1 the sharer
+    // reports the cgroup it shares; on v2, as upstream's cgroups2
+    // isolator, it reports no limit of its own.
     let usage = agent.iso().usage(&sharer).unwrap();
-    assert_eq!(usage.mem_limit_bytes, Some(64 << 20));
+    let expected = if agent.cg().is_v2() {
+        None
+    } else {
+        Some(64 << 20)
+    };
+    assert_eq!(usage.mem_limit_bytes, expected);
+    let parent = agent.iso().usage(&exec).unwrap();
+    assert_eq!(parent.mem_limit_bytes, Some(64 << 20));
     // A sharing container cannot carry resources.
     let mut greedy = config("true");
     greedy.resources = vec![scalar("mem", 32.0)];
@@ -249,6 +275,20 @@ fn sub_containers_share_their_parents_cgroups_by_default() {
 #[test]
 fn isolate_can_leave_the_freezer_to_mesos_launcher() {
     if !root_or_skip() {
+        return;
+    }
+    if nestguard::isolation::cgroups::detect().unwrap() == Hierarchy::Unified {
+        // A process has one cgroup on v2: nothing to leave to anyone. The
+        // parameter is refused, so the module does not load.
+        let root = unique_root("skipfreezer");
+        let params = IsolatorParams::parse([
+            ("cgroups_root", root.as_str()),
+            ("cgroups_skip_freezer", "true"),
+            ("isolation", "cgroups"),
+        ])
+        .unwrap();
+        let err = Composite::from_parameters(&params).unwrap_err().to_string();
+        assert!(err.contains("cgroups_skip_freezer"), "{err}");
         return;
     }
     let agent = Agent::new(

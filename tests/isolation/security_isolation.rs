@@ -398,8 +398,15 @@ fn kernel_knobs_are_read_only_in_every_container_with_its_own_mount_namespace() 
     }
     let ksm_before = read("/sys/kernel/mm/ksm/run");
     let interval_before = read("/proc/sys/vm/stat_interval");
+    // A cgroup directory the container tries to make: in the pids
+    // hierarchy on v1, in the unified one on a v2-only host.
+    let hierarchy = if Path::new("/sys/fs/cgroup/pids").is_dir() {
+        "/sys/fs/cgroup/pids"
+    } else {
+        "/sys/fs/cgroup"
+    };
     let cgdir = PathBuf::from(format!(
-        "/sys/fs/cgroup/pids/nestguard-ro-test-{}",
+        "{hierarchy}/nestguard-ro-test-{}",
         std::process::id()
     ));
     let _cg_guard = RemoveDir(cgdir.clone());

@@ -329,14 +329,20 @@ fn pod_spec(user: &str, volumes: bool) -> String {
     .to_string()
 }
 
-/// Removes the demo's cgroups root (`<mount>/<controller>/<root>`) in every
-/// hierarchy once the agent has cleaned up the containers below it.
+/// Removes the demo's cgroups root once the agent has cleaned up the
+/// containers below it: `<mount>/<controller>/<root>` in every v1
+/// hierarchy, and `<mount>/<root>` on a cgroup v2-only host (whose
+/// entries are cgroups, not controllers: this missed it before).
 fn remove_cgroups_root(root: &str) {
-    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
+    let mount = std::path::Path::new("/sys/fs/cgroup");
+    let Ok(controllers) = std::fs::read_dir(mount) else {
         return;
     };
-    for controller in controllers.flatten() {
-        let top = controller.path().join(root);
+    let tops = controllers
+        .flatten()
+        .map(|c| c.path().join(root))
+        .chain(std::iter::once(mount.join(root)));
+    for top in tops {
         if top.is_dir() {
             let _ = std::fs::remove_dir(&top);
         }

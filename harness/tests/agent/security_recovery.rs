@@ -33,14 +33,17 @@ impl CgroupRoot {
         ))
     }
 
-    /// `<mount>/<controller>/<root>` (or `<mount>/unified/<root>`) that exist.
+    /// `<mount>/<controller>/<root>` (or `<mount>/unified/<root>`) that
+    /// exist, and `<mount>/<root>` on a cgroup v2-only host.
     fn tops(&self) -> Vec<PathBuf> {
         let Ok(controllers) = std::fs::read_dir(MOUNT_ROOT) else {
             return Vec::new();
         };
+        let unified = Path::new(MOUNT_ROOT).join(&self.0);
         controllers
             .flatten()
             .map(|c| c.path().join(&self.0))
+            .chain(std::iter::once(unified))
             .filter(|p| p.is_dir())
             .collect()
     }

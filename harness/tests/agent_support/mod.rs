@@ -438,19 +438,27 @@ pub fn nested(parent: &str, child: &str) -> serde_json::Value {
     serde_json::json!({"value": child, "parent": {"value": parent}})
 }
 
+/// The directories of a test's cgroup root that exist: `<mount>/<controller>/<root>`
+/// in each v1 hierarchy, and `<mount>/<root>` on a cgroup v2-only host.
+pub fn cgroup_tops(root: &str) -> Vec<std::path::PathBuf> {
+    let mount = std::path::Path::new("/sys/fs/cgroup");
+    let Ok(controllers) = std::fs::read_dir(mount) else {
+        return Vec::new();
+    };
+    controllers
+        .flatten()
+        .map(|c| c.path().join(root))
+        .chain(std::iter::once(mount.join(root)))
+        .filter(|top| top.is_dir())
+        .collect()
+}
+
 /// Removes `<mount>/<controller>/<root>` (and anything left below it) in every
 /// hierarchy, deepest first. Only ever called with a test's own root name.
 fn remove_cgroup_tree(root: &str) {
     assert!(root.starts_with("nestguard-e2e-"));
     remove_root_lock(root);
-    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
-        return;
-    };
-    for controller in controllers.flatten() {
-        let top = controller.path().join(root);
-        if !top.is_dir() {
-            continue;
-        }
+    for top in cgroup_tops(root) {
         let mut dirs = vec![top.clone()];
         let mut i = 0;
         while i < dirs.len() {

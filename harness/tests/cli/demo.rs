@@ -79,6 +79,8 @@ fn leftover_cgroups(root: &str) -> Vec<std::path::PathBuf> {
                 .ends_with(&format!("%2F{root}.lock"))
         })
         .map(|e| e.path());
+    // On a cgroup v2-only host the root is `/sys/fs/cgroup/<root>` itself.
+    let unified = std::path::Path::new("/sys/fs/cgroup").join(root);
     std::fs::read_dir("/sys/fs/cgroup")
         .into_iter()
         .flatten()
@@ -88,6 +90,7 @@ fn leftover_cgroups(root: &str) -> Vec<std::path::PathBuf> {
         .flatten()
         .filter(|e| e.file_name().to_string_lossy() == root)
         .map(|e| e.path())
+        .chain(unified.is_dir().then_some(unified))
         .chain(claims)
         .collect()
 }

@@ -289,14 +289,7 @@ impl Drop for Door {
 /// deepest first. Only ever called with this file's own root names.
 fn kill_and_remove_cgroups(root: &str) {
     assert!(root.starts_with("nestguard-e2e-sec-"));
-    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
-        return;
-    };
-    for controller in controllers.flatten() {
-        let top = controller.path().join(root);
-        if !top.is_dir() {
-            continue;
-        }
+    for top in agent_support::cgroup_tops(root) {
         let mut dirs = vec![top];
         let mut i = 0;
         while i < dirs.len() {
