@@ -26,6 +26,7 @@ mod isolator_volumes;
 mod launcher_cgroups;
 mod launcher_core;
 mod launcher_restart;
+mod posix_launcher;
 mod security_capabilities;
 mod security_exec_stage;
 mod security_exec_stage_image;

@@ -388,6 +388,7 @@ fn plan_with_stage(stage: StageIdentity) -> String {
         sandboxes: vec![std::env::temp_dir()],
         stage,
         rootfs: None,
+        posix: Default::default(),
     }
     .to_arg()
 }

@@ -44,10 +44,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::plan::{ExecPlan, StageUser};
+use super::plan::{ExecPlan, PosixLaunch, StageUser};
 use super::seal::{self, SealKey};
 use super::{STAGE_NAME, WRAPPED_STAGE};
-use super::{command_task, handover, launch_mounts, left_to_mesos};
+use super::{command_task, handover, launch_mounts, left_to_mesos, posix_launcher};
 
 /// The environment variable that carries the launch info (Mesos' flag
 /// `--launch_info` read from the environment with the helper's prefix).
@@ -159,6 +159,16 @@ pub enum Joins {
 /// [`rewrite`] for a helper that joins another container's mount namespace
 /// as `joins` says.
 pub fn rewrite_for(text: &str, key_dir: &Path, joins: Joins) -> Result<Option<String>, String> {
+    Ok(rewrite_with_plan(text, key_dir, joins)?.map(|(text, _)| text))
+}
+
+/// [`rewrite_for`], with what the wrapper itself must do under Mesos' posix
+/// launcher ([`super::posix_launcher`]).
+fn rewrite_with_plan(
+    text: &str,
+    key_dir: &Path,
+    joins: Joins,
+) -> Result<Option<(String, PosixLaunch)>, String> {
     let Ok(mut info) = serde_json::from_str::<Value>(text) else {
         return Ok(None);
     };
@@ -223,7 +233,12 @@ pub fn rewrite_for(text: &str, key_dir: &Path, joins: Joins) -> Result<Option<St
             args.splice(3..3, handed.into_iter().map(Value::String));
         }
     }
-    Ok(Some(info.to_string()))
+    if plan.posix.unshare != 0 {
+        // Mesos' helper mounts only where it sees CLONE_NEWNS cloned.
+        let flags = posix_launcher::clone_flags(plan.posix.unshare);
+        obj.insert("clone_namespaces".into(), serde_json::json!(flags));
+    }
+    Ok(Some((info.to_string(), plan.posix)))
 }
 
 /// The user to switch to, resolved from the launch info's `user` (`name`)
@@ -356,11 +371,15 @@ pub fn run(args: &[OsString]) -> String {
         && let Some(text) = std::env::var_os(LAUNCH_INFO_ENV)
     {
         let joins = joins_mount_namespace(args, std::env::var_os(NAMESPACE_MNT_TARGET_ENV));
-        match rewrite_for(&text.to_string_lossy(), Path::new(seal::KEY_DIR), joins) {
-            Ok(Some(new)) => {
+        match rewrite_with_plan(&text.to_string_lossy(), Path::new(seal::KEY_DIR), joins) {
+            Ok(Some((new, posix))) => {
                 // SAFETY: single-threaded here (the wrapper's main, before
                 // any thread), as set_var requires.
                 unsafe { std::env::set_var(LAUNCH_INFO_ENV, new) };
+                if let Err(e) = posix_launcher::enter(&posix) {
+                    wait_for_agent(args);
+                    return format!("under Mesos' posix launcher: {e}");
+                }
             }
             Ok(None) => {}
             Err(e) => {

@@ -80,11 +80,12 @@ pub mod handover;
 pub mod launch_mounts;
 pub mod left_to_mesos;
 pub mod plan;
+pub mod posix_launcher;
 pub mod rootfs;
 pub mod seal;
 pub mod stage;
 
-pub use plan::{ExecPlan, PlanError, StageIdentity};
+pub use plan::{ExecPlan, PlanError, PosixLaunch, StageIdentity};
 
 /// The stage binary's file name (installed beside `libnestguard.so`).
 pub const STAGE_NAME: &str = "nestguard-exec";

@@ -62,6 +62,45 @@ pub struct ExecPlan {
     /// never chooses the tree the stage pivots into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rootfs: Option<std::path::PathBuf>,
+    /// What Mesos' posix launcher does not do (the agent's `--launcher=posix`,
+    /// the only launcher of Mesos 1.11 that starts on a cgroup v2-only
+    /// host), the wrapper does before Mesos' helper runs
+    /// ([`super::posix_launcher`]). Sealed, so the tenant never chooses.
+    #[serde(default, skip_serializing_if = "PosixLaunch::is_empty")]
+    pub posix: PosixLaunch,
+}
+
+/// The namespaces and the cgroup of a container started by Mesos' posix
+/// launcher, which clones no namespace and joins no cgroup.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PosixLaunch {
+    /// `CLONE_NEW*` flags of the namespaces to create (the isolators'
+    /// `clone_namespaces`, which Mesos' posix launcher refuses).
+    #[serde(default)]
+    pub unshare: i32,
+    /// The `cgroup.procs` files to join before anything runs: the
+    /// container's v2 `leaf` (an `isolate` after the fork would come after
+    /// the wrapper's own fork into the new pid namespace).
+    #[serde(default)]
+    pub cgroup_procs: Vec<std::path::PathBuf>,
+    /// `CLONE_NEW*` flags of the parent's namespaces to enter (never the
+    /// mount one: Mesos' helper enters that itself, after `execve`).
+    #[serde(default)]
+    pub enter: i32,
+    /// The parent's process whose namespaces are entered, and its start
+    /// time (a pid reused by another process is refused).
+    #[serde(default)]
+    pub enter_pid: u32,
+    /// See `enter_pid`.
+    #[serde(default)]
+    pub enter_start_time: u64,
+}
+
+impl PosixLaunch {
+    /// Nothing to do (any other launcher).
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// The stage binary's path, device and inode.
@@ -184,6 +223,7 @@ impl ExecPlan {
                 ino: 2,
             },
             rootfs: None,
+            posix: PosixLaunch::default(),
         }
     }
 
@@ -288,6 +328,7 @@ mod tests {
                 ino: 2,
             },
             rootfs: None,
+            posix: PosixLaunch::default(),
         }
     }
 

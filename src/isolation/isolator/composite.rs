@@ -9,6 +9,7 @@
 //! merged launch info with its built-in isolators' by the same rules.
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use prost::Message;
@@ -172,6 +173,15 @@ impl Composite {
         self
     }
 
+    /// Under Mesos' posix launcher, the container's `cgroup.procs` files for
+    /// the wrapper to join (none without cgroups of ours).
+    fn cgroup_procs_for_posix(&self, stage: &ExecStage, id: &ContainerId) -> Vec<PathBuf> {
+        match &self.cgroups {
+            Some(cgroups) if stage.posix() => cgroups.procs_files(id).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The cgroups manager the `cgroups` isolator uses, to plug into the
     /// launcher (`Launcher::with_cgroups`), so processes join their cgroups
     /// before they run and are killed through them.
@@ -326,10 +336,15 @@ impl Isolator for Composite {
         // (ours, onto /proc) join them.
         if let Some(stage) = &self.exec_stage {
             let info = merged.get_or_insert_with(ContainerLaunchInfo::default);
-            stage.wrap(id, config, info)?;
+            stage.wrap(id, config, info, self.cgroup_procs_for_posix(stage, id))?;
         }
         if let Some(m) = merged.as_mut() {
             finish(m);
+            if self.exec_stage.as_ref().is_some_and(ExecStage::posix) {
+                // Mesos' posix launcher refuses namespaces: the wrapper makes
+                // and enters those sealed in the plan.
+                super::exec_stage_posix::for_posix_launcher(m);
+            }
         }
         tracing::debug!(container = %to_dotted(id), "isolators prepared");
         Ok(merged)
@@ -338,6 +353,9 @@ impl Isolator for Composite {
     /// Isolates with every isolator at once (one thread each, as Mesos'
     /// `await` over futures); the first failure is returned after all ended.
     fn isolate(&self, id: &ContainerId, pid: u32) -> Result<()> {
+        if let Some(stage) = &self.exec_stage {
+            stage.isolate(id, pid);
+        }
         let isolators = self.for_container(id);
         let results: Vec<Result<()>> = std::thread::scope(|scope| {
             let handles: Vec<_> = isolators

@@ -27,11 +27,12 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::error::{IsolatorError, Result};
+use super::exec_stage_posix::PosixPids;
 use super::is_debug;
 use crate::container_id::to_dotted;
 use crate::isolation::exec_stage::seal::SealKey;
 use crate::isolation::exec_stage::{
-    ExecPlan, STAGE_NAME, StageIdentity, WRAPPED_STAGE, command_task, docker_command,
+    ExecPlan, PosixLaunch, STAGE_NAME, StageIdentity, WRAPPED_STAGE, command_task, docker_command,
 };
 use crate::isolation::seccomp;
 use crate::proto::mesos::slave::{ContainerConfig, ContainerLaunchInfo, ContainerState};
@@ -53,6 +54,9 @@ pub struct ExecStage {
     /// into one is refused at prepare, with an answer saying why (see
     /// [`ExecStage::refuse_debug_in_image`]).
     images: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// The agent runs Mesos' posix launcher: the plan carries the
+    /// namespaces and the cgroup for the wrapper to make and join.
+    posix: Option<PosixPids>,
 }
 
 /// What the stage needs intact until it has applied the defences (itself,
@@ -194,7 +198,29 @@ impl ExecStage {
             agent_mnt_ns,
             key,
             images: Default::default(),
+            posix: None,
         })
+    }
+
+    /// Under Mesos' posix launcher (`mesos_launcher=posix`), which neither
+    /// clones namespaces nor joins cgroups: see `exec_stage::posix_launcher`.
+    #[must_use]
+    pub fn under_posix_launcher(mut self, posix: bool) -> Self {
+        self.posix = posix.then(PosixPids::default);
+        self
+    }
+
+    /// Whether the agent runs Mesos' posix launcher.
+    pub fn posix(&self) -> bool {
+        self.posix.is_some()
+    }
+
+    /// The process Mesos started for `id` (its nested containers join its
+    /// namespaces through it under the posix launcher).
+    pub fn isolate(&self, id: &ContainerId, pid: u32) {
+        if let Some(pids) = &self.posix {
+            pids.note(id, pid);
+        }
     }
 
     fn images_held(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
@@ -227,6 +253,9 @@ impl ExecStage {
     /// After an agent restart: the recovered containers with their own
     /// image (a `MesosInfo.image` in their `ContainerInfo`).
     pub fn recover(&self, states: &[ContainerState]) {
+        if let Some(pids) = &self.posix {
+            pids.recover(states);
+        }
         let mut images = self.images_held();
         for state in states {
             let image = state
@@ -242,6 +271,9 @@ impl ExecStage {
 
     /// The container is gone.
     pub fn cleanup(&self, id: &ContainerId) {
+        if let Some(pids) = &self.posix {
+            pids.forget(id);
+        }
         self.images_held().remove(&to_dotted(id));
     }
 
@@ -252,6 +284,7 @@ impl ExecStage {
         id: &ContainerId,
         config: &ContainerConfig,
         info: &mut ContainerLaunchInfo,
+        cgroup_procs: Vec<PathBuf>,
     ) -> Result<()> {
         self.refuse_debug_in_image(id, config)?;
         let rootfs = image_root(id, config)?;
@@ -276,6 +309,10 @@ impl ExecStage {
             stage: StageIdentity::of(&self.path)
                 .map_err(IsolatorError::io("stat", self.path.as_path()))?,
             rootfs,
+            posix: match &self.posix {
+                Some(pids) => pids.launch(id, info, cgroup_procs)?,
+                None => PosixLaunch::default(),
+            },
         };
         info.bounding_capabilities = None;
         info.effective_capabilities = None;

@@ -98,6 +98,7 @@ pub mod disk;
 pub mod environment;
 mod error;
 pub mod exec_stage;
+mod exec_stage_posix;
 pub mod filesystem;
 pub mod hardening;
 pub mod namespace_policy;

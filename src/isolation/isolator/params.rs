@@ -26,6 +26,7 @@
 //! | `seccomp_profile_name` | Docker's default (built in) | default profile, a file in `seccomp_config_dir` (Mesos' `--seccomp_profile_name`) |
 //! | `seccomp_allow_unconfined` | `false` | honour `LinuxInfo.seccomp.unconfined` |
 //! | `launcher` | `nestguard` | what runs the containers: `nestguard`, or `mesos` (Mesos 1.11's launch helper; the C++ shim sets it) |
+//! | `mesos_launcher` | `posix` on a cgroup v2-only host, else `linux` | with `launcher=mesos`: the agent's `--launcher`. Under `posix` (Mesos 1.11's only launcher on a v2-only host) the isolator hands no namespace to Mesos' posix launcher, which refuses them; the wrapper joins the container's cgroup and makes its namespaces instead (`exec_stage::posix_launcher`) |
 //! | `exec_stage_keys` | `/run/nestguard/exec-stage` | with `launcher=mesos`: where the module writes the key that seals its stage commands (root only); the `mesos-containerizer` wrapper reads the keys there and hands the user switch only to sealed commands |
 //! | `exec_stage` | `nestguard-exec` beside the library | with `launcher=mesos`: the exec stage that applies capabilities, `no_new_privileges`, seccomp and read-only kernel paths (see `exec_stage`); the module does not load without it |
 //!
@@ -71,7 +72,7 @@ pub const ISOLATORS: [&str; 8] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 24] = [
+const KEYS: [&str; 25] = [
     "isolation",
     "cgroups_owner",
     "cgroups_mount_root",
@@ -94,6 +95,7 @@ const KEYS: [&str; 24] = [
     "seccomp_profile_name",
     "seccomp_allow_unconfined",
     "launcher",
+    "mesos_launcher",
     "exec_stage",
     "exec_stage_keys",
 ];
@@ -129,6 +131,9 @@ pub struct IsolatorParams {
     pub seccomp_allow_unconfined: bool,
     /// Mesos' own launch helper runs the containers (`launcher=mesos`).
     pub mesos_launcher: bool,
+    /// The agent runs `--launcher=posix` (`mesos_launcher=posix`): the exec
+    /// stage's wrapper makes the namespaces and joins the cgroup.
+    pub mesos_posix_launcher: bool,
     /// `disk/du`'s sampling interval (`None`: a walk per `usage`).
     pub disk_watch_interval: Option<Duration>,
     /// The exec stage under Mesos' launcher (`None`: beside the library).
@@ -232,6 +237,18 @@ fn cgroups_config(map: &HashMap<&str, &str>) -> Result<CgroupsConfig> {
         cgroups.destroy_timeout = Duration::from_secs(number("cgroups_destroy_timeout_secs", v)?);
     }
     Ok(cgroups)
+}
+
+/// Whether the Mesos agent's launcher is its posix one (`mesos_launcher`:
+/// `linux` or `posix`), by default on a cgroup v2-only host, where Mesos
+/// 1.11's LinuxLauncher (built on the v1 freezer) cannot start.
+fn mesos_launcher_is_posix(map: &HashMap<&str, &str>, mount_root: &Path) -> Result<bool> {
+    Ok(match map.get("mesos_launcher").copied() {
+        None => !uses_v1(mount_root),
+        Some("linux") => false,
+        Some("posix") => true,
+        Some(other) => return Err(parameter("mesos_launcher", "'linux' or 'posix'", other)),
+    })
 }
 
 /// Whether `launcher` names Mesos' launcher rather than ours.
@@ -399,6 +416,8 @@ impl IsolatorParams {
         let map = known_keys_once(pairs)?;
         let cgroups = cgroups_config(&map)?;
         let mesos_launcher = launcher_is_mesos(&map)?;
+        let mesos_posix_launcher =
+            mesos_launcher && mesos_launcher_is_posix(&map, &cgroups.mount_root)?;
         // Under a Mesos agent, as Mesos' own `disk/du`: 15 s by default.
         let disk_watch_interval = match map.get("disk_watch_interval_secs") {
             Some(v) => Some(Duration::from_secs(number("disk_watch_interval_secs", v)?)),
@@ -450,6 +469,7 @@ impl IsolatorParams {
                 .get("seccomp_allow_unconfined")
                 .map_or(Ok(false), |v| boolean("seccomp_allow_unconfined", v))?,
             mesos_launcher,
+            mesos_posix_launcher,
             disk_watch_interval,
             exec_stage: file("exec_stage"),
             exec_stage_keys: file("exec_stage_keys")
@@ -538,11 +558,14 @@ impl Composite {
         // Under Mesos' launcher the stage applies what Mesos 1.11's helper
         // aborts on (capabilities, seccomp where cap_last_cap > 37).
         let exec_stage = if params.mesos_launcher {
-            Some(ExecStage::new(
-                params.exec_stage.clone().unwrap_or_else(default_stage_path),
-                &params.exec_stage_keys,
-                &params.cgroups.cgroups_root.display().to_string(),
-            )?)
+            Some(
+                ExecStage::new(
+                    params.exec_stage.clone().unwrap_or_else(default_stage_path),
+                    &params.exec_stage_keys,
+                    &params.cgroups.cgroups_root.display().to_string(),
+                )?
+                .under_posix_launcher(params.mesos_posix_launcher),
+            )
         } else {
             None
         };
