@@ -1,18 +1,6 @@
 # The checks of run.sh (sourced by it: uses its helpers and variables).
 # Order matters: later checks use containers made by earlier ones.
 
-json_get() {  # json_get <python expression over d> < response body
-  python3 -c 'import json,sys
-d=json.loads(sys.stdin.read() or "null")
-try:
-    v=eval(sys.argv[1])
-except Exception:
-    v=None
-print("" if v is None else v)' "$@"
-}
-body_of() { cut -d' ' -f2- <<<"$1"; }
-containers() { body_of "$(call ops "$CONTAINERS")"; }
-has_container() { containers | grep -q "\"value\":\"$1\""; }
 cgroup_dirs_named() { find "$CG"/*/"$MCG" "$CG"/*/"$NCG" -type d -name "$1" 2>/dev/null; }
 # First pid of a container (Mesos' freezer cgroup of the linux launcher).
 container_pid() {  # container_pid <path under freezer/$MCG>

@@ -15,7 +15,8 @@
 # default nobody), WORK_BASE (where the work dir is made, default
 # /var/lib/nestguard-real-mesos: below directories only root may write).
 #
-# Root only (cgroups, the linux launcher). Everything it creates is named
+# Root only (cgroups, the linux launcher; on a cgroup v2-only host the
+# posix one and checks-v2.sh). Everything it creates is named
 # after this run (ports picked free, cgroup roots mesos-ngrm<pid> and
 # nestguard-ngrm<pid>, a work dir under $TMPDIR) and removed at exit.
 set -uo pipefail
@@ -45,6 +46,13 @@ chmod 755 "$WORK"
 MCG="mesos-$RID"        # Mesos' --cgroups_root
 NCG="nestguard-$RID"    # the isolator's cgroups_root
 CG=/sys/fs/cgroup
+# A cgroup v2-only host (scripts/vm-real-mesos.sh runs this in such a VM):
+# Mesos 1.11 starts there with its posix launcher only, and the checks are
+# checks-v2.sh's.
+V2=0
+[ "$(stat -fc %T "$CG")" = cgroup2fs ] && V2=1
+AGENT_LAUNCHER=linux
+[ "$V2" = 1 ] && AGENT_LAUNCHER=posix
 PASSED=0
 FAILED=0
 pass() { echo "PASS $1"; PASSED=$((PASSED + 1)); }
@@ -62,9 +70,12 @@ stop_pid() {
   kill -KILL "$pid" 2>/dev/null
   for i in $(seq 20); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
 }
-# Our cgroup directories in every v1 controller, deepest first.
+# Our cgroup directories in every v1 controller (v2: in the one
+# hierarchy), deepest first.
 our_cgroups() {
-  find "$CG"/*/"$MCG" "$CG"/*/"$NCG" -mindepth 0 -type d 2>/dev/null | awk '{print length($0) " " $0}' |
+  local tops=("$CG"/*/"$MCG" "$CG"/*/"$NCG")
+  [ "$V2" = 1 ] && tops=("$CG/$MCG" "$CG/$NCG")
+  find "${tops[@]}" -mindepth 0 -type d 2>/dev/null | awk '{print length($0) " " $0}' |
     sort -rn | cut -d' ' -f2-
 }
 # Mounts at or under <dir>, deepest first (Mesos' filesystem/linux binds the
@@ -101,9 +112,16 @@ cleanup() {
   rm -f /run/nestguard/cgroups-roots/*"nestguard-$RID".lock /run/nestguard/cgroups-roots/*"nestguard-$RID-ng".lock 2>/dev/null
   # The isolator's sealing keys (named after its cgroups_root).
   rm -f /run/nestguard/exec-stage/"nestguard-$RID".key 2>/dev/null
-  if [ "$FAILED" -gt 0 ] || [ "$rc" != 0 ]; then
+  # (Not in a guest of scripts/vm.sh, which sees the cache read-only.)
+  if { [ "$FAILED" -gt 0 ] || [ "$rc" != 0 ]; } && [ -w "$CACHE" ] && touch "$CACHE/.w" 2>/dev/null; then
+    rm -f "$CACHE/.w"
     rm -rf "$CACHE/last-run"; mkdir -p "$CACHE/last-run"
     cp "$WORK"/*.log "$WORK"/*.json "$CACHE/last-run/" 2>/dev/null
+  fi
+  # A v2-only host: Mesos' LinuxLauncher (checks-v2.sh starts it once)
+  # mounts a v1 freezer hierarchy on a cgroup it makes; undo both.
+  if [ -e "$WORK/freezer-ours" ]; then
+    umount /sys/fs/cgroup/freezer 2>/dev/null; rmdir /sys/fs/cgroup/freezer 2>/dev/null
   fi
   if [ "${KEEP_WORK:-0}" = 1 ]; then echo "work dir kept: $WORK" >&2; else rm -rf "$WORK"; rmdir "$WORK_BASE" 2>/dev/null; fi
   exit "$rc"
@@ -233,6 +251,18 @@ call() {  # call <who> <json>: who = none | ops | fw | intruder | wrong | bearer
   esac 2>&1
 }
 status_of() { cut -d' ' -f1 <<<"$1"; }
+json_get() {  # json_get <python expression over d> < response body
+  python3 -c 'import json,sys
+d=json.loads(sys.stdin.read() or "null")
+try:
+    v=eval(sys.argv[1])
+except Exception:
+    v=None
+print("" if v is None else v)' "$@"
+}
+body_of() { cut -d' ' -f2- <<<"$1"; }
+containers() { body_of "$(call ops "$CONTAINERS")"; }
+has_container() { containers | grep -q "\"value\":\"$1\""; }
 expect() {  # expect <check> <wanted status> <who> <json>
   local r; r="$(call "$3" "$4")"
   if [ "$(status_of "$r")" = "$2" ]; then echo ok; else echo "wanted $2, got ${r:0:300}"; fi
@@ -276,7 +306,7 @@ agent_registered() {
 AGENT_PID=""
 agent_flags() {  # common flags; $1 = with | without (the nestguard modules), $2 = --isolation (optional)
   local f=(--work_dir="$WORK/agent" --runtime_dir="$WORK/run" --launcher_dir="$LAUNCHER"
-    --master="$MASTER" --ip=127.0.0.1 --port="$AP" --hostname=127.0.0.1 --launcher=linux
+    --master="$MASTER" --ip=127.0.0.1 --port="$AP" --hostname=127.0.0.1 --launcher="$AGENT_LAUNCHER"
     --no-systemd_enable_support --resources="cpus:4;mem:4096;disk:1024"
     --fetcher_cache_dir="$WORK/fetch" --appc_store_dir="$WORK/appc"
     --docker_store_dir="$WORK/docker" --docker_volume_checkpoint_dir="$WORK/dvc"
@@ -324,5 +354,9 @@ grep -q "Creating 'io_nestguard_Authorizer' authorizer" "$WORK/agent.log" &&
   grep -q "io_nestguard_CredentialHook" "$WORK/modules.json" &&
   pass agent-loads-modules || fail agent-loads-modules "module names missing from the agent log"
 
-[ "${SKIP_LOAD:-0}" = 1 ] || source "$here/load.sh"
-source "$here/checks.sh"
+if [ "$V2" = 1 ]; then
+  source "$here/checks-v2.sh"
+else
+  [ "${SKIP_LOAD:-0}" = 1 ] || source "$here/load.sh"
+  source "$here/checks.sh"
+fi
