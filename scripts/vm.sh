@@ -119,7 +119,10 @@ boot() {  # boot <accel: kvm|tcg> <timeout> <guest command>
   local args=(--run "$VM_KERNEL" --memory "$VM_MEMORY" --cpus "$VM_CPUS" "${rw[@]}"
     --append "quiet loglevel=1" --exec "$3")
   [ "$accel" = tcg ] && args=(--disable-kvm "${args[@]}")
-  setsid timeout --kill-after=10 "$limit" "$VNG" "${args[@]}" </dev/null &
+  # Through a pipe: virtme-ng reopens its output, so a file shared with
+  # this script's own messages would be written at two offsets.
+  setsid bash -c 'timeout --kill-after=10 "$@" | cat; exit "${PIPESTATUS[0]}"' vm \
+    "$limit" "$VNG" "${args[@]}" </dev/null &
   pgid=$!
   wait "$pgid"
   local rc=$?
