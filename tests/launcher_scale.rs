@@ -14,6 +14,17 @@ use nestguard::isolation::{Mode, process};
 /// fd and zombie counts are per process: the two tests must not overlap.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Destroys a pod when dropped: its executor sleeps for an hour (a
+/// thousand launches under emulation take minutes), so a failing test must
+/// not leave it behind.
+struct PodGuard<'a>(&'a Fixture, nestguard::proto::mesos::ContainerId);
+
+impl Drop for PodGuard<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.l().destroy(&self.1);
+    }
+}
+
 fn mounts() -> usize {
     read("/proc/self/mountinfo").lines().count()
 }
@@ -27,8 +38,9 @@ fn destroy_pod_with_100_nested_containers() {
     let f = Fixture::new_tmpfs(Mode::Linux);
     let mounts_before = mounts();
     let (pod, pod_pid) = f
-        .try_launch("nestguard-big", executor("sleep 100"))
+        .try_launch("nestguard-big", executor("sleep 3600"))
         .unwrap();
+    let _pod_guard = PodGuard(&f, pod.clone());
     let mut pids = vec![pod_pid];
     for i in 0..100 {
         // Each task also forks a background process.
@@ -66,8 +78,9 @@ fn thousand_launches_no_failure_no_leak() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let f = Fixture::new_tmpfs(Mode::Linux);
     let (pod, _) = f
-        .try_launch("nestguard-loop", executor("sleep 100"))
+        .try_launch("nestguard-loop", executor("sleep 3600"))
         .unwrap();
+    let _pod_guard = PodGuard(&f, pod.clone());
     // Warm up once so lazily opened descriptors don't count as growth.
     let (w, _) = f.launch("nestguard-loop.warm", "true");
     f.wait(&w);
@@ -99,8 +112,9 @@ fn concurrent_launches_from_many_host_threads() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let f = Fixture::new_tmpfs(Mode::Linux);
     let (pod, _) = f
-        .try_launch("nestguard-threads", executor("sleep 100"))
+        .try_launch("nestguard-threads", executor("sleep 3600"))
         .unwrap();
+    let _pod_guard = PodGuard(&f, pod.clone());
     std::thread::scope(|s| {
         for t in 0..4 {
             let f = &f;
@@ -126,8 +140,9 @@ fn destroy_races_with_nested_launches() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let f = Fixture::new_tmpfs(Mode::Linux);
     let (pod, _) = f
-        .try_launch("nestguard-race", executor("sleep 100"))
+        .try_launch("nestguard-race", executor("sleep 3600"))
         .unwrap();
+    let _pod_guard = PodGuard(&f, pod.clone());
     let pids = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         s.spawn(|| {

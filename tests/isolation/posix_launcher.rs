@@ -42,9 +42,9 @@ impl std::ops::DerefMut for Relay {
     }
 }
 
-/// Starts the subject: `launch`, then `sh -c script` in `dir`.
-fn start(launch: &PosixLaunch, script: &str, dir: &Path) -> Relay {
-    // target/<profile>/deps/<this test> -> target/<profile>/examples/.
+/// The subject's path: target/<profile>/deps/<this test> ->
+/// target/<profile>/examples/.
+fn subject() -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();
     let subject = exe
         .parent()
@@ -57,8 +57,13 @@ fn start(launch: &PosixLaunch, script: &str, dir: &Path) -> Relay {
          posix_launcher_subject`",
         subject.display()
     );
+    subject
+}
+
+/// Starts the subject: `launch`, then `sh -c script` in `dir`.
+fn start(launch: &PosixLaunch, script: &str, dir: &Path) -> Relay {
     Relay(
-        Command::new(subject)
+        Command::new(subject())
             .arg(serde_json::to_string(launch).unwrap())
             .arg(script)
             .current_dir(dir)
@@ -225,7 +230,115 @@ fn a_nested_container_enters_its_parents_ipc_and_pid_namespaces() {
         enter_start_time: start_time + 1,
         ..nested
     };
-    let mut refused = start(&stale, "exit 0", dir.path());
-    assert_eq!(wait(&mut refused).code(), Some(99));
+    let out = Command::new(subject())
+        .arg(serde_json::to_string(&stale).unwrap())
+        .arg("exit 0")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(99));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("the parent's process {pid} is gone")),
+        "{err}"
+    );
     drop(parent);
+}
+
+/// The pid namespace of a process's parent namespace (`NS_GET_PARENT`).
+fn parent_pid_namespace(pid: u32) -> u64 {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/pid")).unwrap();
+    // SAFETY: NS_GET_PARENT (_IO(0xb7, 0x2)) on a namespace descriptor
+    // returns a new descriptor or -1.
+    let fd = unsafe { libc::ioctl(ns.as_raw_fd(), 0xb702) };
+    assert!(
+        fd >= 0,
+        "NS_GET_PARENT: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: a descriptor the kernel just gave us.
+    let parent = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    parent.metadata().unwrap().ino()
+}
+
+fn pid_namespace(pid: u32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}/ns/pid"))
+        .unwrap()
+        .ino()
+}
+
+/// A container nested in a nested container: entered through the middle
+/// container's process, it lands in the middle container's own pid
+/// namespace, not the pod's (the middle one's relays are two deep).
+#[test]
+fn a_container_two_levels_down_enters_its_own_parent_not_the_pod() {
+    if !require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let enter_from = |relay: &Relay, launch: PosixLaunch| {
+        let pid = relay.id();
+        let start_time = nestguard::isolation::process::stat(pid as i32)
+            .unwrap()
+            .unwrap()
+            .start_time;
+        PosixLaunch {
+            enter: libc::CLONE_NEWIPC | libc::CLONE_NEWPID,
+            enter_pid: pid,
+            enter_start_time: start_time,
+            ..launch
+        }
+    };
+    let ready = |name: &str| {
+        let path = dir.path().join(name);
+        wait_until(name, Duration::from_secs(20), || path.exists());
+    };
+    let pod = start(
+        &PosixLaunch {
+            unshare: NEW,
+            ..PosixLaunch::default()
+        },
+        "touch pod; exec sleep 60",
+        dir.path(),
+    );
+    ready("pod");
+    let own = PosixLaunch {
+        unshare: libc::CLONE_NEWNS | libc::CLONE_NEWPID,
+        ..PosixLaunch::default()
+    };
+    let middle = start(
+        &enter_from(&pod, own.clone()),
+        "echo $$ > middle-pid; touch middle; exec sleep 60",
+        dir.path(),
+    );
+    ready("middle");
+    let inner = start(
+        &enter_from(&middle, own),
+        "echo $$ > inner-pid; touch inner; exec sleep 60",
+        dir.path(),
+    );
+    ready("inner");
+    // Their commands, as the host sees them: the innermost child of each
+    // chain of relays.
+    let command = |relay: &Relay| {
+        let mut pid = relay.id();
+        loop {
+            let children = read(Path::new(&format!("/proc/{pid}/task/{pid}/children")));
+            match children.split_whitespace().next() {
+                Some(child) => pid = child.parse().unwrap(),
+                None => return pid,
+            }
+        }
+    };
+    let (pod_cmd, middle_cmd, inner_cmd) = (command(&pod), command(&middle), command(&inner));
+    assert_eq!(parent_pid_namespace(middle_cmd), pid_namespace(pod_cmd));
+    assert_eq!(
+        parent_pid_namespace(inner_cmd),
+        pid_namespace(middle_cmd),
+        "the inner container's pid namespace is inside the middle one's"
+    );
+    drop((inner, middle, pod));
 }

@@ -132,12 +132,20 @@ check v2-pod-with-nested-containers "$r"
 # a nested container has its own mount and pid namespaces and shares its
 # parent's IPC one; a debug session enters all of its parent's.
 same_ns() { [ "$(readlink "/proc/$1/ns/$3")" = "$(readlink "/proc/$2/ns/$3")" ]; }
+ns_inode() { stat -Lc %i "/proc/$1/ns/$2"; }
+parent_pid_ns() {  # the inode of the parent of <pid>'s pid namespace (NS_GET_PARENT)
+  python3 -c 'import fcntl, os, sys
+fd = os.open("/proc/%s/ns/pid" % sys.argv[1], os.O_RDONLY)
+print(os.fstat(fcntl.ioctl(fd, 0xb702)).st_ino)' "$1" 2>/dev/null
+}
 r=ok
 if [ -z "$N2PID" ] || [ -z "$PPID_" ]; then r="no pod (see v2-pod-with-nested-containers)"
 else
   same_ns "$N2PID" "$PPID_" ipc || r="$N2 has an IPC namespace of its own, not its parent's"
   same_ns "$N2PID" "$PPID_" mnt && r="$N2 shares its parent's mount namespace"
   same_ns "$N2PID" "$PPID_" pid && r="$N2 shares its parent's pid namespace"
+  [ "$r" = ok ] && [ "$(parent_pid_ns "$N2PID")" != "$(ns_inode "$PPID_" pid)" ] &&
+    r="$N2's pid namespace is not inside its parent's"
 fi
 check v2-nested-namespaces-as-under-mesos-linux-launcher "$r"
 # A debug session needs an executor's container (Mesos attaches its output
@@ -176,6 +184,17 @@ else
   fi
 fi
 check v2-debug-session-enters-its-parent "$r"
+# With a terminal: Mesos' helper makes it the controlling one, which only
+# a session leader may (the wrapper's fork makes its child one).
+r=ok
+if [ -z "$EPID" ]; then r="no executor container"
+else
+  st="$(timeout 120 python3 "$CLIENT" session "$AGENT" "$(printf '{"type":"LAUNCH_NESTED_CONTAINER_SESSION","launch_nested_container_session":{"container_id":%s,"command":{"shell":true,"value":"tty"},"container":{"type":"MESOS","tty_info":{}}}}' \
+    "$(cid_json "$D-tty" "$EXEC")")" "ops:$OPS_SECRET" 2>&1)"
+  [ "$(status_of "$st")" = 200 ] && printf '%s' "${st#*| output:}" | grep -q /dev/pts/ ||
+    r="session with a tty: ${st:0:300}"
+fi
+check v2-debug-session-with-a-terminal "$r"
 [ -f "$WORK/framework.pid" ] && stop_pid "$(cat "$WORK/framework.pid")"
 
 # ---- agent restart: running containers stay manageable
@@ -188,6 +207,16 @@ if [ "$r" = ok ] && start_agent agent-recovered with; then
   for i in $(seq 60); do has_container "$P" && break; sleep 0.5; done
   has_container "$P" || r="$P not listed after the restart: $(call ops "$CONTAINERS" | cut -c1-200)"
   [ "$r" = ok ] && { has_container "$N2" || r="$N2 not listed after the restart"; }
+  # A new nested container under the recovered parent enters its
+  # namespaces through the process noted before the restart.
+  N3="v2n3-$RID"
+  [ "$r" = ok ] && r="$(expect x 200 ops "$(launch_json "$N3" "$P" "test \$(stat -Lc %i /proc/self/ns/ipc) = $(ns_inode "$PPID_" ipc)")")"
+  if [ "$r" = ok ]; then
+    w="$(call ops "$(wait_json "$N3" "$P")")"
+    [ "$(body_of "$w" | json_get 'd["wait_container"].get("exit_status")')" = 0 ] ||
+      r="a nested container after the restart: ${w:0:300}"
+  fi
+  call ops "$(remove_json "$N3" "$P")" >/dev/null
   [ "$r" = ok ] && r="$(wait_then_kill "$N2" "$P")"
   [ "$r" = ok ] && [ -n "$N2PID" ] && r="$(gone "$N2PID")"
   call ops "$(remove_json "$N2" "$P")" >/dev/null

@@ -112,6 +112,7 @@ cleanup() {
   rm -f /run/nestguard/cgroups-roots/*"nestguard-$RID".lock /run/nestguard/cgroups-roots/*"nestguard-$RID-ng".lock 2>/dev/null
   # The isolator's sealing keys (named after its cgroups_root).
   rm -f /run/nestguard/exec-stage/"nestguard-$RID".key 2>/dev/null
+  rm -rf /run/nestguard/exec-stage/"nestguard-$RID".pids 2>/dev/null
   # (Not in a guest of scripts/vm.sh, which sees the cache read-only.)
   if { [ "$FAILED" -gt 0 ] || [ "$rc" != 0 ]; } && [ -w "$CACHE" ] && touch "$CACHE/.w" 2>/dev/null; then
     rm -f "$CACHE/.w"

@@ -81,6 +81,7 @@ pub mod launch_mounts;
 pub mod left_to_mesos;
 pub mod plan;
 pub mod posix_launcher;
+mod relay;
 pub mod rootfs;
 pub mod seal;
 pub mod stage;

@@ -20,7 +20,7 @@
 //! 2. unshares the mount, UTS and IPC namespaces, and marks `/` as a
 //!    recursive slave so no mount of the container reaches the host;
 //! 3. for a pid namespace (entered, then new: twice for a nested container
-//!    with its own inside its parent's), forks: the child (pid 1 there)
+//!    with its own inside its parent's), forks ([`super::relay`]): the child (pid 1 there)
 //!    goes on to Mesos' helper, the parent stays as the process Mesos
 //!    knows, relaying signals to the child and exiting as it exits
 //!    (a signal's death is mirrored by the same signal);
@@ -31,13 +31,11 @@
 //! Written by hand: no crate relays signals to a pid-namespace init and
 //! mirrors its status; the syscalls are `nix`'s.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, raise, sigprocmask};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, fork};
 
 use super::plan::PosixLaunch;
 
@@ -82,11 +80,11 @@ pub fn enter(posix: &PosixLaunch) -> Result<(), String> {
         // Into the parent's pid namespace first: a new one is made inside
         // it only by a process already there (as Mesos' LinuxLauncher
         // forks twice for a nested container).
-        fork_into_pid_namespace()?;
+        super::relay::fork_and_relay()?;
     }
     if flags.contains(CloneFlags::CLONE_NEWPID) {
         unshare(CloneFlags::CLONE_NEWPID).map_err(|e| format!("unshare CLONE_NEWPID: {e}"))?;
-        fork_into_pid_namespace()?;
+        super::relay::fork_and_relay()?;
     }
     Ok(())
 }
@@ -107,6 +105,10 @@ fn enter_parent(posix: &PosixLaunch) -> Result<(), String> {
     if pid <= 0 || !is_parent() {
         return Err(format!("the parent's process {pid} is gone"));
     }
+    // The container's namespaces are its innermost relay's: a nested
+    // container's process forked once into its parent's pid namespace and
+    // once more into its own (see `enter`).
+    let inner = innermost_relay(pid);
     let mut joins = Vec::new();
     for (flag, name) in [
         (libc::CLONE_NEWNET, "net"),
@@ -115,18 +117,45 @@ fn enter_parent(posix: &PosixLaunch) -> Result<(), String> {
         (libc::CLONE_NEWPID, "pid_for_children"),
     ] {
         if posix.enter & flag != 0 {
-            let path = format!("/proc/{pid}/ns/{name}");
+            let path = format!("/proc/{inner}/ns/{name}");
             let fd = std::fs::File::open(&path).map_err(|e| format!("open {path}: {e}"))?;
             joins.push((fd, CloneFlags::from_bits_truncate(flag), path));
         }
     }
-    if !is_parent() {
+    if !is_parent() || innermost_relay(pid) != inner {
         return Err(format!("the parent's process {pid} is gone"));
     }
     for (fd, flag, path) in joins {
         nix::sched::setns(fd, flag).map_err(|e| format!("setns {path}: {e}"))?;
     }
     Ok(())
+}
+
+/// The innermost of the relays that start at `pid`: while the one child
+/// of a process still runs the same binary (a relay that has not `exec`ed
+/// Mesos' helper), that child. Only the wrapper forks these; a tenant
+/// process is never a child of a relay.
+fn innermost_relay(pid: i32) -> i32 {
+    let exe = |p: i32| {
+        std::fs::metadata(format!("/proc/{p}/exe"))
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    let Some(binary) = exe(pid) else { return pid };
+    let mut current = pid;
+    for _ in 0..4 {
+        let children = std::fs::read_to_string(format!("/proc/{current}/task/{current}/children"))
+            .unwrap_or_default();
+        let mut ids = children.split_whitespace();
+        let (Some(only), None) = (ids.next(), ids.next()) else {
+            break;
+        };
+        match only.parse::<i32>() {
+            Ok(child) if exe(child) == Some(binary) => current = child,
+            _ => break,
+        }
+    }
+    current
 }
 
 /// Writes `0` (the writer) into each `cgroup.procs`.
@@ -141,63 +170,6 @@ fn write_zero(file: &Path) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().write(true).open(file)?;
     f.write_all(b"0")
-}
-
-/// Forks into the pid namespace unshared or entered; returns in the child.
-fn fork_into_pid_namespace() -> Result<(), String> {
-    // Every signal blocked from before the fork: none reaching the parent
-    // between the fork and its wait is lost; the child restores the mask.
-    let mut old = SigSet::empty();
-    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), Some(&mut old))
-        .map_err(|e| format!("block signals: {e}"))?;
-    // SAFETY: the wrapper is single-threaded (its main, before any thread);
-    // the child only makes syscalls before it `execve`s Mesos' helper.
-    match unsafe { fork() }.map_err(|e| format!("fork into the pid namespace: {e}"))? {
-        ForkResult::Child => {
-            // The child dies with the relay (Mesos' destroy kills that one).
-            // SAFETY: prctl with constant arguments.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-            sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None)
-                .map_err(|e| format!("restore the signal mask: {e}"))?;
-            Ok(())
-        }
-        ForkResult::Parent { child } => relay(child),
-    }
-}
-
-/// Forwards every catchable signal to `child` until it ends, then ends
-/// the same way: its exit code, or death by its signal.
-fn relay(child: Pid) -> ! {
-    let all = SigSet::all();
-    loop {
-        let Ok(signal) = all.wait() else { continue };
-        if signal != Signal::SIGCHLD {
-            let _ = kill(child, signal);
-            continue;
-        }
-        match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => std::process::exit(code),
-            Ok(WaitStatus::Signaled(_, signal, _)) => die_by(signal),
-            Ok(_) => {}
-            Err(e) => {
-                debug_assert!(false, "waitpid: {e}");
-                std::process::exit(1)
-            }
-        }
-    }
-}
-
-/// Dies by `signal` with its default action, as the child did.
-fn die_by(signal: Signal) -> ! {
-    // SAFETY: resetting a disposition to the default.
-    unsafe {
-        let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigDfl);
-    }
-    let mut only = SigSet::empty();
-    only.add(signal);
-    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
-    let _ = raise(signal);
-    std::process::exit(128 + signal as i32)
 }
 
 #[cfg(test)]

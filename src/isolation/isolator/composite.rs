@@ -174,11 +174,19 @@ impl Composite {
     }
 
     /// Under Mesos' posix launcher, the container's `cgroup.procs` files for
-    /// the wrapper to join (none without cgroups of ours).
-    fn cgroup_procs_for_posix(&self, stage: &ExecStage, id: &ContainerId) -> Vec<PathBuf> {
+    /// the wrapper to join (none without the `cgroups` isolator). A
+    /// container without a cgroup of ours (nested in one nestguard did not
+    /// start) is refused: it would stay in the agent's cgroup.
+    fn cgroup_procs_for_posix(&self, stage: &ExecStage, id: &ContainerId) -> Result<Vec<PathBuf>> {
         match &self.cgroups {
-            Some(cgroups) if stage.posix() => cgroups.procs_files(id).unwrap_or_default(),
-            _ => Vec::new(),
+            Some(cgroups) if stage.posix() => cgroups.procs_files(id).map_err(|e| {
+                IsolatorError::Invalid(format!(
+                    "container '{}': under Mesos' posix launcher it joins its cgroup itself, \
+                     and it has none: {e}",
+                    to_dotted(id)
+                ))
+            }),
+            _ => Ok(Vec::new()),
         }
     }
 
@@ -336,7 +344,7 @@ impl Isolator for Composite {
         // (ours, onto /proc) join them.
         if let Some(stage) = &self.exec_stage {
             let info = merged.get_or_insert_with(ContainerLaunchInfo::default);
-            stage.wrap(id, config, info, self.cgroup_procs_for_posix(stage, id))?;
+            stage.wrap(id, config, info, self.cgroup_procs_for_posix(stage, id)?)?;
         }
         if let Some(m) = merged.as_mut() {
             finish(m);

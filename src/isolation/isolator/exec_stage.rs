@@ -57,6 +57,10 @@ pub struct ExecStage {
     /// The agent runs Mesos' posix launcher: the plan carries the
     /// namespaces and the cgroup for the wrapper to make and join.
     posix: Option<PosixPids>,
+    /// Where the key is, and its name: the posix launcher's processes are
+    /// kept beside it.
+    key_dir: PathBuf,
+    key_name: String,
 }
 
 /// What the stage needs intact until it has applied the defences (itself,
@@ -199,15 +203,27 @@ impl ExecStage {
             key,
             images: Default::default(),
             posix: None,
+            key_dir: key_dir.to_path_buf(),
+            key_name: key_name.to_owned(),
         })
     }
 
     /// Under Mesos' posix launcher (`mesos_launcher=posix`), which neither
     /// clones namespaces nor joins cgroups: see `exec_stage::posix_launcher`.
-    #[must_use]
-    pub fn under_posix_launcher(mut self, posix: bool) -> Self {
-        self.posix = posix.then(PosixPids::default);
-        self
+    pub fn under_posix_launcher(mut self, posix: bool) -> Result<Self> {
+        self.posix = if posix {
+            let dir = self.key_dir.join(format!("{}.pids", self.key_name));
+            Some(
+                PosixPids::in_dir(dir.clone()).map_err(|e| IsolatorError::Parameter {
+                    key: "exec_stage_keys".into(),
+                    expected: "a directory where root can keep the containers' processes",
+                    found: format!("{}: {e}", dir.display()),
+                })?,
+            )
+        } else {
+            None
+        };
+        Ok(self)
     }
 
     /// Whether the agent runs Mesos' posix launcher.

@@ -22,35 +22,92 @@ use crate::isolation::exec_stage::PosixLaunch;
 use crate::proto::mesos::ContainerId;
 use crate::proto::mesos::slave::{ContainerLaunchInfo, ContainerState};
 
-/// The pid and start time of each container's first process.
+/// The pid and start time of each container's first process, kept in
+/// memory and in a root-only directory that does not outlive a reboot (with
+/// the seal keys, under `/run`): after an agent restart only a process
+/// whose start time is the one noted at `isolate` is the container's (its
+/// pid may have been reused while the agent was down).
 #[derive(Debug, Clone, Default)]
 pub struct PosixPids {
     pids: Arc<Mutex<HashMap<String, (u32, u64)>>>,
+    /// Where each container's `pid start_time` is kept (`None`: in memory).
+    dir: Option<PathBuf>,
 }
 
 impl PosixPids {
+    /// Kept in `dir` (made root-only) as well as in memory.
+    pub fn in_dir(dir: PathBuf) -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
+        Ok(Self {
+            pids: Arc::default(),
+            dir: Some(dir),
+        })
+    }
+
     fn pids(&self) -> MutexGuard<'_, HashMap<String, (u32, u64)>> {
         self.pids.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The file of a container (its dotted id: validated, so no `/`).
+    fn file(&self, dotted: &str) -> Option<PathBuf> {
+        let ok = !dotted.is_empty() && !dotted.starts_with('.') && !dotted.contains('/');
+        self.dir.as_ref().filter(|_| ok).map(|d| d.join(dotted))
     }
 
     /// Remembers the process Mesos started for `id` (from `isolate`).
     pub fn note(&self, id: &ContainerId, pid: u32) {
         let Ok(raw) = i32::try_from(pid) else { return };
         if let Ok(Some(stat)) = crate::isolation::process::stat(raw) {
-            self.pids().insert(to_dotted(id), (pid, stat.start_time));
+            let dotted = to_dotted(id);
+            if let Some(file) = self.file(&dotted) {
+                let text = format!("{pid} {}\n", stat.start_time);
+                if let Err(e) = std::fs::write(&file, text) {
+                    tracing::warn!(container = %dotted, error = %e, "cannot keep the container's process for recovery");
+                }
+            }
+            self.pids().insert(dotted, (pid, stat.start_time));
         }
     }
 
-    /// The recovered containers' processes.
+    /// The recovered containers' processes: those still running with the
+    /// start time noted at `isolate`. The others are not known, so nothing
+    /// enters them (launches under them are refused, naming why).
     pub fn recover(&self, states: &[ContainerState]) {
         for state in states {
-            self.note(&state.container_id, u32::try_from(state.pid).unwrap_or(0));
+            let dotted = to_dotted(&state.container_id);
+            let noted = self
+                .file(&dotted)
+                .and_then(|f| std::fs::read_to_string(f).ok())
+                .and_then(|text| {
+                    let mut fields = text.split_whitespace();
+                    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
+                });
+            let alive = |(pid, start): (u32, u64)| {
+                i32::try_from(pid)
+                    .is_ok_and(|p| crate::isolation::process::is_running(p, start).unwrap_or(false))
+            };
+            match noted {
+                Some(entry) if u64::from(entry.0) == state.pid && alive(entry) => {
+                    self.pids().insert(dotted, entry);
+                }
+                _ => {
+                    tracing::warn!(container = %dotted, pid = state.pid, "its process is not the one noted at launch: nothing will enter its namespaces")
+                }
+            }
         }
     }
 
     /// Forgets a container.
     pub fn forget(&self, id: &ContainerId) {
-        self.pids().remove(&to_dotted(id));
+        let dotted = to_dotted(id);
+        if let Some(file) = self.file(&dotted) {
+            let _ = std::fs::remove_file(file);
+        }
+        self.pids().remove(&dotted);
     }
 
     /// What the wrapper does for `id`: clone the isolators'
@@ -141,6 +198,37 @@ mod tests {
 
         pids.forget(&parent);
         assert!(pids.launch(&child, &nested, vec![]).is_err());
+
+        // Kept in a directory: a restarted agent knows the process only
+        // if it is the one noted (pid and start time).
+        let dir = tempfile::tempdir().unwrap();
+        let kept = PosixPids::in_dir(dir.path().join("pids")).unwrap();
+        kept.note(&parent, std::process::id());
+        let state = |pid: u32| ContainerState {
+            container_id: parent.clone(),
+            pid: u64::from(pid),
+            ..ContainerState::default()
+        };
+        let restarted = PosixPids::in_dir(dir.path().join("pids")).unwrap();
+        restarted.recover(&[state(std::process::id())]);
+        assert!(restarted.launch(&child, &nested, vec![]).is_ok());
+        let other = PosixPids::in_dir(dir.path().join("pids")).unwrap();
+        other.recover(&[state(1)]);
+        assert!(
+            other.launch(&child, &nested, vec![]).is_err(),
+            "another pid"
+        );
+        std::fs::write(
+            dir.path().join("pids/pod"),
+            format!("{} 1\n", std::process::id()),
+        )
+        .unwrap();
+        let stale = PosixPids::in_dir(dir.path().join("pids")).unwrap();
+        stale.recover(&[state(std::process::id())]);
+        assert!(
+            stale.launch(&child, &nested, vec![]).is_err(),
+            "another start time"
+        );
         let top = pids.launch(&parent, &info(&[libc::CLONE_NEWNS], &[]), vec![]);
         assert_eq!(top.unwrap().enter, 0);
     }

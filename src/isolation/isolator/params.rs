@@ -564,7 +564,7 @@ impl Composite {
                     &params.exec_stage_keys,
                     &params.cgroups.cgroups_root.display().to_string(),
                 )?
-                .under_posix_launcher(params.mesos_posix_launcher),
+                .under_posix_launcher(params.mesos_posix_launcher)?,
             )
         } else {
             None
