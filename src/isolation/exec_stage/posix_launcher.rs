@@ -34,10 +34,10 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 
 use super::plan::PosixLaunch;
+use crate::isolation::namespace_ops;
 
 /// The `clone_namespaces` to hand back to Mesos' helper: one entry per flag,
 /// as the isolators set them.
@@ -62,20 +62,8 @@ pub fn enter(posix: &PosixLaunch) -> Result<(), String> {
     join_cgroup(&posix.cgroup_procs)?;
     enter_parent(posix)?;
     let flags = CloneFlags::from_bits_truncate(posix.unshare);
-    let now = flags - CloneFlags::CLONE_NEWPID;
-    if !now.is_empty() {
-        unshare(now).map_err(|e| format!("unshare {now:?}: {e}"))?;
-    }
-    if now.contains(CloneFlags::CLONE_NEWNS) {
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_SLAVE | MsFlags::MS_REC,
-            None::<&str>,
-        )
-        .map_err(|e| format!("mark / as rslave: {e}"))?;
-    }
+    // A new mount namespace is made a slave of the agent's there.
+    namespace_ops::create(flags - CloneFlags::CLONE_NEWPID).map_err(|e| e.to_string())?;
     if posix.enter & libc::CLONE_NEWPID != 0 {
         // Into the parent's pid namespace first: a new one is made inside
         // it only by a process already there (as Mesos' LinuxLauncher
@@ -119,16 +107,13 @@ fn enter_parent(posix: &PosixLaunch) -> Result<(), String> {
         if posix.enter & flag != 0 {
             let path = format!("/proc/{inner}/ns/{name}");
             let fd = std::fs::File::open(&path).map_err(|e| format!("open {path}: {e}"))?;
-            joins.push((fd, CloneFlags::from_bits_truncate(flag), path));
+            joins.push((CloneFlags::from_bits_truncate(flag), fd));
         }
     }
     if !is_parent() || innermost_relay(pid) != inner {
         return Err(format!("the parent's process {pid} is gone"));
     }
-    for (fd, flag, path) in joins {
-        nix::sched::setns(fd, flag).map_err(|e| format!("setns {path}: {e}"))?;
-    }
-    Ok(())
+    namespace_ops::enter(&joins).map_err(|e| e.to_string())
 }
 
 /// The innermost of the relays that start at `pid`: while the one child
