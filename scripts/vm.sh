@@ -8,9 +8,10 @@
 # The guest sees this machine's file system read-only (9p, by virtme-ng)
 # with writable overlays kept in guest memory: /etc, /usr, /var, /tmp, /home
 # (virtme-ng's) and the repository's parent directory (ours), so a guest
-# writes nothing to the host. It runs the command as root with bash, in the
-# directory this was called from, and exits with the command's status; its
-# output is the guest console (kernel messages are kept off it).
+# writes nothing to the host; TMPDIR is a directory of the guest's tmpfs.
+# It runs the command as root with bash, in the directory this was called
+# from, and exits with the command's status; its output is the guest
+# console (kernel messages are kept off it).
 #
 # Environment:
 #   VM_KERNEL   the kernel (default: the newest /boot/vmlinuz-*)
@@ -100,11 +101,13 @@ if [ "$fstype" != cgroup2fs ] || grep -q ' cgroup ' /proc/mounts; then
 fi
 echo "vm.sh: guest kernel $(uname -r), cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)" >&2
 command="$(cat "$2")"
-# /tmp as on a host: one file system (tmpfs), not virtme-ng's overlay,
-# whose files report another device than its directories (so `du -x`
-# style walks, like the disk/du isolator's, skip them).
-mount -t tmpfs -o mode=1777,size=1G tmpfs /tmp || exit 125
-cd "$1" 2>/dev/null || cd /
+# Temporary files on one file system (the guest's tmpfs /run), not on
+# virtme-ng's overlay of /tmp, whose files report another device than
+# their directories (so `du -x` style walks, like the disk/du isolator's,
+# skip them). Not a tmpfs over /tmp: the repository may be below it.
+mkdir -p -m 1777 /run/nestguard-vm-tmp && chmod 1777 /run/nestguard-vm-tmp || exit 125
+export TMPDIR=/run/nestguard-vm-tmp
+cd "$1" || exit 125
 # Scripts that would change a real host (ffi/mesos/real-mesos/checks-v2.sh)
 # know they run in a throw-away guest.
 export NESTGUARD_VM=1
