@@ -20,16 +20,17 @@
 //! 2. unshares the mount, UTS and IPC namespaces, and marks `/` as a
 //!    recursive slave so no mount of the container reaches the host;
 //! 3. for a pid namespace (entered, then new: twice for a nested container
-//!    with its own inside its parent's), forks ([`super::relay`]): the child (pid 1 there)
-//!    goes on to Mesos' helper, the parent stays as the process Mesos
-//!    knows, relaying signals to the child and exiting as it exits
-//!    (a signal's death is mirrored by the same signal);
+//!    with its own inside its parent's), forks ([`super::relay`]): the
+//!    child (pid 1 there) goes on to Mesos' helper, the parent stays as the
+//!    process Mesos knows, relaying signals to the child and exiting as it
+//!    exits (a signal's death is mirrored by the same signal);
 //! 4. hands `clone_namespaces` back to Mesos' helper in the launch info, so
 //!    it makes the container's mounts and masks there as under its
 //!    LinuxLauncher (it checks for `CLONE_NEWNS` before mounting).
 //!
 //! Written by hand: no crate relays signals to a pid-namespace init and
-//! mirrors its status; the syscalls are `nix`'s.
+//! mirrors its status. The namespaces go through nestguard's own
+//! `namespace_ops` (as its launcher's), the relay through `libc`.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
