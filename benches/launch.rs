@@ -130,6 +130,7 @@ impl Pod {
                 mode: Mode::Linux,
                 allow_sharing_agent_pid_namespace: false,
                 defences,
+                user_namespaces: None,
             },
             cgroups.clone(),
         )
@@ -414,6 +415,7 @@ fn recover(c: &mut Criterion) {
                     mode: Mode::Linux,
                     allow_sharing_agent_pid_namespace: false,
                     defences: Default::default(),
+                    user_namespaces: None,
                 })
                 .unwrap()
             },

@@ -31,6 +31,7 @@ fn host_body() {
         mode: Mode::Linux,
         allow_sharing_agent_pid_namespace: false,
         defences: Default::default(),
+        user_namespaces: None,
     })
     .unwrap();
     let launch = |dotted: &str, info| {

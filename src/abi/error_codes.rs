@@ -85,7 +85,7 @@ impl AbiError for CgroupError {
 impl AbiError for IsolatorError {
     fn code(&self) -> nestguard_result {
         match self.root() {
-            Self::Parameter { .. } => nestguard_result::IsolatorParameter,
+            Self::Parameter { .. } | Self::UserNamespace(_) => nestguard_result::IsolatorParameter,
             Self::LaunchInfoConflict(_) => nestguard_result::IsolatorLaunchInfoConflict,
             Self::Volume(_) => nestguard_result::IsolatorVolumeInvalid,
             Self::Escape { .. } => nestguard_result::IsolatorVolumeEscape,

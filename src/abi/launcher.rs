@@ -16,6 +16,7 @@ use super::ffi::{free_handle, handle_ref, into_handle, write_out};
 use super::isolator::nestguard_isolator;
 use super::result::{AbiError, nestguard_result};
 use crate::isolation::helper::command::CommandError;
+use crate::isolation::id_map::IdMapError;
 use crate::isolation::launcher::{
     ContainerIo, Launcher, LauncherError, LauncherOptions, Mode, default_helper_path,
 };
@@ -58,7 +59,14 @@ impl AbiError for LauncherError {
             LauncherError::Checkpoint(_)
             | LauncherError::BadStatus(_)
             | LauncherError::Channel(_) => R::Checkpoint,
-            LauncherError::Process(_) | LauncherError::Kill(..) => R::LauncherSystem,
+            LauncherError::Process(_)
+            | LauncherError::Kill(..)
+            | LauncherError::UserNamespace(IdMapError::Exhausted { .. }) => R::LauncherSystem,
+            LauncherError::UserNamespaceUnsupported(_) => R::LauncherUnsupported,
+            LauncherError::UserNamespace(IdMapError::Checkpoint(_)) => R::Checkpoint,
+            LauncherError::UserNamespace(_) | LauncherError::UserNamespaceSandbox { .. } => {
+                R::InvalidArgument
+            }
             LauncherError::Cgroup(e) => e.code(),
         }
     }
@@ -538,6 +546,7 @@ fn new_launcher(
             & NESTGUARD_LAUNCHER_ALLOW_SHARING_AGENT_PID_NAMESPACE
             != 0,
         defences: Default::default(),
+        user_namespaces: handle_ref(isolator).and_then(|i| i.composite().user_namespaces()),
     };
     let cgroups = handle_ref(isolator).and_then(|i| i.composite().cgroups());
     let inner = match cgroups {

@@ -62,6 +62,37 @@ pub struct Control {
     /// fds 0/1/2 instead of the sandbox's log files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdio: Option<StdioKind>,
+    /// The pod's user namespace (the `namespaces/user` isolator): the
+    /// container runs as root of it (see
+    /// [`super::helper::user_namespace`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_namespace: Option<UserNamespaceControl>,
+}
+
+/// The user namespace a container runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserNamespaceControl {
+    /// The pod's host range.
+    pub base: u32,
+    /// Ids in it.
+    pub size: u32,
+    /// Enter the parent container's user namespace (a nested container)
+    /// instead of creating one with the range's map.
+    pub join_parent: bool,
+    /// Bind the sandbox over itself through an idmapped mount: the
+    /// container's mount namespace does not derive from a parent's whose
+    /// idmapped sandbox already holds this one.
+    pub idmap_sandbox: bool,
+}
+
+impl UserNamespaceControl {
+    /// The range.
+    pub fn range(&self) -> crate::isolation::id_map::IdRange {
+        crate::isolation::id_map::IdRange {
+            base: self.base,
+            size: self.size,
+        }
+    }
 }
 
 /// What the descriptors the host handed over are.
@@ -238,6 +269,7 @@ mod tests {
             seccomp: vec!["AAAAAAAAAAA=".into()],
             sandbox_identity: Some((1, 2)),
             stdio: Some(StdioKind::Tty),
+            user_namespace: None,
         };
         let info = ContainerLaunchInfo {
             working_directory: Some("/w".into()),

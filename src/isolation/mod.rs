@@ -54,6 +54,7 @@ pub mod cgroups;
 pub mod channel;
 pub mod exec_stage;
 pub mod helper;
+pub mod id_map;
 pub mod isolator;
 pub mod launcher;
 pub mod namespace_ops;

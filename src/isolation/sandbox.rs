@@ -70,25 +70,69 @@ fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(rustix::io::Errno) ->
 /// chown failure the directory is removed again, as Mesos does. `path`'s
 /// parent is trusted (it belongs to the agent).
 pub fn create(path: &Path, user: Option<&str>) -> Result<Identity, SandboxError> {
-    create_in(path.parent().unwrap_or(path), path, user, None)
+    create_in(path.parent().unwrap_or(path), path, user, None, None)
+}
+
+/// Chowns the directories strictly between `root` and `path` (a nested
+/// sandbox's `containers` directories) to the pod's root: seen through the
+/// outermost sandbox's idmapped mount, a directory of host root's could be
+/// searched by no one, not even host root (its owner is unmapped there).
+fn own_between(root: &Path, path: &Path, uid: u32, gid: u32) -> Result<(), SandboxError> {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return Ok(());
+    };
+    let mut at = root.to_path_buf();
+    let components: Vec<_> = rel.components().collect();
+    for component in components.iter().take(components.len().saturating_sub(1)) {
+        at.push(component);
+        let fd = crate::beneath::open_dir(root, &at)?;
+        rustix::fs::fchown(
+            &fd,
+            Some(rustix::fs::Uid::from_raw(uid)),
+            Some(rustix::fs::Gid::from_raw(gid)),
+        )
+        .map_err(io("chown", &at))?;
+    }
+    Ok(())
 }
 
 /// [`create`] below `root` (the outermost sandbox for a nested container,
 /// the agent's directory holding it otherwise), where no component may be
 /// a symbolic link. For a container with its own rootfs the user is the
-/// image's (looked up in `<rootfs>/etc/passwd`, without NSS).
+/// image's (looked up in `<rootfs>/etc/passwd`, without NSS). Without a
+/// user it belongs to `root_owner` when given (uid, gid): the host ids of
+/// root of the pod's user namespace, who runs the command then.
 pub fn create_in(
     root: &Path,
     path: &Path,
     user: Option<&str>,
     rootfs: Option<&Path>,
+    root_owner: Option<(u32, u32)>,
 ) -> Result<Identity, SandboxError> {
     let owner = match (user, rootfs) {
         (Some(name), Some(rootfs)) => Some(command::lookup_user_in_rootfs(rootfs, name, &[])?),
         (Some(name), None) => Some(command::lookup_user(name, &[])?),
         (None, _) => None,
     };
+    // Root of a pod's user namespace (no user, or `root`) is the pod's
+    // mapped root on the host.
+    let owner = match (owner, root_owner) {
+        (None, Some((uid, gid))) => Some(command::Identity {
+            uid: nix::unistd::Uid::from_raw(uid),
+            gid: nix::unistd::Gid::from_raw(gid),
+            groups: Vec::new(),
+        }),
+        (Some(o), Some((uid, gid))) if o.uid.is_root() => Some(command::Identity {
+            uid: nix::unistd::Uid::from_raw(uid),
+            gid: nix::unistd::Gid::from_raw(gid),
+            groups: Vec::new(),
+        }),
+        (owner, _) => owner,
+    };
     let dir = crate::beneath::create_dir_all(root, path, 0o750)?;
+    if let Some((uid, gid)) = root_owner {
+        own_between(root, path, uid, gid)?;
+    }
     rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o750)).map_err(io("chmod 0750", path))?;
     let chown = |fd: &OwnedFd, at: &Path| -> Result<(), SandboxError> {
         if let Some(o) = &owner {

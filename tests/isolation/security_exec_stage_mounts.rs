@@ -463,7 +463,7 @@ fn a_bind_target_outside_the_sandboxes_reached_through_a_link_is_refused() {
     // Outside every sandbox by name (the plan names only the nested one).
     let sandboxes = vec![l.sandboxes[1].clone()];
     let out = in_own_mount_ns(move || {
-        let e = nestguard::isolation::helper::mounts::apply(&mounts, &sandboxes).unwrap_err();
+        let e = nestguard::isolation::helper::mounts::apply(&mounts, &sandboxes, None).unwrap_err();
         Ok(e.to_string())
     })
     .unwrap();

@@ -238,6 +238,7 @@ fn launcher_options(dir: &Path, defences: Defences) -> LauncherOptions {
         mode: Mode::Linux,
         allow_sharing_agent_pid_namespace: false,
         defences,
+        user_namespaces: None,
     }
 }
 

@@ -93,6 +93,7 @@ impl Agent {
             mode: Mode::Linux,
             allow_sharing_agent_pid_namespace: !self.params.disallow_sharing_agent_pid_namespace,
             defences: Default::default(),
+            user_namespaces: iso.user_namespaces(),
         };
         let launcher = match iso.cgroups() {
             Some(cg) => {

@@ -28,6 +28,8 @@ pub struct Fixture {
     pub tmpfs: Option<tempfile::TempDir>,
     pub launcher: Option<Launcher>,
     pub mode: Mode,
+    /// `namespaces/user`'s pool, when the test runs pods in user namespaces.
+    pub user_namespaces: Option<nestguard::isolation::id_map::RangePool>,
 }
 
 impl Fixture {
@@ -41,6 +43,7 @@ impl Fixture {
             tmpfs: None,
             launcher: None,
             mode,
+            user_namespaces: None,
         };
         f.reopen();
         f
@@ -68,6 +71,7 @@ impl Fixture {
             mode: self.mode,
             allow_sharing_agent_pid_namespace: false,
             defences: Default::default(),
+            user_namespaces: self.user_namespaces,
         }
     }
 

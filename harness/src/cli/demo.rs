@@ -23,7 +23,7 @@ use anyhow::{Context, bail};
 use super::client::{AgentClient, Credential};
 use super::pod::{self, TaskEvent};
 use crate::cli::out::errln;
-use agent::{CgroupsRootGuard, start_agent};
+use agent::{CgroupsRootGuard, DEMO_USERNS_BASE, start_agent};
 
 mod agent;
 
@@ -231,8 +231,17 @@ fn step(started: Instant, text: &str) -> anyhow::Result<()> {
 /// Runs the demo. A closed stdout ends it quietly (exit 0) and a signal
 /// with 130; either way, as on an error or a panic, the pod is destroyed,
 /// the agent stopped and the work directory and cgroups root removed.
-pub fn run() -> anyhow::Result<ExitCode> {
-    match demo() {
+/// `nestguard demo`'s options.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct DemoArgs {
+    /// Run the pod in a user namespace of its own (the `namespaces/user`
+    /// isolator): root inside is an unused host uid. Needs root.
+    #[arg(long)]
+    pub user_namespaces: bool,
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    match demo(args) {
         Ok(code) => Ok(code),
         Err(e) => match e.downcast_ref::<Stopped>() {
             Some(Stopped::StdoutClosed) => Ok(ExitCode::SUCCESS),
@@ -245,7 +254,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
 }
 
-fn demo() -> anyhow::Result<ExitCode> {
+fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     watch_signals()?;
     let started = Instant::now();
     say!("nestguard demo: a pod through the simulated agent and the loaded libnestguard.so\n");
@@ -259,10 +268,24 @@ fn demo() -> anyhow::Result<ExitCode> {
     let log = dir.path().join("agent.log");
     let cgroups_root = is_root().then(|| format!("nestguard-demo-{}", std::process::id()));
     let _cgroups_root_guard = CgroupsRootGuard(cgroups_root.clone());
-    let agent = start_agent(dir.path(), &library, &log, cgroups_root.as_deref())?;
+    if args.user_namespaces && cgroups_root.is_none() {
+        bail!("--user-namespaces needs root (the Linux launcher)");
+    }
+    let agent = start_agent(
+        dir.path(),
+        &library,
+        &log,
+        cgroups_root.as_deref(),
+        args.user_namespaces,
+    )?;
     if cgroups_root.is_some() {
         say!(
-            "isolation: io_nestguard_Isolator (nested cgroups, namespaces, sandbox volumes, hardening)"
+            "isolation: io_nestguard_Isolator (nested cgroups, namespaces, sandbox volumes, hardening{})",
+            if args.user_namespaces {
+                format!(", the pod in a user namespace: root inside is host uid {DEMO_USERNS_BASE}")
+            } else {
+                String::new()
+            }
         );
     }
     step(
@@ -527,6 +550,13 @@ fn report_outcome(outcome: &pod::PodOutcome, sandbox: &Path) {
         .map(|s| s.lines().count())
         .unwrap_or(0);
     say!("\nshared volume: app.log heartbeats backed up by the transient task: {backup} lines");
+    if let Ok(meta) = std::fs::metadata(sandbox.join("shared/app.log")) {
+        use std::os::unix::fs::MetadataExt;
+        say!(
+            "  app.log (written by root inside the pod) is owned on the host by uid {}",
+            meta.uid()
+        );
+    }
 }
 
 /// Whether every task of the demo pod ended as it should.

@@ -45,7 +45,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the demo: a pod through the simulated agent, then clean up.
-    Demo,
+    Demo(demo::DemoArgs),
     /// Print the library, ABI and protocol versions.
     Version,
     /// Run the simulated Mesos agent (loads libnestguard.so from --modules).
@@ -245,7 +245,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Agent(flags) => agent::run(flags),
         Command::Executor => executor::run(),
         Command::CommandExecutor(flags) => executor::command::run(flags),
-        Command::Demo => demo::run(),
+        Command::Demo(args) => demo::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Pod(command) => pod::run(command),
         Command::Acls(command) => acls::run(command),

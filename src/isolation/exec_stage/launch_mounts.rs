@@ -316,7 +316,7 @@ pub fn perform(
         ));
     }
     make_rslave()?;
-    crate::isolation::helper::mounts::apply(mounts, sandboxes).map_err(|e| e.to_string())
+    crate::isolation::helper::mounts::apply(mounts, sandboxes, None).map_err(|e| e.to_string())
 }
 
 /// Makes `/` a recursive slave of its origin, so that nothing mounted or

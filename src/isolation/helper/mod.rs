@@ -10,6 +10,7 @@ pub mod mounts;
 pub mod rootfs;
 pub mod stdio;
 pub mod supervisor;
+pub mod user_namespace;
 mod vfork;
 
 /// The arguments of a `no_main` binary (`argv[0]` included), as bytes:

@@ -74,6 +74,9 @@ pub enum MountError {
         #[source]
         source: Errno,
     },
+    /// An idmapped bind of a container in the pod's user namespace.
+    #[error(transparent)]
+    Idmap(Box<super::user_namespace::UserNamespaceError>),
 }
 
 fn at<'a>(call: &'static str, path: &'a Path) -> impl FnOnce(Errno) -> MountError + 'a {
@@ -94,8 +97,8 @@ struct MountAttr {
 }
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(super) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(super) const MOUNT_ATTR_NODEV: u64 = 0x4;
 const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 
 /// `mount_setattr(dirfd, path, flags, {attr_set})`: sets `attr_set` on the
@@ -107,6 +110,21 @@ fn mount_setattr(
     empty_path: bool,
     recursive: bool,
     attr_set: u64,
+) -> Result<(), Errno> {
+    mount_setattr_with(dirfd, path, empty_path, recursive, attr_set, None)
+}
+
+/// `MOUNT_ATTR_IDMAP`: the mount's ids go through a user namespace's map.
+pub(super) const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+
+/// [`mount_setattr`], with `userns` for [`MOUNT_ATTR_IDMAP`].
+pub(super) fn mount_setattr_with(
+    dirfd: BorrowedFd<'_>,
+    path: &Path,
+    empty_path: bool,
+    recursive: bool,
+    attr_set: u64,
+    userns: Option<BorrowedFd<'_>>,
 ) -> Result<(), Errno> {
     let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| Errno::INVAL)?;
     let mut flags = 0u32;
@@ -120,7 +138,7 @@ fn mount_setattr(
         attr_set,
         attr_clr: 0,
         propagation: 0,
-        userns_fd: 0,
+        userns_fd: userns.map_or(0, |fd| fd.as_raw_fd() as u64),
     };
     // SAFETY: a valid descriptor, a NUL-terminated path and a fully
     // initialised `mount_attr` of the size passed; the kernel only reads them.
@@ -245,7 +263,15 @@ fn attributes(flags: nix::mount::MsFlags) -> u64 {
 /// path in one of `sandboxes` (the container's and its ancestors'
 /// sandboxes, outermost first) go through descriptors (see the module
 /// documentation); every other mount is made by path, as given.
-pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(), MountError> {
+///
+/// With `idmap` (a container in the pod's user namespace), a bind of a
+/// host directory or file ([`idmapped_source`]) is idmapped through it;
+/// one from a sandbox path lies below the sandbox's idmapped bind already.
+pub fn apply(
+    mounts: &[ContainerMountInfo],
+    sandboxes: &[PathBuf],
+    idmap: Option<BorrowedFd<'_>>,
+) -> Result<(), MountError> {
     use nix::mount::MsFlags;
     // Targets mounted through descriptors: a later remount of the same
     // target applies to that very mount.
@@ -273,7 +299,8 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
         {
             let source_fd = open_in_sandbox(source, sandboxes)?;
             let target_fd = open_in_sandbox(target, sandboxes)?;
-            if source_fd.is_some() || target_fd.is_some() {
+            let idmap = idmap.filter(|_| idmapped_source(m, sandboxes));
+            if source_fd.is_some() || target_fd.is_some() || idmap.is_some() {
                 let source_fd = match source_fd {
                     Some(fd) => fd,
                     None => open_by_path(source)?,
@@ -282,14 +309,13 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
                     Some(fd) => fd,
                     None => open_without_links(target)?,
                 };
-                let mut tree_flags = OpenTreeFlags::OPEN_TREE_CLONE
-                    | OpenTreeFlags::OPEN_TREE_CLOEXEC
-                    | OpenTreeFlags::AT_EMPTY_PATH;
-                if recursive {
-                    tree_flags |= OpenTreeFlags::AT_RECURSIVE;
-                }
-                let tree = rustix::mount::open_tree(&source_fd, "", tree_flags)
-                    .map_err(at("open_tree", source))?;
+                let tree = match idmap {
+                    Some(idmap) => {
+                        super::user_namespace::idmapped_tree(source_fd.as_fd(), source, idmap)
+                            .map_err(|e| MountError::Idmap(Box::new(e)))?
+                    }
+                    None => clone_tree(&source_fd, source, recursive)?,
+                };
                 rustix::mount::move_mount(
                     &tree,
                     "",
@@ -334,6 +360,35 @@ pub fn apply(mounts: &[ContainerMountInfo], sandboxes: &[PathBuf]) -> Result<(),
         .map_err(|e| at("mount", target)(Errno::from_raw_os_error(e as i32)))?;
     }
     Ok(())
+}
+
+fn clone_tree(source_fd: &OwnedFd, source: &Path, recursive: bool) -> Result<OwnedFd, MountError> {
+    let mut tree_flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+        | OpenTreeFlags::AT_EMPTY_PATH;
+    if recursive {
+        tree_flags |= OpenTreeFlags::AT_RECURSIVE;
+    }
+    rustix::mount::open_tree(source_fd, "", tree_flags).map_err(at("open_tree", source))
+}
+
+/// Whether a container in the pod's user namespace gets `m` through an
+/// idmapped mount: a bind (not a remount) of a host directory or file
+/// outside every sandbox. Device nodes (the masks' `/dev/null`) are bound
+/// as they are: their owner grants nothing.
+pub fn idmapped_source(m: &ContainerMountInfo, sandboxes: &[PathBuf]) -> bool {
+    use nix::mount::MsFlags;
+    use std::os::unix::fs::FileTypeExt;
+    let flags = MsFlags::from_bits_retain(libc::c_ulong::from(m.flags.unwrap_or(0)));
+    let Some(source) = m.source.as_deref().map(Path::new) else {
+        return false;
+    };
+    flags.contains(MsFlags::MS_BIND)
+        && !flags.contains(MsFlags::MS_REMOUNT)
+        && !sandboxes.iter().any(|s| source.starts_with(s))
+        && std::fs::metadata(source)
+            .map(|md| !md.file_type().is_char_device() && !md.file_type().is_block_device())
+            .unwrap_or(true)
 }
 
 /// Refuses a `/proc/self/fd` that is not procfs's (something mounted over

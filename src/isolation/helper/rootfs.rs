@@ -106,6 +106,16 @@ fn mount_fs(
     Ok(target)
 }
 
+/// Creates the directories [`enter`] mounts on, where missing: done as
+/// host root before an image is idmapped for a pod's user namespace, where
+/// host root's new directories would have no owner.
+pub fn make_mount_points(rootfs: &Path) -> Result<(), RootfsError> {
+    for rel in [SANDBOX_IN_ROOTFS, "proc", "sys", "dev"] {
+        dir_in(rootfs, rel)?;
+    }
+    Ok(())
+}
+
 /// Makes `rootfs` the root of the calling process' mount namespace, with the
 /// sandbox at [`SANDBOX_IN_ROOTFS`]; the working directory is `/` after.
 ///

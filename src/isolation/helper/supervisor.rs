@@ -40,6 +40,7 @@ use super::command::{self, Prepared};
 use super::mounts;
 use super::rootfs;
 use super::stdio::{self, Handed};
+use super::user_namespace::{self, UserNamespaceError};
 use super::vfork;
 use crate::isolation::channel::{self, Control, Report};
 use crate::isolation::namespace_ops;
@@ -98,6 +99,12 @@ pub enum HelperError {
     /// The stdio the host handed over is unusable.
     #[error("stdio handed by the host: {0}")]
     Stdio(String),
+    /// A step of the pod's user namespace.
+    #[error(transparent)]
+    UserNamespace(#[from] UserNamespaceError),
+    /// The container's setup failed before it was reported as started.
+    #[error("{0}")]
+    Setup(String),
 }
 
 fn at_path(call: &'static str, path: impl AsRef<Path>) -> impl FnOnce(nix::Error) -> HelperError {
@@ -197,9 +204,21 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
 
     let enter = CloneFlags::from_bits_truncate(control.enter);
     let clone = CloneFlags::from_bits_truncate(control.clone);
+    let mut user = created_user_namespaces(&control, &info, &proc_dir)?;
     if let Some((pid, start)) = control.parent {
         enter_parent(&proc_dir, pid, start, enter)?;
+        if let Some(u) = user
+            .as_mut()
+            .filter(|_| control.user_namespace.is_some_and(|u| u.join_parent))
+        {
+            u.userns = Some(user_namespace::of_parent(proc_dir.as_fd(), pid)?);
+            match process::stat_in(Some(proc_dir.as_fd()), pid)? {
+                Some(s) if s.start_time == start && !s.exited() => {}
+                _ => return Err(HelperError::ParentGone(pid)),
+            }
+        }
     }
+    let user = user.map(UserFds::complete).transpose()?;
     let launch = Launch {
         cgroups,
         status,
@@ -211,6 +230,7 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
         stdout,
         filters: &filters,
         stdio,
+        user,
     };
     let child = start_supervisor(launch, enter, clone)?;
     // Returns at once: the child shared our memory and has exited.
@@ -382,6 +402,66 @@ struct Launch<'a> {
     filters: &'a [seccompiler::BpfProgram],
     /// The command's stdio, when the host handed it over.
     stdio: Option<Handed>,
+    /// The pod's user namespace, when the container runs in one.
+    user: Option<UserFdsReady>,
+}
+
+/// Descriptors of the user namespaces of a launch (see
+/// [`user_namespace`]): the pod's, and the idmap's when something is bound
+/// through one.
+struct UserFds {
+    userns: Option<OwnedFd>,
+    idmap: Option<OwnedFd>,
+}
+
+/// [`UserFds`] with the pod's namespace known.
+struct UserFdsReady {
+    userns: OwnedFd,
+    idmap: Option<OwnedFd>,
+}
+
+impl UserFds {
+    fn complete(self) -> Result<UserFdsReady, HelperError> {
+        Ok(UserFdsReady {
+            userns: self.userns.ok_or(HelperError::Syscall(
+                "user namespace of the parent container",
+                nix::Error::ENOENT,
+            ))?,
+            idmap: self.idmap,
+        })
+    }
+}
+
+/// Creates, as host root and before anything forks, the user namespaces a
+/// launch in the pod's user namespace needs: the pod's (a top-level
+/// container; a nested one enters its parent's, opened once the parent is
+/// checked) and the idmap's, when the sandbox or a host file or directory
+/// is bound.
+fn created_user_namespaces(
+    control: &Control,
+    info: &ContainerLaunchInfo,
+    proc_dir: &OwnedFd,
+) -> Result<Option<UserFds>, HelperError> {
+    let Some(u) = control.user_namespace else {
+        return Ok(None);
+    };
+    let range = u.range();
+    let userns = if u.join_parent {
+        None
+    } else {
+        Some(user_namespace::create(
+            proc_dir.as_fd(),
+            &range.namespace_map(),
+        )?)
+    };
+    let binds_host = info
+        .mounts
+        .iter()
+        .any(|m| mounts::idmapped_source(m, &control.sandboxes));
+    let idmap = (u.idmap_sandbox || binds_host)
+        .then(|| user_namespace::create(proc_dir.as_fd(), &range.idmap()))
+        .transpose()?;
+    Ok(Some(UserFds { userns, idmap }))
 }
 
 /// Forks the supervisor (in the namespaces the caller is now in); returns its
@@ -465,7 +545,19 @@ fn supervise(mut l: Launch<'_>) -> i32 {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&all), Some(&mut previous)) {
         return report_failure(&HelperError::Syscall("sigprocmask", e));
     }
-    if let Err(e) = join_cgroups(&mut l.cgroups).and_then(|()| checkpoint_and_report(&l)) {
+    if let Err(e) = join_cgroups(&mut l.cgroups) {
+        return report_failure(&e);
+    }
+    // In the pod's user namespace, the setup runs first, as host root (see
+    // `user_namespace`); it then fails the launch rather than the command.
+    let early = match &l.user {
+        Some(user) => match setup_for_user_namespace(&l, user) {
+            Ok(prepared) => Some(prepared),
+            Err(e) => return report_failure(&e),
+        },
+        None => None,
+    };
+    if let Err(e) = checkpoint_and_report(&l) {
         return report_failure(&e);
     }
     // Raw closes: the `OwnedFd`s live in the helper's memory, and the
@@ -481,12 +573,23 @@ fn supervise(mut l: Launch<'_>) -> i32 {
         let _ = write_status(&status_file, SETUP_FAILURE << 8);
         SETUP_FAILURE
     };
+    // The namespaces' descriptors are closed in this process' table (the
+    // helper keeps its own until it exits).
+    if l.user.take().is_some()
+        && let Err(e) = user_namespace::become_root()
+    {
+        return fail(e.to_string());
+    }
     if let Err(e) = nix::unistd::dup2_stdout(&l.stdout) {
         return fail(format!("dup2(stdout): {e}"));
     }
-    let prepared = match setup_inside(l.control, l.info, l.clone) {
-        Ok(p) => p,
-        Err(text) => return fail(text),
+    let in_workdir = early.is_some();
+    let prepared = match early {
+        Some(prepared) => prepared,
+        None => match setup_inside(l.control, l.info, l.clone, None) {
+            Ok(p) => p,
+            Err(text) => return fail(text),
+        },
     };
     if let Some(Err(text)) = l.stdio.as_ref().map(Handed::take_terminal) {
         return fail(text);
@@ -504,7 +607,7 @@ fn supervise(mut l: Launch<'_>) -> i32 {
                 &prepared,
                 &previous,
                 l.filters,
-                expect_cwd,
+                (expect_cwd, in_workdir),
                 l.stdio.as_ref(),
             )
         })
@@ -540,11 +643,27 @@ fn write_status(file: &OwnedFd, status: i32) -> Result<(), HelperError> {
     fsync(file.as_fd()).map_err(at_path("fsync", STATUS_FILE))
 }
 
-/// In-container setup that needs the supervisor's namespaces.
+/// The setup of a container in the pod's user namespace, as host root in
+/// its own mount namespace: [`setup_inside`] with idmapped binds, the hard
+/// limits raised, the working directory entered (its path may cross
+/// directories the pod's ids cannot search); then the pod's user namespace
+/// and a mount namespace owned by it are entered, locking every mount.
+fn setup_for_user_namespace(l: &Launch<'_>, user: &UserFdsReady) -> Result<Prepared, HelperError> {
+    let prepared =
+        setup_inside(l.control, l.info, l.clone, Some(user)).map_err(HelperError::Setup)?;
+    user_namespace::raise_hard_limits(&prepared.rlimits)?;
+    nix::unistd::chdir(&prepared.workdir).map_err(at_path("chdir", &prepared.workdir))?;
+    user_namespace::enter(user.userns.as_fd())?;
+    Ok(prepared)
+}
+
+/// In-container setup that needs the supervisor's namespaces; `user`: the
+/// container runs in the pod's user namespace (its binds are idmapped).
 fn setup_inside(
     control: &Control,
     info: &ContainerLaunchInfo,
     clone: CloneFlags,
+    user: Option<&UserFdsReady>,
 ) -> Result<Prepared, String> {
     let own_mounts = clone.contains(CloneFlags::CLONE_NEWNS);
     let enter = CloneFlags::from_bits_truncate(control.enter);
@@ -560,11 +679,25 @@ fn setup_inside(
     if let Some(name) = &control.hostname {
         nix::unistd::sethostname(name).map_err(|e| format!("sethostname: {e}"))?;
     }
-    mounts::apply(&info.mounts, &control.sandboxes).map_err(|e| e.to_string())?;
+    let idmap = user.and_then(|u| u.idmap.as_ref()).map(|fd| fd.as_fd());
+    if let (Some(idmap), true) = (
+        idmap,
+        control.user_namespace.is_some_and(|u| u.idmap_sandbox),
+    ) {
+        user_namespace::idmapped_bind(&control.sandbox, idmap).map_err(|e| e.to_string())?;
+    }
+    mounts::apply(&info.mounts, &control.sandboxes, idmap).map_err(|e| e.to_string())?;
     // After the isolators' mounts (their targets are host paths, inside the
     // rootfs for a container that has one), as Mesos' launch helper.
     let sandbox = match &info.rootfs {
         Some(rootfs) => {
+            // The image is the pod's own: its files map as the pod's
+            // namespace maps them (on-disk root is root inside).
+            if let Some(u) = user {
+                rootfs::make_mount_points(Path::new(rootfs)).map_err(|e| e.to_string())?;
+                user_namespace::idmapped_bind(Path::new(rootfs), u.userns.as_fd())
+                    .map_err(|e| e.to_string())?;
+            }
             rootfs::enter(
                 Path::new(rootfs),
                 &control.sandbox,
@@ -595,7 +728,7 @@ fn exec_command(
     p: &Prepared,
     mask: &SigSet,
     filters: &[seccompiler::BpfProgram],
-    expect_cwd: Option<(u64, u64)>,
+    (expect_cwd, in_workdir): (Option<(u64, u64)>, bool),
     stdio: Option<&Handed>,
 ) -> ! {
     let result = (|| -> Result<std::convert::Infallible, String> {
@@ -607,8 +740,10 @@ fn exec_command(
             nix::sys::resource::setrlimit(*res, *soft, *hard)
                 .map_err(|e| format!("setrlimit({res:?}): {e}"))?;
         }
-        nix::unistd::chdir(&p.workdir)
-            .map_err(|e| format!("chdir {}: {e}", p.workdir.display()))?;
+        if !in_workdir {
+            nix::unistd::chdir(&p.workdir)
+                .map_err(|e| format!("chdir {}: {e}", p.workdir.display()))?;
+        }
         if let Some(expect) = expect_cwd {
             let cwd = nix::sys::stat::stat(".").map_err(|e| format!("stat .: {e}"))?;
             #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]

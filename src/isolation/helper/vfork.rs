@@ -106,3 +106,42 @@ pub unsafe fn spawn(share_files: bool, child: impl FnOnce() -> i32) -> nix::Resu
     // the child's use of it (CLONE_VFORK: we return after it exec'd/exited).
     unsafe { nix::sched::clone(callback, stack.as_slice(), flags, Some(libc::SIGCHLD)) }
 }
+
+/// Runs `with` while a child created with `CLONE_VM | flags` (e.g.
+/// `CLONE_NEWUSER`) sits in `pause()`, then kills and reaps the child.
+/// The child touches nothing but its own stack (the callback was boxed by
+/// the caller before the clone), so the caller may run on meanwhile: this
+/// is how the helper gets hold of a namespace whose maps only a process
+/// outside it may write.
+///
+/// # Safety
+///
+/// The caller must be single-threaded.
+pub unsafe fn with_paused_child<T>(
+    flags: CloneFlags,
+    with: impl FnOnce(Pid) -> T,
+) -> nix::Result<T> {
+    // A small stack: the child only calls `pause`.
+    let mut stack = Stack::new(64 << 10)?;
+    let callback = Box::new(|| -> isize {
+        loop {
+            // SAFETY: `pause` only waits; SIGKILL ends it.
+            unsafe { libc::pause() };
+        }
+    });
+    // SAFETY: the child runs on its own stack and never returns; the stack
+    // is unmapped only after the child is reaped below.
+    let child = unsafe {
+        nix::sched::clone(
+            callback,
+            stack.as_slice(),
+            CloneFlags::CLONE_VM | flags,
+            Some(libc::SIGCHLD),
+        )
+    }?;
+    let out = with(child);
+    let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+    let _ = crate::isolation::process::waitpid_raw(child.as_raw(), libc::__WALL);
+    drop(stack);
+    Ok(out)
+}

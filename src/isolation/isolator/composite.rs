@@ -34,6 +34,8 @@ pub struct Composite {
     cgroups: Option<Arc<Cgroups>>,
     /// Under Mesos' launcher: the stage that applies the defences.
     exec_stage: Option<ExecStage>,
+    /// `namespaces/user`'s pool, for the launcher.
+    user_namespaces: Option<crate::isolation::id_map::RangePool>,
 }
 
 impl std::fmt::Debug for Composite {
@@ -163,7 +165,23 @@ impl Composite {
             roots: Mutex::new(HashMap::new()),
             cgroups: None,
             exec_stage: None,
+            user_namespaces: None,
         }
+    }
+
+    /// The launcher built with this composite runs every pod in a user
+    /// namespace mapped to a range of `pool` (`namespaces/user`).
+    pub fn with_user_namespaces(
+        mut self,
+        pool: Option<crate::isolation::id_map::RangePool>,
+    ) -> Self {
+        self.user_namespaces = pool;
+        self
+    }
+
+    /// `namespaces/user`'s pool, if listed.
+    pub fn user_namespaces(&self) -> Option<crate::isolation::id_map::RangePool> {
+        self.user_namespaces
     }
 
     /// Under Mesos' launcher: every prepared container's defences go

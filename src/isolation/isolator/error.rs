@@ -19,6 +19,9 @@ pub enum IsolatorError {
         /// What was given.
         found: String,
     },
+    /// `user_namespace_range` is not a usable pool.
+    #[error(transparent)]
+    UserNamespace(#[from] crate::isolation::id_map::IdMapError),
     /// Launch infos of two isolators conflict, or one sets a field isolators
     /// must not set (Mesos' merge rules).
     #[error("{0}")]

@@ -104,6 +104,7 @@ pub mod hardening;
 pub mod namespace_policy;
 pub mod params;
 pub mod seccomp;
+pub mod user_namespace;
 pub mod volume;
 mod watch;
 

@@ -72,7 +72,7 @@ pub const ISOLATORS: [&str; 8] = [
     "disk/du",
 ];
 
-const KEYS: [&str; 25] = [
+const KEYS: [&str; 26] = [
     "isolation",
     "cgroups_owner",
     "cgroups_mount_root",
@@ -98,6 +98,7 @@ const KEYS: [&str; 25] = [
     "mesos_launcher",
     "exec_stage",
     "exec_stage_keys",
+    "user_namespace_range",
 ];
 
 /// Parsed isolator parameters.
@@ -140,6 +141,8 @@ pub struct IsolatorParams {
     pub exec_stage: Option<PathBuf>,
     /// Where the stage's sealing key is written (the wrapper reads there).
     pub exec_stage_keys: PathBuf,
+    /// `namespaces/user`'s pool (see [`super::user_namespace`]).
+    pub user_namespaces: Option<crate::isolation::id_map::RangePool>,
 }
 
 fn parameter(key: &str, expected: &'static str, found: &str) -> IsolatorError {
@@ -337,10 +340,10 @@ fn isolation_list(map: &HashMap<&str, &str>, with_credentials: bool) -> Result<V
             let names = list(v);
             let mut seen = BTreeSet::new();
             for n in &names {
-                if !ISOLATORS.contains(&n.as_str()) {
+                if !ISOLATORS.contains(&n.as_str()) && n != super::user_namespace::NAME {
                     return Err(parameter(
                         "isolation",
-                        "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, seccomp, disk/du",
+                        "names among cgroups, namespaces, filesystem/linux, volume/sandbox_path, environment/credentials, hardening, seccomp, disk/du, namespaces/user",
                         n,
                     ));
                 }
@@ -438,7 +441,9 @@ impl IsolatorParams {
         let with_credentials = jwt_key.is_some() || http_credentials.is_some();
         let isolation = isolation_list(&map, with_credentials)?;
         let seccomp_config_dir = seccomp_config_dir(&map, &isolation)?;
+        let user_namespaces = super::user_namespace::pool(&map, &isolation, mesos_launcher)?;
         Ok(Self {
+            user_namespaces,
             isolation,
             cgroups,
             cgroups_options,
@@ -598,13 +603,16 @@ impl Composite {
                     sandboxes.clone(),
                     params.disk_watch_interval,
                 )),
+                // The launcher's (see `user_namespace`): no isolator object.
+                super::user_namespace::NAME => continue,
                 other => {
                     return Err(parameter("isolation", "a known isolator", other));
                 }
             };
             isolators.push(isolator);
         }
-        let mut composite = Composite::with_cgroups(isolators, cgroups);
+        let mut composite = Composite::with_cgroups(isolators, cgroups)
+            .with_user_namespaces(params.user_namespaces);
         if let Some(stage) = exec_stage {
             composite = composite.with_exec_stage(stage);
         }

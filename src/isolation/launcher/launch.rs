@@ -139,19 +139,23 @@ impl Launcher {
             debug,
             seccomp,
             nested,
-            plan,
+            mut plan,
         } = self.check(id, info, container, stdio)?;
         let Reservation {
             key,
             runtime,
             sandboxes,
             parent,
+            user_range,
         } = self.reserve(id, sandbox, &plan)?;
         let _pending = PendingGuard {
             launcher: self,
             key: key.clone(),
             destroying: false,
         };
+        let user_namespace = user_range
+            .map(|r| self.user_namespace_control(r, &mut plan, &sandboxes, nested))
+            .transpose()?;
         // The helper is spawned first (usually it was, by the previous
         // launch: see `spare`), so its exec and start-up overlap with the
         // sandbox and checkpoint work below. It blocks on its stdin until the
@@ -178,13 +182,18 @@ impl Launcher {
             seccomp: seccomp.to_vec(),
             sandbox_identity: None,
             stdio,
+            user_namespace,
         };
         let mut created = false;
-        let prepared =
-            create_sandbox(&control.sandboxes, nested, sandbox, info).and_then(|identity| {
+        let root_owner = user_range.map(|r| (r.base, r.base));
+        let prepared = create_sandbox(&control.sandboxes, nested, sandbox, info, root_owner)
+            .and_then(|identity| {
                 control.sandbox_identity = Some((identity.dev, identity.ino));
                 self.create_runtime_dir(&runtime)?;
                 created = true;
+                if let Some(range) = user_range.filter(|_| !nested) {
+                    super::user_ranges::checkpoint_range(&runtime, range)?;
+                }
                 self.checkpoint_config(&runtime, info, container, sandbox, debug)
             });
         let started = prepared
@@ -216,6 +225,7 @@ impl Launcher {
                 helper: Some(helper),
                 status: None,
                 counted: Counted::new(false),
+                user_range: user_range.filter(|_| !nested),
             },
         );
         Ok(pid)
@@ -317,6 +327,7 @@ impl Launcher {
         {
             return Err(NamespaceError::JoiningAgentPidNamespace.into());
         }
+        let user_range = self.reserve_user_range(id, &key, &containers, &mut pending)?;
         pending.launching.insert(key.clone());
         drop(pending);
         drop(containers);
@@ -325,6 +336,7 @@ impl Launcher {
             runtime,
             sandboxes,
             parent,
+            user_range,
         })
     }
 
@@ -497,6 +509,8 @@ struct Reservation {
     sandboxes: Vec<PathBuf>,
     /// The running parent's pid and start time, for a nested container.
     parent: Option<(i32, u64)>,
+    /// The pod's host id range, in a user namespace.
+    user_range: Option<crate::isolation::id_map::IdRange>,
 }
 
 /// Makes `sandbox`, owned by the command's user. A nested sandbox is made
@@ -508,6 +522,7 @@ fn create_sandbox(
     nested: bool,
     sandbox: &Path,
     info: &ContainerLaunchInfo,
+    root_owner: Option<(u32, u32)>,
 ) -> Result<sandbox::Identity, LauncherError> {
     let sandbox_root = match sandboxes {
         [outermost, _, ..] => Ok(outermost.clone()),
@@ -521,6 +536,7 @@ fn create_sandbox(
                 sandbox,
                 info.user.as_deref(),
                 info.rootfs.as_deref().map(Path::new),
+                root_owner,
             )
         })
         .map_err(LauncherError::from)

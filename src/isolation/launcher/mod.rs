@@ -42,10 +42,12 @@ mod launch;
 mod recover;
 mod stdio;
 mod tree;
+mod user_ranges;
 
 pub use launch::{default_helper_path, encoded_len};
 pub use stdio::{ContainerIo, StdioError};
 use tree::{Container, Pending, PendingGuard, in_subtree};
+pub use user_ranges::USER_NAMESPACE_FILE;
 
 /// Raw status for a container whose status is unknown: killed by SIGKILL, as
 /// Mesos reads a missing or empty `status` file.
@@ -127,6 +129,24 @@ pub enum LauncherError {
     /// The stdio handed to the launch is unusable.
     #[error(transparent)]
     Stdio(#[from] StdioError),
+    /// The pod's range: the pool is exhausted, or its checkpoint is torn.
+    #[error(transparent)]
+    UserNamespace(#[from] crate::isolation::id_map::IdMapError),
+    /// User namespaces cannot be used here.
+    #[error("namespaces/user: {0}")]
+    UserNamespaceUnsupported(&'static str),
+    /// A directory above the sandbox cannot be searched by the pod's ids.
+    #[error(
+        "namespaces/user: {dir} (above the sandbox) has mode {mode:04o}, which others cannot \
+         search: the pod's mapped ids could not reach their sandbox (make it searchable, o+x, \
+         as Mesos needs for any task user)"
+    )]
+    UserNamespaceSandbox {
+        /// The directory.
+        dir: PathBuf,
+        /// Its mode.
+        mode: u32,
+    },
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LauncherError + 'a {
@@ -167,6 +187,9 @@ pub struct LauncherOptions {
     pub allow_sharing_agent_pid_namespace: bool,
     /// Defences applied to every container (all on by default).
     pub defences: Defences,
+    /// The `namespaces/user` isolator's pool: every pod runs in a user
+    /// namespace of its own, mapped to a range of it.
+    pub user_namespaces: Option<crate::isolation::id_map::RangePool>,
 }
 
 /// Defences of the launch path, each switchable so that a benchmark can
@@ -201,6 +224,7 @@ impl LauncherOptions {
             mode: Mode::Linux,
             allow_sharing_agent_pid_namespace: false,
             defences: Defences::default(),
+            user_namespaces: None,
         }
     }
 }

@@ -97,6 +97,7 @@ impl Launcher {
                     helper: None,
                     status: None,
                     counted: Counted::new(true),
+                    user_range: None,
                 },
             );
             orphans.push(id);
@@ -179,5 +180,10 @@ fn recover_one(id: &ContainerId, runtime: &Path, orphan: bool) -> Result<Contain
         helper: None,
         status: None,
         counted: Counted::new(orphan),
+        user_range: if id.parent.is_none() {
+            super::user_ranges::recover_range(runtime)?
+        } else {
+            None
+        },
     })
 }

@@ -30,6 +30,9 @@ pub(super) struct Container {
     /// Counts it in `nestguard/isolation/containers_tracked` while the
     /// launcher manages it.
     pub(super) counted: Counted,
+    /// The pod's host id range (a top-level container in a user
+    /// namespace): taken while this record exists.
+    pub(super) user_range: Option<crate::isolation::id_map::IdRange>,
 }
 
 /// A container's place in the metrics: counted as running while the
@@ -85,6 +88,8 @@ impl Container {
 pub(super) struct Pending {
     pub(super) launching: HashSet<String>,
     pub(super) destroying: HashSet<String>,
+    /// Ranges of top-level launches in flight.
+    pub(super) user_ranges: BTreeMap<String, crate::isolation::id_map::IdRange>,
 }
 
 pub(super) fn in_subtree(key: &str, root: &str) -> bool {
@@ -106,6 +111,7 @@ impl Drop for PendingGuard<'_> {
             pending.destroying.remove(&self.key);
         } else {
             pending.launching.remove(&self.key);
+            pending.user_ranges.remove(&self.key);
         }
         self.launcher.launched.notify_all();
     }

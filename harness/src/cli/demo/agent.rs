@@ -9,6 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+/// The first host uid of the demo's user namespace pool (four pods' worth):
+/// far above any account of a usual host.
+pub(super) const DEMO_USERNS_BASE: u32 = 1_900_000_000;
+
+/// The default isolators, with the executor tokens, and `namespaces/user`.
+const DEMO_ISOLATION: &str = "cgroups,namespaces,filesystem/linux,volume/sandbox_path,\
+    environment/credentials,hardening,seccomp,disk/du,namespaces/user";
+
 /// Removes the demo's cgroups root after the agent stopped (declared
 /// before the agent, so dropped after it).
 pub(super) struct CgroupsRootGuard(pub(super) Option<String>);
@@ -54,6 +62,7 @@ pub(super) fn start_agent(
     library: &Path,
     log: &Path,
     cgroups_root: Option<&str>,
+    user_namespaces: bool,
 ) -> anyhow::Result<AgentProcess> {
     let mut modules = vec![
         serde_json::json!({"name": "io_nestguard_Authorizer", "parameters": [
@@ -61,11 +70,21 @@ pub(super) fn start_agent(
         serde_json::json!({"name": "io_nestguard_CredentialHook"}),
     ];
     if let Some(root) = cgroups_root {
-        modules.push(
-            serde_json::json!({"name": "io_nestguard_Isolator", "parameters": [
+        let mut isolator = serde_json::json!({"name": "io_nestguard_Isolator", "parameters": [
             {"key": "cgroups_root", "value": root},
-            {"key": "credentials_jwt_key", "value": dir.join("jwt.key")}]}),
-        );
+            {"key": "credentials_jwt_key", "value": dir.join("jwt.key")}]});
+        if user_namespaces {
+            let parameters = isolator["parameters"]
+                .as_array_mut()
+                .context("parameters")?;
+            parameters.push(serde_json::json!({"key": "isolation", "value": DEMO_ISOLATION}));
+            parameters.push(serde_json::json!({"key": "user_namespace_range",
+                "value": format!("{DEMO_USERNS_BASE}-{}/65536", DEMO_USERNS_BASE + 4 * 65536)}));
+            // The pod's ids are "others" to the directories above its
+            // sandboxes: they may search (not list) the demo's directory.
+            std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o711))?;
+        }
+        modules.push(isolator);
     }
     let manifest = serde_json::json!({"libraries": [{"file": library, "modules": modules}]});
     std::fs::write(

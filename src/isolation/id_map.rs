@@ -1,0 +1,320 @@
+//! User namespaces of pods: the pool of host id ranges the operator gives
+//! (`user_namespace_range=<start>-<end>/<size>`), the range each pod gets,
+//! the maps written for it, and its checkpoint.
+//!
+//! A pod (a top-level container and every container nested in it) maps
+//! container ids `0..size` to host ids `base..base + size`, one range per
+//! pod, so container root is a host uid no other pod and no host account
+//! uses. Plain data shared by the launcher (which allocates, checkpoints and
+//! recovers ranges) and the helper (which writes the maps).
+//!
+//! Files: the sandbox, `SANDBOX_PATH` volumes and host-path volumes are
+//! bound into the container through idmapped mounts whose map is
+//! [`IdRange::idmap`]: a container id `u` in `1..size` reads and writes
+//! host id `u` on disk (a task running as the framework's user writes
+//! files that user owns on the host), container root reads and writes the
+//! pod's mapped root `base`. Host root's files are never mapped: root
+//! inside sees them as `nobody` and cannot write them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A pool, a range or a checkpoint that is not what it must be.
+#[derive(Debug, thiserror::Error)]
+pub enum IdMapError {
+    /// `user_namespace_range` does not parse or is not usable.
+    #[error("user_namespace_range '{value}': {expected}")]
+    Pool {
+        /// The parameter's value.
+        value: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// A host account has an id inside the pool: a pod's root could own
+    /// its files.
+    #[error(
+        "user_namespace_range {pool}: {file} line {line}: {kind} '{name}' has id {id} inside \
+         the pool (a pod's mapped ids would be that account's); choose a range no host \
+         account uses"
+    )]
+    HostAccount {
+        /// The pool.
+        pool: RangePool,
+        /// `/etc/passwd` or `/etc/group`.
+        file: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// `user` or `group`.
+        kind: &'static str,
+        /// The account's name.
+        name: String,
+        /// Its id.
+        id: u32,
+    },
+    /// Every range of the pool is taken.
+    #[error(
+        "user namespace pool {pool} is exhausted: all {slots} ranges of {size} ids are held by \
+         running pods; destroy a pod or widen user_namespace_range"
+    )]
+    Exhausted {
+        /// The pool.
+        pool: RangePool,
+        /// How many ranges it has.
+        slots: u32,
+        /// Ids per range.
+        size: u32,
+    },
+    /// A checkpointed range does not parse.
+    #[error("user namespace checkpoint {0} is malformed: expected '<base> <size>\\n'")]
+    Checkpoint(PathBuf),
+}
+
+/// The host ids of one pod: container id `i` is host id `base + i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IdRange {
+    /// Host id of container root.
+    pub base: u32,
+    /// How many ids.
+    pub size: u32,
+}
+
+impl IdRange {
+    /// `uid_map` and `gid_map` of the pod's user namespace.
+    pub fn namespace_map(&self) -> String {
+        format!("0 {} {}\n", self.base, self.size)
+    }
+
+    /// The map of the idmapped binds (see the module documentation):
+    /// on-disk id `u` (`1..size`) is container id `u`, on-disk `base` is
+    /// container root. Valid because a pool starts at or above `size`
+    /// ([`RangePool::parse`]), so the two lines never overlap.
+    pub fn idmap(&self) -> String {
+        let mut map = format!("{} {} 1\n", self.base, self.base);
+        if self.size > 1 {
+            map.push_str(&format!("1 {} {}\n", self.base + 1, self.size - 1));
+        }
+        map
+    }
+
+    /// The checkpoint's text.
+    pub fn checkpoint_text(&self) -> String {
+        format!("{} {}\n", self.base, self.size)
+    }
+
+    /// Reads [`IdRange::checkpoint_text`] back; `path` names the file in
+    /// the error.
+    pub fn parse_checkpoint(text: &str, path: &Path) -> Result<IdRange, IdMapError> {
+        let bad = || IdMapError::Checkpoint(path.to_path_buf());
+        let mut parts = text.strip_suffix('\n').ok_or_else(bad)?.split(' ');
+        let base: u32 = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let size: u32 = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        if parts.next().is_some() || size == 0 || base < size || base.checked_add(size).is_none() {
+            return Err(bad());
+        }
+        Ok(IdRange { base, size })
+    }
+}
+
+/// The operator's pool: ranges of `size` ids from `start` up to `end`
+/// (exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangePool {
+    /// First host id of the pool.
+    pub start: u32,
+    /// One past its last host id.
+    pub end: u32,
+    /// Ids per pod.
+    pub size: u32,
+}
+
+impl fmt::Display for RangePool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}/{}", self.start, self.end, self.size)
+    }
+}
+
+impl RangePool {
+    /// Parses `<start>-<end>/<size>`: at least one range, `start ≥ size`
+    /// (the idmap needs it, see [`IdRange::idmap`]) and `start ≥ 1`; `end`
+    /// below 2³² − 1 (the kernel's invalid id).
+    pub fn parse(value: &str) -> Result<RangePool, IdMapError> {
+        let fail = |expected| IdMapError::Pool {
+            value: value.to_owned(),
+            expected,
+        };
+        let syntax = "expected <start>-<end>/<size> in decimal, e.g. 100000-6653600/65536";
+        let (span, size) = value.split_once('/').ok_or_else(|| fail(syntax))?;
+        let (start, end) = span.split_once('-').ok_or_else(|| fail(syntax))?;
+        let number = |s: &str| {
+            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| s.parse::<u32>().ok())
+                .flatten()
+                .ok_or_else(|| fail(syntax))
+        };
+        let (start, end, size) = (number(start)?, number(end)?, number(size)?);
+        if size == 0 {
+            return Err(fail("the size of a range must be at least 1"));
+        }
+        if start == 0 || start < size {
+            return Err(fail(
+                "the pool must start above 0 and at or above the size of a range (host root \
+                 and the ids a container maps through its binds are never pod ids)",
+            ));
+        }
+        if end == u32::MAX {
+            return Err(fail("the pool must end below 4294967295 (the invalid id)"));
+        }
+        if end <= start || end - start < size {
+            return Err(fail(
+                "the pool must hold at least one range of the given size",
+            ));
+        }
+        Ok(RangePool { start, end, size })
+    }
+
+    /// How many ranges the pool holds.
+    pub fn slots(&self) -> u32 {
+        (self.end - self.start) / self.size
+    }
+
+    /// Whether `id` lies in the pool.
+    pub fn contains(&self, id: u32) -> bool {
+        (self.start..self.end).contains(&id)
+    }
+
+    /// The lowest range not in `taken` (bases of ranges held).
+    pub fn allocate(&self, taken: &std::collections::BTreeSet<u32>) -> Result<IdRange, IdMapError> {
+        (0..self.slots())
+            .map(|i| self.start + i * self.size)
+            .find(|base| !taken.contains(base))
+            .map(|base| IdRange {
+                base,
+                size: self.size,
+            })
+            .ok_or(IdMapError::Exhausted {
+                pool: *self,
+                slots: self.slots(),
+                size: self.size,
+            })
+    }
+
+    /// Refuses a pool that holds the id of an account in `passwd` or
+    /// `group` text (`/etc/passwd`, `/etc/group` format; `file` names it).
+    pub fn check_accounts(
+        &self,
+        text: &str,
+        file: &Path,
+        kind: &'static str,
+    ) -> Result<(), IdMapError> {
+        for (i, line) in text.lines().enumerate() {
+            let mut fields = line.split(':');
+            let (Some(name), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if let Ok(id) = id.parse::<u32>()
+                && self.contains(id)
+            {
+                return Err(IdMapError::HostAccount {
+                    pool: *self,
+                    file: file.to_path_buf(),
+                    line: i + 1,
+                    kind,
+                    name: name.to_owned(),
+                    id,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn parses_and_refuses_pools() {
+        let pool = RangePool::parse("100000-231072/65536").unwrap();
+        assert_eq!(pool.slots(), 2);
+        for bad in [
+            "",
+            "100000",
+            "100000-200000",
+            "1-2/0",
+            "0-200000/65536",
+            "1000-200000/65536",
+            "100000-100001/65536",
+            "200000-100000/65536",
+            "100000-4294967295/65536",
+            "+100000-200000/65536",
+            "100000-200000/65536/1",
+        ] {
+            let err = RangePool::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(&format!("'{bad}'")), "{err}");
+        }
+    }
+
+    #[test]
+    fn allocates_the_lowest_free_range_and_says_when_none_is_left() {
+        let pool = RangePool::parse("100000-231072/65536").unwrap();
+        let mut taken = BTreeSet::new();
+        let a = pool.allocate(&taken).unwrap();
+        assert_eq!(a.base, 100000);
+        taken.insert(a.base);
+        let b = pool.allocate(&taken).unwrap();
+        assert_eq!(b.base, 165536);
+        taken.insert(b.base);
+        let err = pool.allocate(&taken).unwrap_err().to_string();
+        assert!(
+            err.contains("exhausted") && err.contains("all 2 ranges"),
+            "{err}"
+        );
+        taken.remove(&100000);
+        assert_eq!(pool.allocate(&taken).unwrap().base, 100000);
+    }
+
+    #[test]
+    fn maps_and_checkpoints() {
+        let r = IdRange {
+            base: 100000,
+            size: 65536,
+        };
+        assert_eq!(r.namespace_map(), "0 100000 65536\n");
+        assert_eq!(r.idmap(), "100000 100000 1\n1 100001 65535\n");
+        let path = Path::new("user_namespace");
+        assert_eq!(
+            IdRange::parse_checkpoint(&r.checkpoint_text(), path).unwrap(),
+            r
+        );
+        for torn in [
+            "",
+            "100000",
+            "100000 65536",
+            "100000 0\n",
+            "10 65536\n",
+            "a b\n",
+        ] {
+            assert!(IdRange::parse_checkpoint(torn, path).is_err(), "{torn:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_a_pool_holding_a_host_account() {
+        let pool = RangePool::parse("100000-231072/65536").unwrap();
+        let passwd = "root:x:0:0::/root:/bin/sh\nsvc:x:150000:150000::/:/bin/false\n";
+        let err = pool
+            .check_accounts(passwd, Path::new("/etc/passwd"), "user")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("'svc'") && err.contains("150000"),
+            "{err}"
+        );
+        assert!(
+            pool.check_accounts("root:x:0:\n", Path::new("/etc/group"), "group")
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! The pods' host id ranges (the `namespaces/user` isolator, see
+//! [`crate::isolation::id_map`]): allocated when a top-level container
+//! launches, checkpointed in its runtime directory before the helper runs,
+//! recovered with it, and free again only once its record is gone, which
+//! destroy allows only when no process of the pod is left. A nested
+//! container shares its root's range (and enters its user namespace).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::sched::CloneFlags;
+
+use super::tree::{Container, Pending};
+use super::{Launcher, LauncherError, Mode, io};
+use crate::checkpoint;
+use crate::container_id;
+use crate::isolation::channel::UserNamespaceControl;
+use crate::isolation::id_map::IdRange;
+use crate::isolation::namespace_ops::Plan;
+use crate::proto::mesos::ContainerId;
+
+/// The checkpoint of a pod's range, in its top-level runtime directory.
+pub const USER_NAMESPACE_FILE: &str = "user_namespace";
+
+impl Launcher {
+    /// Under both locks: the range of the pod `id` belongs to. A top-level
+    /// container gets the lowest free one of the pool (reserved in
+    /// `pending` until its record exists); a nested one its root's (none if
+    /// the root has none: it launched before the pool was configured).
+    pub(super) fn reserve_user_range(
+        &self,
+        id: &ContainerId,
+        key: &str,
+        containers: &BTreeMap<String, Container>,
+        pending: &mut Pending,
+    ) -> Result<Option<IdRange>, LauncherError> {
+        let Some(pool) = self.options.user_namespaces else {
+            return Ok(None);
+        };
+        if self.options.mode == Mode::Posix {
+            return Err(LauncherError::UserNamespaceUnsupported(
+                "the posix launcher makes no namespaces",
+            ));
+        }
+        if id.parent.is_some() {
+            let root = container_id::to_dotted(container_id::root(id));
+            return Ok(containers.get(&root).and_then(|c| c.user_range));
+        }
+        let taken: BTreeSet<u32> = containers
+            .values()
+            .filter_map(|c| c.user_range)
+            .chain(pending.user_ranges.values().copied())
+            .map(|r| r.base)
+            .collect();
+        let range = pool.allocate(&taken)?;
+        pending.user_ranges.insert(key.to_owned(), range);
+        Ok(Some(range))
+    }
+
+    /// What the helper needs to run the container in the pod's user
+    /// namespace, after the checks that must fail the launch before it.
+    pub(super) fn user_namespace_control(
+        &self,
+        range: IdRange,
+        plan: &mut Plan,
+        sandboxes: &[PathBuf],
+        nested: bool,
+    ) -> Result<UserNamespaceControl, LauncherError> {
+        // The idmapped sandbox and the locking of every mount need a mount
+        // namespace of the container's own.
+        if !nested {
+            plan.clone |= CloneFlags::CLONE_NEWNS;
+        }
+        if let Some(outermost) = sandboxes.first() {
+            searchable_ancestors(outermost)?;
+        }
+        // A nested container whose mount namespace derives from its
+        // parent's, with its sandbox below the parent's (idmapped there).
+        let under_parent = match sandboxes.split_last() {
+            Some((own, parents)) => parents.iter().any(|p| own.starts_with(p)),
+            None => false,
+        };
+        let from_parent = nested && plan.enter.contains(CloneFlags::CLONE_NEWNS);
+        Ok(UserNamespaceControl {
+            base: range.base,
+            size: range.size,
+            join_parent: nested,
+            idmap_sandbox: !(from_parent && under_parent),
+        })
+    }
+}
+
+/// Writes the range checkpoint of a top-level container.
+pub(super) fn checkpoint_range(runtime: &Path, range: IdRange) -> Result<(), LauncherError> {
+    checkpoint::write_text(&runtime.join(USER_NAMESPACE_FILE), &range.checkpoint_text())?;
+    Ok(())
+}
+
+/// Reads a top-level container's range checkpoint, if it has one.
+pub(super) fn recover_range(runtime: &Path) -> Result<Option<IdRange>, LauncherError> {
+    let path = runtime.join(USER_NAMESPACE_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(IdRange::parse_checkpoint(&text, &path)?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io("read", &path)(e)),
+    }
+}
+
+/// Refuses a sandbox below a directory others cannot search: the pod's
+/// ids are "others" to every host directory above it, and its command (a
+/// task's executor reading `MESOS_SANDBOX`, say) could not reach it. Mesos
+/// asks the same of the directories above a task user's sandbox.
+fn searchable_ancestors(sandbox: &Path) -> Result<(), LauncherError> {
+    for dir in sandbox.ancestors().skip(1) {
+        let mode = std::fs::metadata(dir)
+            .map_err(io("stat", dir))?
+            .permissions()
+            .mode();
+        if mode & 0o001 == 0 {
+            return Err(LauncherError::UserNamespaceSandbox {
+                dir: dir.to_path_buf(),
+                mode: mode & 0o7777,
+            });
+        }
+    }
+    Ok(())
+}

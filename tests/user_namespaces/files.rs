@@ -1,0 +1,168 @@
+//! Files and their owners: what a pod writes in its sandbox and shared
+//! volumes belongs on the host to the user it ran as (or to the pod's
+//! mapped root); a file system without idmapped mounts is refused.
+
+use std::os::unix::fs::MetadataExt;
+
+use crate::launcher_support::*;
+use crate::support::*;
+
+#[test]
+fn sandbox_files_have_the_promised_owners() {
+    if !root_or_skip() {
+        return;
+    }
+    let f = fixture(POOL);
+    let (exec, _) = f
+        .try_launch(
+            "ng-userns-files",
+            executor("echo from-root > by-root; sleep 100"),
+        )
+        .unwrap();
+    let exec_sandbox = f.sandbox(&exec);
+    wait_until(
+        "the executor wrote",
+        std::time::Duration::from_secs(10),
+        || exec_sandbox.join("by-root").exists(),
+    );
+    // Root inside writes as the pod's mapped root; the sandbox is its own.
+    let meta = std::fs::metadata(exec_sandbox.join("by-root")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (3000000000, 3000000000));
+    assert_eq!(std::fs::metadata(&exec_sandbox).unwrap().uid(), 3000000000);
+
+    // A task running as a user (daemon, uid 1) writes files that user owns
+    // on the host, in its sandbox and in a volume shared from the parent.
+    let shared = exec_sandbox.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::os::unix::fs::chown(&shared, Some(1), Some(1)).unwrap();
+    let task_id = nestguard::container_id::parse_dotted("ng-userns-files.task").unwrap();
+    let task_sandbox = f.sandbox(&task_id);
+    std::fs::create_dir_all(task_sandbox.join("shared")).unwrap();
+    let mut as_user = shell("id -u; echo from-user > by-user; echo shared > shared/by-user");
+    as_user.user = Some("daemon".into());
+    as_user.mounts = vec![nestguard::proto::mesos::slave::ContainerMountInfo {
+        source: Some(shared.to_string_lossy().into_owned()),
+        target: task_sandbox.join("shared").to_string_lossy().into_owned(),
+        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
+        ..Default::default()
+    }];
+    let (task, out) = f.run_ok("ng-userns-files.task", as_user);
+    assert_eq!(out, "1\n");
+    for file in [f.sandbox(&task).join("by-user"), shared.join("by-user")] {
+        let meta = std::fs::metadata(&file).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (1, 1), "{}", file.display());
+    }
+    // The agent still reads what the pod wrote, and removes it with the pod.
+    assert_eq!(read(exec_sandbox.join("by-root")), "from-root\n");
+    f.l().destroy(&exec).unwrap();
+    std::fs::remove_dir_all(&exec_sandbox).unwrap();
+}
+
+/// Unmounts a test's mount on every path out.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+#[test]
+fn a_file_system_without_idmapped_mounts_is_refused() {
+    if !root_or_skip() {
+        return;
+    }
+    let f = fixture(POOL);
+    // ramfs has no idmapped mounts (FS_ALLOW_IDMAP) on any kernel.
+    let host = f.dir.path().join("ramfs");
+    std::fs::create_dir(&host).unwrap();
+    nix::mount::mount(
+        Some("none"),
+        &host,
+        Some("ramfs"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .unwrap();
+    let _mounted = Mounted(host.clone());
+    let target = f.dir.path().join("volume");
+    std::fs::create_dir(&target).unwrap();
+    let mut info = executor("true");
+    info.mounts = vec![nestguard::proto::mesos::slave::ContainerMountInfo {
+        source: Some(host.to_string_lossy().into_owned()),
+        target: target.to_string_lossy().into_owned(),
+        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
+        ..Default::default()
+    }];
+    let err = f
+        .try_launch("ng-userns-ramfs", info)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "{} is on a file system without idmapped mounts",
+            host.display()
+        )) && err.contains("it is never bound unmapped"),
+        "{err}"
+    );
+    // Nothing of the launch is left; its range is free again.
+    let id = nestguard::container_id::parse_dotted("ng-userns-ramfs").unwrap();
+    assert!(!f.l().containers().contains(&id));
+    let (ok, pid) = f
+        .try_launch("ng-userns-after", executor("sleep 100"))
+        .unwrap();
+    assert_eq!(uid_map(pid), [[0, 3000000000, 65536]]);
+    f.l().destroy(&ok).unwrap();
+}
+
+#[test]
+fn a_container_with_its_own_image_in_the_pod() {
+    if !root_or_skip() {
+        return;
+    }
+    let f = fixture(POOL);
+    let rootfs = f.dir.path().join("rootfs");
+    for dir in ["bin", "etc", "tmp"] {
+        std::fs::create_dir_all(rootfs.join(dir)).unwrap();
+    }
+    std::fs::copy("/bin/busybox", rootfs.join("bin/busybox"))
+        .expect("busybox-static is installed (scripts/test-packages.txt)");
+    for applet in ["sh", "cat", "echo", "id", "stat"] {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    std::fs::write(rootfs.join("etc/marker"), "image\n").unwrap();
+    let (exec, _) = f
+        .try_launch("ng-userns-img", executor("sleep 100"))
+        .unwrap();
+    let mut info = shell(
+        "id -u; cat /etc/marker; stat -c %u /etc/marker; echo x > /tmp/in-image && echo image-writable; \
+         cat /proc/self/uid_map; pwd; echo from-image > by-image",
+    );
+    info.rootfs = Some(rootfs.to_string_lossy().into_owned());
+    let (task, out) = f.run_ok("ng-userns-img.task", info);
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        [
+            "0",
+            "image",
+            "0",
+            "image-writable",
+            "0",
+            "3000000000",
+            "65536",
+            "/mnt/mesos/sandbox"
+        ],
+        "the image is the pod's own: its root files are root's inside"
+    );
+    // On the host the image's new file is the image's root's; the
+    // sandbox's the pod's mapped root's.
+    assert_eq!(
+        std::fs::metadata(rootfs.join("tmp/in-image"))
+            .unwrap()
+            .uid(),
+        0
+    );
+    let meta = std::fs::metadata(f.sandbox(&task).join("by-image")).unwrap();
+    assert_eq!(meta.uid(), 3000000000);
+    f.l().destroy(&exec).unwrap();
+}
