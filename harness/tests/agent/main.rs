@@ -28,5 +28,6 @@ mod security_inputs;
 mod security_logs;
 mod security_pods;
 mod security_recovery;
+mod security_user_namespaces;
 mod session_isolation;
 mod session_recovery;

@@ -20,10 +20,10 @@ const MOUNT_ROOT: &str = "/sys/fs/cgroup";
 
 /// A cgroup root of the test's own, shared by the agents it starts; the
 /// guard kills whatever is left in it and removes it (and its lock file).
-struct CgroupRoot(String);
+pub(crate) struct CgroupRoot(String);
 
 impl CgroupRoot {
-    fn new(tag: &str) -> CgroupRoot {
+    pub(crate) fn new(tag: &str) -> CgroupRoot {
         let mut b = [0u8; 4];
         getrandom::fill(&mut b).unwrap();
         let suffix: String = b.iter().map(|x| format!("{x:02x}")).collect();
@@ -95,8 +95,8 @@ impl Drop for CgroupRoot {
 
 /// A `nestguard agent` on a work dir of its own, with io_nestguard_Isolator
 /// on `--cgroups_root`, no authentication and the local authorizer.
-struct Agent {
-    dir: tempfile::TempDir,
+pub(crate) struct Agent {
+    pub(crate) dir: tempfile::TempDir,
     cgroups_root: String,
     isolator_params: Vec<(String, String)>,
     address: String,
@@ -104,7 +104,7 @@ struct Agent {
 }
 
 impl Agent {
-    fn new(root: &CgroupRoot, isolator_params: &[(&str, &str)]) -> Agent {
+    pub(crate) fn new(root: &CgroupRoot, isolator_params: &[(&str, &str)]) -> Agent {
         let dir = tempfile::Builder::new()
             .prefix("nestguard-secrec-")
             .tempdir()
@@ -121,7 +121,7 @@ impl Agent {
         }
     }
 
-    fn work(&self) -> PathBuf {
+    pub(crate) fn work(&self) -> PathBuf {
         self.dir.path().join("work")
     }
 
@@ -163,7 +163,7 @@ impl Agent {
         }
     }
 
-    fn spawn(&mut self) {
+    pub(crate) fn spawn(&mut self) {
         if let Err((status, log)) = self.try_spawn() {
             panic!("agent did not start ({status}):\n{log}");
         }
@@ -174,7 +174,7 @@ impl Agent {
     }
 
     /// SIGKILL: containers keep running.
-    fn sigkill(&mut self) {
+    pub(crate) fn sigkill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -210,13 +210,13 @@ impl Agent {
         self.post("/api/v1", &body.to_string())
     }
 
-    fn launch_standalone(&self, id: &str, command: &str) {
+    pub(crate) fn launch_standalone(&self, id: &str, command: &str) {
         let (status, body) = self.api(serde_json::json!({"type": "LAUNCH_CONTAINER",
             "launch_container": {"container_id": {"value": id}, "command": {"value": command}}}));
         assert_eq!(status, 200, "launch {id}: {body}\n{}", self.log());
     }
 
-    fn launch_nested(&self, parent: &str, child: &str, command: &str) {
+    pub(crate) fn launch_nested(&self, parent: &str, child: &str, command: &str) {
         let (status, body) = self.api(serde_json::json!({"type": "LAUNCH_NESTED_CONTAINER",
             "launch_nested_container": {"container_id": nested(parent, child), "command": {"value": command}}}));
         assert_eq!(
@@ -233,7 +233,7 @@ impl Agent {
     }
 
     /// The supervisor pid the launcher checkpointed for a container.
-    fn supervisor_pid(&self, chain: &[&str]) -> i32 {
+    pub(crate) fn supervisor_pid(&self, chain: &[&str]) -> i32 {
         let mut path = self.work().join("run");
         for level in chain {
             path = path.join("containers").join(level);

@@ -79,6 +79,11 @@ impl TestAgent {
     /// framework's user and exec the agent's binary, which a checkout in a
     /// private directory (a CI clone under a 0700 temp dir) hides from them.
     pub fn start_with_public_binaries() -> TestAgent {
+        TestAgent::start_public_with_acls(ACLS)
+    }
+
+    /// [`TestAgent::start_with_public_binaries`] whose authorizer reads `acls`.
+    pub fn start_public_with_acls(acls: &str) -> TestAgent {
         let bin = tempfile::Builder::new()
             .prefix("nestguard-bin-")
             .tempdir()
@@ -93,7 +98,7 @@ impl TestAgent {
             }
             std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        TestAgent::start_full(ACLS, &[], Some(bin))
+        TestAgent::start_full(acls, &[], Some(bin))
     }
 
     /// An agent whose authorizer reads `acls`, with more agent flags.

@@ -5,6 +5,7 @@
 //! | key | default | meaning |
 //! |---|---|---|
 //! | `isolation` | `cgroups,namespaces,filesystem/linux,volume/sandbox_path,[environment/credentials,]hardening,seccomp,disk/du` | isolators, in order; a list without `hardening` or `seccomp` is logged as a warning at load |
+//! | `user_namespace_range` | none | with `namespaces/user` in `isolation` (opt-in, and then required): the pool of host ids, `<start>-<end>/<size>`, one range of `size` per pod (see [`super::user_namespace`]) |
 //! | `cgroups_mount_root` | `/sys/fs/cgroup` | where cgroup file systems are mounted |
 //! | `cgroups_root` | `nestguard` | our directory in each hierarchy |
 //! | `cgroups_destroy_timeout_secs` | `60` | how long killing may take |

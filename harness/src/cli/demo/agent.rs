@@ -3,7 +3,7 @@
 //! root whatever happens.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,32 @@ impl Drop for AgentProcess {
     }
 }
 
+/// `nestguard`, `nestguard-launch` and `library` in `<dir>/bin` (mode
+/// 0755, below the demo's directory that others may search): hard links,
+/// or copies across file systems. A checkout below a private directory
+/// (`/root`, a CI clone in a 0700 temporary directory) hides the running
+/// binary from every other uid. Returns the agent's binary and library.
+fn public_binaries(dir: &Path, library: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin)?;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))?;
+    let exe = std::env::current_exe()?;
+    let helper = exe.with_file_name("nestguard-launch");
+    for from in [exe.as_path(), helper.as_path(), library] {
+        let name = from.file_name().context("a binary without a name")?;
+        let to = bin.join(name);
+        if std::fs::hard_link(from, &to).is_err() {
+            std::fs::copy(from, &to).with_context(|| format!("copying {}", from.display()))?;
+        }
+    }
+    let name = library.file_name().context("a library without a name")?;
+    Ok((
+        bin.join(exe.file_name().context("no name")?),
+        bin.join(name),
+    ))
+}
+
 pub(super) fn start_agent(
     dir: &Path,
     library: &Path,
@@ -64,6 +90,14 @@ pub(super) fn start_agent(
     cgroups_root: Option<&str>,
     user_namespaces: bool,
 ) -> anyhow::Result<AgentProcess> {
+    // In a user namespace the pod's root (an unused host uid) runs the
+    // executor, which is this binary: it gets a copy it can reach.
+    let (exe, library) = if user_namespaces {
+        public_binaries(dir, library)?
+    } else {
+        (std::env::current_exe()?, library.to_path_buf())
+    };
+    let library = library.as_path();
     let mut modules = vec![
         serde_json::json!({"name": "io_nestguard_Authorizer", "parameters": [
             {"key": "acls", "value": dir.join("acls.json")}, {"key": "strict", "value": "true"}]}),
@@ -91,7 +125,6 @@ pub(super) fn start_agent(
         dir.join("modules.json"),
         serde_json::to_string_pretty(&manifest)?,
     )?;
-    let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
         .arg("agent")
         .arg(format!("--work_dir={}", dir.join("work").display()))

@@ -354,8 +354,11 @@ impl Agent {
     /// Creates a sandbox, which must lie below `--work_dir`: every ID in
     /// its path was validated, and [`nestguard::beneath`] refuses `..` and
     /// symbolic links below the work directory whatever slipped through.
+    /// Directories made on the way may be searched (not listed) by others,
+    /// as the ids of a pod in a user namespace (and Mesos' task users) must
+    /// to reach their sandbox; the launcher makes the sandbox itself 0750.
     pub(super) fn create_sandbox(&self, sandbox: &Path) -> Result<(), ApiError> {
-        nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o750)
+        nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o751)
             .map(drop)
             .map_err(|e| {
                 ApiError::Internal(format!(
