@@ -64,9 +64,9 @@ impl AbiError for LauncherError {
             | LauncherError::UserNamespace(IdMapError::Exhausted { .. }) => R::LauncherSystem,
             LauncherError::UserNamespaceUnsupported(_) => R::LauncherUnsupported,
             LauncherError::UserNamespace(IdMapError::Checkpoint(_)) => R::Checkpoint,
-            LauncherError::UserNamespace(_) | LauncherError::UserNamespaceSandbox { .. } => {
-                R::InvalidArgument
-            }
+            LauncherError::UserNamespace(_)
+            | LauncherError::UserNamespaceSandbox { .. }
+            | LauncherError::UserNamespaceUser { .. } => R::InvalidArgument,
             LauncherError::Cgroup(e) => e.code(),
         }
     }

@@ -79,10 +79,9 @@ pub struct UserNamespaceControl {
     /// Enter the parent container's user namespace (a nested container)
     /// instead of creating one with the range's map.
     pub join_parent: bool,
-    /// Bind the sandbox over itself through an idmapped mount: the
-    /// container's mount namespace does not derive from a parent's whose
-    /// idmapped sandbox already holds this one.
-    pub idmap_sandbox: bool,
+    /// The uid and primary gid the command runs as, when not root: they
+    /// pass the idmapped binds as themselves ([`crate::isolation::id_map::IdRange::idmap`]).
+    pub owner: Option<(u32, u32)>,
 }
 
 impl UserNamespaceControl {

@@ -8,13 +8,16 @@
 //! uses. Plain data shared by the launcher (which allocates, checkpoints and
 //! recovers ranges) and the helper (which writes the maps).
 //!
-//! Files: the sandbox, `SANDBOX_PATH` volumes and host-path volumes are
-//! bound into the container through idmapped mounts whose map is
-//! [`IdRange::idmap`]: a container id `u` in `1..size` reads and writes
-//! host id `u` on disk (a task running as the framework's user writes
-//! files that user owns on the host), container root reads and writes the
-//! pod's mapped root `base`. Host root's files are never mapped: root
-//! inside sees them as `nobody` and cannot write them.
+//! Files: a container's sandbox and host-path binds are mounted into it
+//! through idmapped mounts whose maps are [`IdRange::idmap`]: exactly two
+//! ids pass, the container's user (its uid and primary gid read and write
+//! the same ids on disk: a task running as the framework's user writes
+//! files that user owns on the host) and root (reading and writing the
+//! pod's mapped root `base` on disk). Every other id on disk is `nobody`
+//! inside, and an id not mapped cannot write at all: root inside can take
+//! no other host user's or group's identity through a bind (an identity
+//! shift of all ids would let it make a setgid-`disk` file, say). Host
+//! root's files are never mapped.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -79,21 +82,37 @@ pub struct IdRange {
 }
 
 impl IdRange {
+    /// Whether the two ranges share an id.
+    pub fn overlaps(&self, other: &IdRange) -> bool {
+        let end = |r: &IdRange| u64::from(r.base) + u64::from(r.size);
+        u64::from(self.base) < end(other) && u64::from(other.base) < end(self)
+    }
+
     /// `uid_map` and `gid_map` of the pod's user namespace.
     pub fn namespace_map(&self) -> String {
         format!("0 {} {}\n", self.base, self.size)
     }
 
-    /// The map of the idmapped binds (see the module documentation):
-    /// on-disk id `u` (`1..size`) is container id `u`, on-disk `base` is
-    /// container root. Valid because a pool starts at or above `size`
-    /// ([`RangePool::parse`]), so the two lines never overlap.
-    pub fn idmap(&self) -> String {
-        let mut map = format!("{} {} 1\n", self.base, self.base);
-        if self.size > 1 {
-            map.push_str(&format!("1 {} {}\n", self.base + 1, self.size - 1));
-        }
-        map
+    /// The `uid_map` and `gid_map` of a container's idmapped binds (see
+    /// the module documentation): on-disk `base` is container root and,
+    /// for a container running as `owner` (uid, primary gid; root and ids
+    /// outside the range pass nothing more), on-disk `uid` and `gid` are
+    /// themselves inside. Valid because a pool starts at or above `size`
+    /// ([`RangePool::parse`]), so the lines never overlap.
+    pub fn idmap(&self, owner: Option<(u32, u32)>) -> (String, String) {
+        let root = format!("{} {} 1\n", self.base, self.base);
+        let line = |id: u32| {
+            if id != 0 && id < self.size {
+                format!("{id} {} 1\n", self.base + id)
+            } else {
+                String::new()
+            }
+        };
+        let (uid, gid) = owner.unwrap_or((0, 0));
+        (
+            format!("{root}{}", line(uid)),
+            format!("{root}{}", line(gid)),
+        )
     }
 
     /// The checkpoint's text.
@@ -182,15 +201,16 @@ impl RangePool {
         (self.start..self.end).contains(&id)
     }
 
-    /// The lowest range not in `taken` (bases of ranges held).
-    pub fn allocate(&self, taken: &std::collections::BTreeSet<u32>) -> Result<IdRange, IdMapError> {
+    /// The lowest range of the pool that overlaps none of `taken` (the
+    /// ranges held, whatever pool they came from: one recovered from
+    /// before the operator changed the pool counts too).
+    pub fn allocate(&self, taken: &[IdRange]) -> Result<IdRange, IdMapError> {
         (0..self.slots())
-            .map(|i| self.start + i * self.size)
-            .find(|base| !taken.contains(base))
-            .map(|base| IdRange {
-                base,
+            .map(|i| IdRange {
+                base: self.start + i * self.size,
                 size: self.size,
             })
+            .find(|range| !taken.iter().any(|t| t.overlaps(range)))
             .ok_or(IdMapError::Exhausted {
                 pool: *self,
                 slots: self.slots(),
@@ -232,7 +252,6 @@ impl RangePool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     #[test]
     fn parses_and_refuses_pools() {
@@ -259,20 +278,28 @@ mod tests {
     #[test]
     fn allocates_the_lowest_free_range_and_says_when_none_is_left() {
         let pool = RangePool::parse("100000-231072/65536").unwrap();
-        let mut taken = BTreeSet::new();
+        let mut taken = Vec::new();
         let a = pool.allocate(&taken).unwrap();
         assert_eq!(a.base, 100000);
-        taken.insert(a.base);
+        taken.push(a);
         let b = pool.allocate(&taken).unwrap();
         assert_eq!(b.base, 165536);
-        taken.insert(b.base);
+        taken.push(b);
         let err = pool.allocate(&taken).unwrap_err().to_string();
         assert!(
             err.contains("exhausted") && err.contains("all 2 ranges"),
             "{err}"
         );
-        taken.remove(&100000);
+        taken.remove(0);
         assert_eq!(pool.allocate(&taken).unwrap().base, 100000);
+        // A range held from an earlier pool (another size) blocks every
+        // slot it overlaps.
+        let small = RangePool::parse("100000-101000/100").unwrap();
+        let old = [IdRange {
+            base: 100050,
+            size: 200,
+        }];
+        assert_eq!(small.allocate(&old).unwrap().base, 100300);
     }
 
     #[test]
@@ -282,7 +309,19 @@ mod tests {
             size: 65536,
         };
         assert_eq!(r.namespace_map(), "0 100000 65536\n");
-        assert_eq!(r.idmap(), "100000 100000 1\n1 100001 65535\n");
+        assert_eq!(
+            r.idmap(Some((1000, 100))),
+            (
+                "100000 100000 1\n1000 101000 1\n".to_owned(),
+                "100000 100000 1\n100 100100 1\n".to_owned()
+            )
+        );
+        let root_only = (
+            "100000 100000 1\n".to_owned(),
+            "100000 100000 1\n".to_owned(),
+        );
+        assert_eq!(r.idmap(None), root_only);
+        assert_eq!(r.idmap(Some((0, 0))), root_only);
         let path = Path::new("user_namespace");
         assert_eq!(
             IdRange::parse_checkpoint(&r.checkpoint_text(), path).unwrap(),

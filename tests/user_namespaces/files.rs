@@ -31,14 +31,47 @@ fn sandbox_files_have_the_promised_owners() {
     assert_eq!(std::fs::metadata(&exec_sandbox).unwrap().uid(), 3000000000);
 
     // A task running as a user (daemon, uid 1) writes files that user owns
-    // on the host, in its sandbox and in a volume shared from the parent.
-    let shared = exec_sandbox.join("shared");
-    std::fs::create_dir(&shared).unwrap();
-    std::os::unix::fs::chown(&shared, Some(1), Some(1)).unwrap();
-    let task_id = nestguard::container_id::parse_dotted("ng-userns-files.task").unwrap();
+    // on the host; root of the pod taking another id (1000) writes nothing
+    // through the sandbox's bind (only root and the container's user pass).
+    let mut as_user = shell("id -u; echo from-user > by-user");
+    as_user.user = Some("daemon".into());
+    let (task, out) = f.run_ok("ng-userns-files.task", as_user);
+    assert_eq!(out, "1\n");
+    let meta = std::fs::metadata(f.sandbox(&task).join("by-user")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (1, 1));
+    let (_, out) = f.run_ok(
+        "ng-userns-files.other-id",
+        shell(
+            "chmod 711 .; mkdir open; chmod 777 open; \
+             perl -e '$) = \"6 6\"; $> = 1000; open(F, \">open/as-1000\") or print \"refused: $!\\n\"'; \
+             test -e open/as-1000 || echo none",
+        ),
+    );
+    assert_eq!(
+        out,
+        "refused: Value too large for defined data type\nnone\n"
+    );
+    f.l().destroy(&exec).unwrap();
+
+    // A pod of daemon's: a volume its executor shares with a task of the
+    // same user carries daemon's files both ways.
+    let pod = nestguard::container_id::parse_dotted("ng-userns-files2").unwrap();
+    let mut executor_info =
+        executor("mkdir shared; echo from-executor > shared/by-executor; sleep 100");
+    executor_info.user = Some("daemon".into());
+    f.l()
+        .launch(&pod, &executor_info, None, &f.sandbox(&pod))
+        .unwrap();
+    let shared = f.sandbox(&pod).join("shared");
+    wait_until(
+        "the executor shared",
+        std::time::Duration::from_secs(10),
+        || shared.join("by-executor").exists(),
+    );
+    let task_id = nestguard::container_id::parse_dotted("ng-userns-files2.task").unwrap();
     let task_sandbox = f.sandbox(&task_id);
     std::fs::create_dir_all(task_sandbox.join("shared")).unwrap();
-    let mut as_user = shell("id -u; echo from-user > by-user; echo shared > shared/by-user");
+    let mut as_user = shell("cat shared/by-executor; echo shared > shared/by-user");
     as_user.user = Some("daemon".into());
     as_user.mounts = vec![nestguard::proto::mesos::slave::ContainerMountInfo {
         source: Some(shared.to_string_lossy().into_owned()),
@@ -46,15 +79,15 @@ fn sandbox_files_have_the_promised_owners() {
         flags: Some((libc::MS_BIND | libc::MS_REC) as _),
         ..Default::default()
     }];
-    let (task, out) = f.run_ok("ng-userns-files.task", as_user);
-    assert_eq!(out, "1\n");
-    for file in [f.sandbox(&task).join("by-user"), shared.join("by-user")] {
+    let (_, out) = f.run_ok("ng-userns-files2.task", as_user);
+    assert_eq!(out, "from-executor\n");
+    for file in [shared.join("by-executor"), shared.join("by-user")] {
         let meta = std::fs::metadata(&file).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (1, 1), "{}", file.display());
     }
-    // The agent still reads what the pod wrote, and removes it with the pod.
+    f.l().destroy(&pod).unwrap();
+    // The agent still reads what the pods wrote, and removes it.
     assert_eq!(read(exec_sandbox.join("by-root")), "from-root\n");
-    f.l().destroy(&exec).unwrap();
     std::fs::remove_dir_all(&exec_sandbox).unwrap();
 }
 
@@ -131,14 +164,26 @@ fn a_container_with_its_own_image_in_the_pod() {
         std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
     }
     std::fs::write(rootfs.join("etc/marker"), "image\n").unwrap();
+    // A host directory bound into the image: the image is idmapped first,
+    // the volume (idmapped with the container's map) after.
+    let host = f.dir.path().join("host-data");
+    std::fs::create_dir(&host).unwrap();
+    std::fs::write(host.join("note"), "from-host\n").unwrap();
+    std::fs::create_dir(rootfs.join("data")).unwrap();
     let (exec, _) = f
         .try_launch("ng-userns-img", executor("sleep 100"))
         .unwrap();
     let mut info = shell(
         "id -u; cat /etc/marker; stat -c %u /etc/marker; echo x > /tmp/in-image && echo image-writable; \
-         cat /proc/self/uid_map; pwd; echo from-image > by-image",
+         cat /proc/self/uid_map; pwd; echo from-image > by-image; cat /data/note",
     );
     info.rootfs = Some(rootfs.to_string_lossy().into_owned());
+    info.mounts = vec![nestguard::proto::mesos::slave::ContainerMountInfo {
+        source: Some(host.to_string_lossy().into_owned()),
+        target: rootfs.join("data").to_string_lossy().into_owned(),
+        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
+        ..Default::default()
+    }];
     let (task, out) = f.run_ok("ng-userns-img.task", info);
     assert_eq!(
         out.split_whitespace().collect::<Vec<_>>(),
@@ -150,7 +195,8 @@ fn a_container_with_its_own_image_in_the_pod() {
             "0",
             "3000000000",
             "65536",
-            "/mnt/mesos/sandbox"
+            "/mnt/mesos/sandbox",
+            "from-host"
         ],
         "the image is the pod's own: its root files are root's inside"
     );

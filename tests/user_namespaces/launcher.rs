@@ -107,6 +107,23 @@ fn ranges_are_never_shared_kept_across_a_restart_and_reclaimed() {
     );
     let (_, e_pid) = f.try_launch("ng-userns-re", executor("sleep 100")).unwrap();
     assert_eq!(uid_map(e_pid), [[0, 3000200000, 65536]]);
+
+    // The operator turns the option off and restarts the agent: the pods
+    // run on in their user namespaces, and a container launched into one
+    // still enters it (never the host's).
+    f.user_namespaces = None;
+    f.launcher = None;
+    f.reopen();
+    let known: Vec<_> = ["ng-userns-rb", "ng-userns-rc", "ng-userns-re"]
+        .iter()
+        .map(|d| nestguard::container_id::parse_dotted(d).unwrap())
+        .collect();
+    assert!(f.l().recover(&known).unwrap().is_empty());
+    let (_, out) = f.run_ok("ng-userns-rc.child", shell("cat /proc/self/uid_map"));
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["0", "3000331072", "65536"]
+    );
     f.l().destroy(&c).unwrap();
 }
 

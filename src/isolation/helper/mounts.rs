@@ -265,8 +265,9 @@ fn attributes(flags: nix::mount::MsFlags) -> u64 {
 /// documentation); every other mount is made by path, as given.
 ///
 /// With `idmap` (a container in the pod's user namespace), a bind of a
-/// host directory or file ([`idmapped_source`]) is idmapped through it;
-/// one from a sandbox path lies below the sandbox's idmapped bind already.
+/// host directory or file ([`idmapped_source`]) is idmapped through it,
+/// `nosuid` and `nodev`; one from a sandbox path lies below an idmapped
+/// sandbox already (its own, or its parent's).
 pub fn apply(
     mounts: &[ContainerMountInfo],
     sandboxes: &[PathBuf],
@@ -310,10 +311,16 @@ pub fn apply(
                     None => open_without_links(target)?,
                 };
                 let tree = match idmap {
-                    Some(idmap) => {
-                        super::user_namespace::idmapped_tree(source_fd.as_fd(), source, idmap)
-                            .map_err(|e| MountError::Idmap(Box::new(e)))?
-                    }
+                    Some(idmap) => super::user_namespace::idmapped_tree(
+                        source_fd.as_fd(),
+                        source,
+                        idmap,
+                        super::user_namespace::TreeOptions {
+                            recursive,
+                            nosuid: true,
+                        },
+                    )
+                    .map_err(|e| MountError::Idmap(Box::new(e)))?,
                     None => clone_tree(&source_fd, source, recursive)?,
                 };
                 rustix::mount::move_mount(

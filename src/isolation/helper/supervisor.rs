@@ -197,6 +197,7 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
     // helper starts while the host prepares it); stderr is the sandbox's
     // from here on.
     let stderr = open_log(&sandbox, &control, STDERR_FILE)?;
+    let mut user = created_user_namespaces(&control, &proc_dir, &sandbox)?;
     drop(sandbox);
     nix::unistd::dup2_stderr(&stderr).map_err(|e| HelperError::Syscall("dup2(stderr)", e))?;
     drop(stderr);
@@ -204,7 +205,6 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
 
     let enter = CloneFlags::from_bits_truncate(control.enter);
     let clone = CloneFlags::from_bits_truncate(control.clone);
-    let mut user = created_user_namespaces(&control, &info, &proc_dir)?;
     if let Some((pid, start)) = control.parent {
         enter_parent(&proc_dir, pid, start, enter)?;
         if let Some(u) = user
@@ -284,7 +284,8 @@ fn start_supervisor(
         // the intermediate ends in `_exit`.
         unsafe {
             vfork::spawn(false, move || {
-                let code = match join_cgroups(&mut launch.cgroups)
+                let code = match die_with_parent(launch.user.is_some())
+                    .and_then(|()| join_cgroups(&mut launch.cgroups))
                     .and_then(|()| Ok(namespace_ops::create(clone)?))
                     .and_then(|()| fork_supervisor(launch, true))
                     .and_then(|supervisor| Ok(process::waitpid_raw(supervisor.as_raw(), 0)?))
@@ -327,6 +328,20 @@ fn enter_parent(
     let opened = namespace_ops::open_namespaces(proc_dir.as_fd(), pid, flags)?;
     alive()?;
     namespace_ops::enter(&opened)?;
+    Ok(())
+}
+
+/// In the pod's user namespace the setup runs before the report, so a
+/// launch the host gives up on (it kills the helper) may still be setting
+/// up: the intermediate and the supervisor then die with the helper, and
+/// nothing runs in the range the host hands out again. The kernel clears
+/// the signal when the supervisor becomes the pod's root, after it
+/// reported.
+fn die_with_parent(in_user_namespace: bool) -> Result<(), HelperError> {
+    if in_user_namespace {
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+            .map_err(|e| HelperError::Syscall("prctl(PR_SET_PDEATHSIG)", e))?;
+    }
     Ok(())
 }
 
@@ -407,17 +422,19 @@ struct Launch<'a> {
 }
 
 /// Descriptors of the user namespaces of a launch (see
-/// [`user_namespace`]): the pod's, and the idmap's when something is bound
-/// through one.
+/// [`user_namespace`]): the pod's (a nested container's once its parent
+/// is checked), the idmap's, and the sandbox's idmapped tree.
 struct UserFds {
     userns: Option<OwnedFd>,
-    idmap: Option<OwnedFd>,
+    idmap: OwnedFd,
+    sandbox_tree: OwnedFd,
 }
 
 /// [`UserFds`] with the pod's namespace known.
 struct UserFdsReady {
     userns: OwnedFd,
-    idmap: Option<OwnedFd>,
+    idmap: OwnedFd,
+    sandbox_tree: OwnedFd,
 }
 
 impl UserFds {
@@ -428,19 +445,21 @@ impl UserFds {
                 nix::Error::ENOENT,
             ))?,
             idmap: self.idmap,
+            sandbox_tree: self.sandbox_tree,
         })
     }
 }
 
-/// Creates, as host root and before anything forks, the user namespaces a
-/// launch in the pod's user namespace needs: the pod's (a top-level
-/// container; a nested one enters its parent's, opened once the parent is
-/// checked) and the idmap's, when the sandbox or a host file or directory
-/// is bound.
+/// Creates, as host root in the host's namespaces and before anything
+/// forks, what a launch in the pod's user namespace needs: the pod's
+/// namespace (a top-level container; a nested one enters its parent's,
+/// opened once the parent is checked), the idmap's for the container's
+/// user, and the sandbox's idmapped tree from `sandbox` (the directory
+/// checked to be the one the host prepared).
 fn created_user_namespaces(
     control: &Control,
-    info: &ContainerLaunchInfo,
     proc_dir: &OwnedFd,
+    sandbox: &OwnedFd,
 ) -> Result<Option<UserFds>, HelperError> {
     let Some(u) = control.user_namespace else {
         return Ok(None);
@@ -449,19 +468,25 @@ fn created_user_namespaces(
     let userns = if u.join_parent {
         None
     } else {
-        Some(user_namespace::create(
-            proc_dir.as_fd(),
-            &range.namespace_map(),
-        )?)
+        let map = range.namespace_map();
+        Some(user_namespace::create(proc_dir.as_fd(), &map, &map)?)
     };
-    let binds_host = info
-        .mounts
-        .iter()
-        .any(|m| mounts::idmapped_source(m, &control.sandboxes));
-    let idmap = (u.idmap_sandbox || binds_host)
-        .then(|| user_namespace::create(proc_dir.as_fd(), &range.idmap()))
-        .transpose()?;
-    Ok(Some(UserFds { userns, idmap }))
+    let (uid_map, gid_map) = range.idmap(u.owner);
+    let idmap = user_namespace::create(proc_dir.as_fd(), &uid_map, &gid_map)?;
+    let sandbox_tree = user_namespace::idmapped_tree(
+        sandbox.as_fd(),
+        &control.sandbox,
+        idmap.as_fd(),
+        user_namespace::TreeOptions {
+            recursive: true,
+            nosuid: true,
+        },
+    )?;
+    Ok(Some(UserFds {
+        userns,
+        idmap,
+        sandbox_tree,
+    }))
 }
 
 /// Forks the supervisor (in the namespaces the caller is now in); returns its
@@ -545,7 +570,7 @@ fn supervise(mut l: Launch<'_>) -> i32 {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&all), Some(&mut previous)) {
         return report_failure(&HelperError::Syscall("sigprocmask", e));
     }
-    if let Err(e) = join_cgroups(&mut l.cgroups) {
+    if let Err(e) = die_with_parent(l.user.is_some()).and_then(|()| join_cgroups(&mut l.cgroups)) {
         return report_failure(&e);
     }
     // In the pod's user namespace, the setup runs first, as host root (see
@@ -679,25 +704,24 @@ fn setup_inside(
     if let Some(name) = &control.hostname {
         nix::unistd::sethostname(name).map_err(|e| format!("sethostname: {e}"))?;
     }
-    let idmap = user.and_then(|u| u.idmap.as_ref()).map(|fd| fd.as_fd());
-    if let (Some(idmap), true) = (
-        idmap,
-        control.user_namespace.is_some_and(|u| u.idmap_sandbox),
-    ) {
-        user_namespace::idmapped_bind(&control.sandbox, idmap).map_err(|e| e.to_string())?;
+    if let Some(u) = user {
+        user_namespace::attach_sandbox(&u.sandbox_tree, &control.sandbox, control.sandbox_identity)
+            .map_err(|e| e.to_string())?;
+        // The image first: volumes mounted into it come after (an image
+        // with idmapped volumes in it could not be idmapped again).
+        if let Some(rootfs) = info.rootfs.as_deref().map(Path::new) {
+            // The image is the pod's own: its files map as the pod's
+            // namespace maps them (on-disk root is root inside).
+            rootfs::make_mount_points(rootfs).map_err(|e| e.to_string())?;
+            user_namespace::idmapped_bind(rootfs, u.userns.as_fd()).map_err(|e| e.to_string())?;
+        }
     }
+    let idmap = user.map(|u| u.idmap.as_fd());
     mounts::apply(&info.mounts, &control.sandboxes, idmap).map_err(|e| e.to_string())?;
     // After the isolators' mounts (their targets are host paths, inside the
     // rootfs for a container that has one), as Mesos' launch helper.
     let sandbox = match &info.rootfs {
         Some(rootfs) => {
-            // The image is the pod's own: its files map as the pod's
-            // namespace maps them (on-disk root is root inside).
-            if let Some(u) = user {
-                rootfs::make_mount_points(Path::new(rootfs)).map_err(|e| e.to_string())?;
-                user_namespace::idmapped_bind(Path::new(rootfs), u.userns.as_fd())
-                    .map_err(|e| e.to_string())?;
-            }
             rootfs::enter(
                 Path::new(rootfs),
                 &control.sandbox,

@@ -103,13 +103,17 @@ fn mount_err<'a>(
     }
 }
 
-/// Creates a user namespace with `map` as both its `uid_map` and
-/// `gid_map`; returns its descriptor. `proc_dir` is the host's procfs.
-pub fn create(proc_dir: BorrowedFd<'_>, map: &str) -> Result<OwnedFd, UserNamespaceError> {
+/// Creates a user namespace with `uid_map` and `gid_map`; returns its
+/// descriptor. `proc_dir` is the host's procfs.
+pub fn create(
+    proc_dir: BorrowedFd<'_>,
+    uid_map: &str,
+    gid_map: &str,
+) -> Result<OwnedFd, UserNamespaceError> {
     // SAFETY: the helper is single-threaded here.
     let result = unsafe {
         vfork::with_paused_child(CloneFlags::CLONE_NEWUSER, |pid| {
-            for file in ["uid_map", "gid_map"] {
+            for (file, map) in [("uid_map", uid_map), ("gid_map", gid_map)] {
                 let path = format!("{pid}/{file}");
                 let fd = openat(
                     proc_dir,
@@ -161,28 +165,38 @@ pub fn of_parent(proc_dir: BorrowedFd<'_>, pid: i32) -> Result<OwnedFd, UserName
     Ok(fd)
 }
 
-/// A detached copy of the tree at `source` (recursively), idmapped through
-/// `idmap`, `nosuid` and `nodev`.
+/// How an idmapped tree is made.
+#[derive(Debug, Clone, Copy)]
+pub struct TreeOptions {
+    /// With the mounts below the source (`MS_REC`).
+    pub recursive: bool,
+    /// `nosuid` too (always `nodev`): the binds of host files; not an
+    /// image, whose set-user-ID programs work inside as in any container.
+    pub nosuid: bool,
+}
+
+/// A detached copy of the tree at `source`, idmapped through `idmap`,
+/// `nodev` (and `nosuid` as `options` say).
 pub fn idmapped_tree(
     source: BorrowedFd<'_>,
     path: &Path,
     idmap: BorrowedFd<'_>,
+    options: TreeOptions,
 ) -> Result<OwnedFd, UserNamespaceError> {
-    let tree = rustix::mount::open_tree(
-        source,
-        "",
-        OpenTreeFlags::OPEN_TREE_CLONE
-            | OpenTreeFlags::OPEN_TREE_CLOEXEC
-            | OpenTreeFlags::AT_EMPTY_PATH
-            | OpenTreeFlags::AT_RECURSIVE,
-    )
-    .map_err(mount_err("open_tree", path))?;
+    let mut flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+        | OpenTreeFlags::AT_EMPTY_PATH;
+    if options.recursive {
+        flags |= OpenTreeFlags::AT_RECURSIVE;
+    }
+    let tree = rustix::mount::open_tree(source, "", flags).map_err(mount_err("open_tree", path))?;
+    let nosuid = if options.nosuid { MOUNT_ATTR_NOSUID } else { 0 };
     mounts::mount_setattr_with(
         tree.as_fd(),
         Path::new(""),
         true,
-        true,
-        MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        options.recursive,
+        MOUNT_ATTR_IDMAP | MOUNT_ATTR_NODEV | nosuid,
         Some(idmap),
     )
     .map_err(|source| match source {
@@ -200,22 +214,63 @@ pub fn idmapped_tree(
 }
 
 /// Binds the directory `path` over itself through an idmapped mount (in
-/// the caller's own mount namespace). Resolved without symbolic links:
-/// the sandbox's path was checked by the host.
+/// the caller's own mount namespace, an image's root: the pod's map,
+/// set-user-ID programs working). Resolved without symbolic links.
 pub fn idmapped_bind(path: &Path, idmap: BorrowedFd<'_>) -> Result<(), UserNamespaceError> {
-    let dir = rustix::fs::openat2(
+    let dir = open_dir(path)?;
+    let tree = idmapped_tree(
+        dir.as_fd(),
+        path,
+        idmap,
+        TreeOptions {
+            recursive: true,
+            nosuid: false,
+        },
+    )?;
+    attach(&tree, &dir, path)
+}
+
+fn open_dir(path: &Path) -> Result<OwnedFd, UserNamespaceError> {
+    rustix::fs::openat2(
         CWD,
         path,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
         ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     )
-    .map_err(mount_err("open (no symbolic links on the way)", path))?;
-    let tree = idmapped_tree(dir.as_fd(), path, idmap)?;
+    .map_err(mount_err("open (no symbolic links on the way)", path))
+}
+
+/// Mounts the sandbox's idmapped `tree` (made by the helper from the
+/// host's view, before it entered any namespace: a nested sandbox seen
+/// through its parent's idmapped sandbox could not be idmapped again) over
+/// the sandbox `path` in the caller's mount namespace, resolved without
+/// symbolic links and checked to be the directory the host prepared
+/// (`expect`: device and inode).
+pub fn attach_sandbox(
+    tree: &OwnedFd,
+    path: &Path,
+    expect: Option<(u64, u64)>,
+) -> Result<(), UserNamespaceError> {
+    let dir = open_dir(path)?;
+    if let Some(expect) = expect {
+        let stat = rustix::fs::fstat(&dir).map_err(mount_err("stat", path))?;
+        if (stat.st_dev, stat.st_ino) != expect {
+            return Err(UserNamespaceError::Mount {
+                call: "attach (not the sandbox the host prepared)",
+                path: path.to_path_buf(),
+                source: Errno::XDEV,
+            });
+        }
+    }
+    attach(tree, &dir, path)
+}
+
+fn attach(tree: &OwnedFd, dir: &OwnedFd, path: &Path) -> Result<(), UserNamespaceError> {
     rustix::mount::move_mount(
-        &tree,
+        tree,
         "",
-        &dir,
+        dir,
         "",
         MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
     )
@@ -240,8 +295,13 @@ pub fn raise_hard_limits(
 }
 
 /// Enters the pod's user namespace and a new mount namespace owned by it,
-/// which locks every mount the caller made before.
+/// which locks every mount the caller made before. Non-dumpable first:
+/// until it becomes the pod's root the caller is still host uid 0, and in
+/// the pod's namespace its root's `CAP_SYS_PTRACE` would otherwise reach
+/// it (a nested container's supervisor, while its pod runs), with the
+/// host's `/proc` and runtime directory it still holds.
 pub fn enter(userns: BorrowedFd<'_>) -> Result<(), UserNamespaceError> {
+    nix::sys::prctl::set_dumpable(false).map_err(sys("prctl(PR_SET_DUMPABLE, 0)"))?;
     nix::sched::setns(userns, CloneFlags::CLONE_NEWUSER).map_err(sys("setns(CLONE_NEWUSER)"))?;
     nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(sys("unshare(CLONE_NEWNS)"))
 }

@@ -109,10 +109,15 @@ pub unsafe fn spawn(share_files: bool, child: impl FnOnce() -> i32) -> nix::Resu
 
 /// Runs `with` while a child created with `CLONE_VM | flags` (e.g.
 /// `CLONE_NEWUSER`) sits in `pause()`, then kills and reaps the child.
-/// The child touches nothing but its own stack (the callback was boxed by
-/// the caller before the clone), so the caller may run on meanwhile: this
-/// is how the helper gets hold of a namespace whose maps only a process
-/// outside it may write.
+/// This is how the helper gets hold of a namespace whose maps only a
+/// process outside it may write.
+///
+/// The caller runs on while the child lives, so the child must touch no
+/// memory of the caller's: it starts in [`pause_forever`], a plain
+/// `extern "C"` function with no argument, through `libc::clone` (not
+/// `nix::sched::clone`, whose child reads its callback through a pointer
+/// into the caller's stack frame, valid only while the caller waits, as
+/// with `CLONE_VFORK`).
 ///
 /// # Safety
 ///
@@ -123,25 +128,37 @@ pub unsafe fn with_paused_child<T>(
 ) -> nix::Result<T> {
     // A small stack: the child only calls `pause`.
     let mut stack = Stack::new(64 << 10)?;
-    let callback = Box::new(|| -> isize {
-        loop {
-            // SAFETY: `pause` only waits; SIGKILL ends it.
-            unsafe { libc::pause() };
-        }
-    });
-    // SAFETY: the child runs on its own stack and never returns; the stack
-    // is unmapped only after the child is reaped below.
-    let child = unsafe {
-        nix::sched::clone(
-            callback,
-            stack.as_slice(),
-            CloneFlags::CLONE_VM | flags,
-            Some(libc::SIGCHLD),
+    let top = {
+        let slice = stack.as_slice();
+        // SAFETY: one past the end of the mapping's usable part.
+        let end = unsafe { slice.as_mut_ptr().add(slice.len()) };
+        end.wrapping_sub(end as usize % 16)
+    };
+    // SAFETY: `pause_forever` needs no argument and never returns; the
+    // stack stays mapped until the child is reaped below.
+    let raw = unsafe {
+        libc::clone(
+            pause_forever,
+            top.cast(),
+            (CloneFlags::CLONE_VM | flags).bits() | libc::SIGCHLD,
+            std::ptr::null_mut(),
         )
-    }?;
+    };
+    if raw < 0 {
+        return Err(nix::Error::last());
+    }
+    let child = Pid::from_raw(raw);
     let out = with(child);
     let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
     let _ = crate::isolation::process::waitpid_raw(child.as_raw(), libc::__WALL);
     drop(stack);
     Ok(out)
+}
+
+/// The paused child's whole life: `pause` until SIGKILL.
+extern "C" fn pause_forever(_: *mut libc::c_void) -> libc::c_int {
+    loop {
+        // SAFETY: `pause` only waits.
+        unsafe { libc::pause() };
+    }
 }

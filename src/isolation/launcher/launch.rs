@@ -154,7 +154,7 @@ impl Launcher {
             destroying: false,
         };
         let user_namespace = user_range
-            .map(|r| self.user_namespace_control(r, &mut plan, &sandboxes, nested))
+            .map(|r| self.user_namespace_control(r, &mut plan, &sandboxes, info, nested))
             .transpose()?;
         // The helper is spawned first (usually it was, by the previous
         // launch: see `spare`), so its exec and start-up overlap with the

@@ -135,6 +135,21 @@ pub enum LauncherError {
     /// User namespaces cannot be used here.
     #[error("namespaces/user: {0}")]
     UserNamespaceUnsupported(&'static str),
+    /// The command's user lies outside the pod's range.
+    #[error(
+        "namespaces/user: user '{user}' (uid {uid}, gid {gid}) is outside the pod's map \
+         (ids 0 to {size} - 1): its processes could not exist in the pod's user namespace"
+    )]
+    UserNamespaceUser {
+        /// The user's name.
+        user: String,
+        /// Its uid.
+        uid: u32,
+        /// Its primary gid.
+        gid: u32,
+        /// The range's size.
+        size: u32,
+    },
     /// A directory above the sandbox cannot be searched by the pod's ids.
     #[error(
         "namespaces/user: {dir} (above the sandbox) has mode {mode:04o}, which others cannot \

@@ -5,7 +5,7 @@
 //! destroy allows only when no process of the pod is left. A nested
 //! container shares its root's range (and enters its user namespace).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -16,9 +16,11 @@ use super::{Launcher, LauncherError, Mode, io};
 use crate::checkpoint;
 use crate::container_id;
 use crate::isolation::channel::UserNamespaceControl;
+use crate::isolation::helper::command;
 use crate::isolation::id_map::IdRange;
 use crate::isolation::namespace_ops::Plan;
 use crate::proto::mesos::ContainerId;
+use crate::proto::mesos::slave::ContainerLaunchInfo;
 
 /// The checkpoint of a pod's range, in its top-level runtime directory.
 pub const USER_NAMESPACE_FILE: &str = "user_namespace";
@@ -35,6 +37,19 @@ impl Launcher {
         containers: &BTreeMap<String, Container>,
         pending: &mut Pending,
     ) -> Result<Option<IdRange>, LauncherError> {
+        // A nested container joins its pod's range whatever the pool is
+        // now: a pod recovered after the option was turned off still runs
+        // in its user namespace, and nothing may join it as host root.
+        if id.parent.is_some() {
+            let root = container_id::to_dotted(container_id::root(id));
+            let range = containers.get(&root).and_then(|c| c.user_range);
+            if range.is_some() && self.options.mode == Mode::Posix {
+                return Err(LauncherError::UserNamespaceUnsupported(
+                    "the posix launcher makes no namespaces",
+                ));
+            }
+            return Ok(range);
+        }
         let Some(pool) = self.options.user_namespaces else {
             return Ok(None);
         };
@@ -43,15 +58,10 @@ impl Launcher {
                 "the posix launcher makes no namespaces",
             ));
         }
-        if id.parent.is_some() {
-            let root = container_id::to_dotted(container_id::root(id));
-            return Ok(containers.get(&root).and_then(|c| c.user_range));
-        }
-        let taken: BTreeSet<u32> = containers
+        let taken: Vec<IdRange> = containers
             .values()
             .filter_map(|c| c.user_range)
             .chain(pending.user_ranges.values().copied())
-            .map(|r| r.base)
             .collect();
         let range = pool.allocate(&taken)?;
         pending.user_ranges.insert(key.to_owned(), range);
@@ -65,30 +75,61 @@ impl Launcher {
         range: IdRange,
         plan: &mut Plan,
         sandboxes: &[PathBuf],
+        info: &ContainerLaunchInfo,
         nested: bool,
     ) -> Result<UserNamespaceControl, LauncherError> {
-        // The idmapped sandbox and the locking of every mount need a mount
-        // namespace of the container's own.
+        // The locking of every mount needs a mount namespace of the
+        // container's own; a pod's own pid namespace lets destroy reach
+        // every process of it before its range is handed out again.
         if !nested {
+            if !plan.clone.contains(CloneFlags::CLONE_NEWPID) && plan.enter.is_empty() {
+                if !plan.clone.is_empty() || !info.clone_namespaces.is_empty() {
+                    return Err(LauncherError::UserNamespaceUnsupported(
+                        "a pod in a user namespace needs its own pid namespace \
+                         (share_pid_namespace is refused)",
+                    ));
+                }
+                plan.clone |= CloneFlags::CLONE_NEWPID;
+            }
             plan.clone |= CloneFlags::CLONE_NEWNS;
         }
         if let Some(outermost) = sandboxes.first() {
             searchable_ancestors(outermost)?;
         }
-        // A nested container whose mount namespace derives from its
-        // parent's, with its sandbox below the parent's (idmapped there).
-        let under_parent = match sandboxes.split_last() {
-            Some((own, parents)) => parents.iter().any(|p| own.starts_with(p)),
-            None => false,
-        };
-        let from_parent = nested && plan.enter.contains(CloneFlags::CLONE_NEWNS);
         Ok(UserNamespaceControl {
             base: range.base,
             size: range.size,
             join_parent: nested,
-            idmap_sandbox: !(from_parent && under_parent),
+            owner: owner(info, range)?,
         })
     }
+}
+
+/// The uid and primary gid the command runs as (looked up as the sandbox's
+/// owner is: on the host, or in the image), unless root; one outside the
+/// pod's range is refused here, with its name, rather than by the user
+/// switch inside.
+fn owner(info: &ContainerLaunchInfo, range: IdRange) -> Result<Option<(u32, u32)>, LauncherError> {
+    let Some(name) = info.user.as_deref() else {
+        return Ok(None);
+    };
+    let user = match info.rootfs.as_deref() {
+        Some(rootfs) => command::lookup_user_in_rootfs(Path::new(rootfs), name, &[])?,
+        None => command::lookup_user(name, &[])?,
+    };
+    let (uid, gid) = (user.uid.as_raw(), user.gid.as_raw());
+    if uid == 0 {
+        return Ok(None);
+    }
+    if uid >= range.size || gid >= range.size {
+        return Err(LauncherError::UserNamespaceUser {
+            user: name.to_owned(),
+            uid,
+            gid,
+            size: range.size,
+        });
+    }
+    Ok(Some((uid, gid)))
 }
 
 /// Writes the range checkpoint of a top-level container.
