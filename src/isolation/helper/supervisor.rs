@@ -197,7 +197,7 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
     // helper starts while the host prepares it); stderr is the sandbox's
     // from here on.
     let stderr = open_log(&sandbox, &control, STDERR_FILE)?;
-    let mut user = created_user_namespaces(&control, &proc_dir, &sandbox)?;
+    let mut user = created_user_namespaces(&control, &info, &proc_dir, &sandbox)?;
     drop(sandbox);
     nix::unistd::dup2_stderr(&stderr).map_err(|e| HelperError::Syscall("dup2(stderr)", e))?;
     drop(stderr);
@@ -426,15 +426,15 @@ struct Launch<'a> {
 /// is checked), the idmap's, and the sandbox's idmapped tree.
 struct UserFds {
     userns: Option<OwnedFd>,
-    idmap: OwnedFd,
-    sandbox_tree: OwnedFd,
+    idmap: Option<OwnedFd>,
+    sandbox_tree: Option<OwnedFd>,
 }
 
 /// [`UserFds`] with the pod's namespace known.
 struct UserFdsReady {
     userns: OwnedFd,
-    idmap: OwnedFd,
-    sandbox_tree: OwnedFd,
+    idmap: Option<OwnedFd>,
+    sandbox_tree: Option<OwnedFd>,
 }
 
 impl UserFds {
@@ -458,6 +458,7 @@ impl UserFds {
 /// checked to be the one the host prepared).
 fn created_user_namespaces(
     control: &Control,
+    info: &ContainerLaunchInfo,
     proc_dir: &OwnedFd,
     sandbox: &OwnedFd,
 ) -> Result<Option<UserFds>, HelperError> {
@@ -471,20 +472,38 @@ fn created_user_namespaces(
         let map = range.namespace_map();
         Some(user_namespace::create(proc_dir.as_fd(), &map, &map)?)
     };
+    // The idmap's namespace only when something is bound through it (a
+    // paused child is the dearest step of a nested launch).
+    let binds_host = info
+        .mounts
+        .iter()
+        .any(|m| mounts::idmapped_source(m, &control.sandboxes));
+    if !u.idmap_sandbox && !binds_host {
+        return Ok(Some(UserFds {
+            userns,
+            idmap: None,
+            sandbox_tree: None,
+        }));
+    }
     let (uid_map, gid_map) = range.idmap(u.owner);
     let idmap = user_namespace::create(proc_dir.as_fd(), &uid_map, &gid_map)?;
-    let sandbox_tree = user_namespace::idmapped_tree(
-        sandbox.as_fd(),
-        &control.sandbox,
-        idmap.as_fd(),
-        user_namespace::TreeOptions {
-            recursive: true,
-            nosuid: true,
-        },
-    )?;
+    let sandbox_tree = u
+        .idmap_sandbox
+        .then(|| {
+            user_namespace::idmapped_tree(
+                sandbox.as_fd(),
+                &control.sandbox,
+                idmap.as_fd(),
+                user_namespace::TreeOptions {
+                    recursive: true,
+                    nosuid: true,
+                },
+            )
+        })
+        .transpose()?;
     Ok(Some(UserFds {
         userns,
-        idmap,
+        idmap: Some(idmap),
         sandbox_tree,
     }))
 }
@@ -705,8 +724,10 @@ fn setup_inside(
         nix::unistd::sethostname(name).map_err(|e| format!("sethostname: {e}"))?;
     }
     if let Some(u) = user {
-        user_namespace::attach_sandbox(&u.sandbox_tree, &control.sandbox, control.sandbox_identity)
-            .map_err(|e| e.to_string())?;
+        if let Some(tree) = &u.sandbox_tree {
+            user_namespace::attach_sandbox(tree, &control.sandbox, control.sandbox_identity)
+                .map_err(|e| e.to_string())?;
+        }
         // The image first: volumes mounted into it come after (an image
         // with idmapped volumes in it could not be idmapped again).
         if let Some(rootfs) = info.rootfs.as_deref().map(Path::new) {
@@ -716,7 +737,7 @@ fn setup_inside(
             user_namespace::idmapped_bind(rootfs, u.userns.as_fd()).map_err(|e| e.to_string())?;
         }
     }
-    let idmap = user.map(|u| u.idmap.as_fd());
+    let idmap = user.and_then(|u| u.idmap.as_ref()).map(|fd| fd.as_fd());
     mounts::apply(&info.mounts, &control.sandboxes, idmap).map_err(|e| e.to_string())?;
     // After the isolators' mounts (their targets are host paths, inside the
     // rootfs for a container that has one), as Mesos' launch helper.

@@ -147,6 +147,7 @@ impl Launcher {
             sandboxes,
             parent,
             user_range,
+            parent_owner,
         } = self.reserve(id, sandbox, &plan)?;
         let _pending = PendingGuard {
             launcher: self,
@@ -154,7 +155,14 @@ impl Launcher {
             destroying: false,
         };
         let user_namespace = user_range
-            .map(|r| self.user_namespace_control(r, &mut plan, &sandboxes, info, nested))
+            .map(|r| {
+                let place = super::user_ranges::Placement {
+                    sandboxes: &sandboxes,
+                    nested,
+                    parent_owner,
+                };
+                self.user_namespace_control(r, &mut plan, info, place)
+            })
             .transpose()?;
         // The helper is spawned first (usually it was, by the previous
         // launch: see `spare`), so its exec and start-up overlap with the
@@ -194,6 +202,9 @@ impl Launcher {
                 if let Some(range) = user_range.filter(|_| !nested) {
                     super::user_ranges::checkpoint_range(&runtime, range)?;
                 }
+                if let Some(owner) = user_namespace.and_then(|u| u.owner) {
+                    super::user_ranges::checkpoint_owner(&runtime, owner)?;
+                }
                 self.checkpoint_config(&runtime, info, container, sandbox, debug)
             });
         let started = prepared
@@ -226,6 +237,7 @@ impl Launcher {
                 status: None,
                 counted: Counted::new(false),
                 user_range: user_range.filter(|_| !nested),
+                idmap_owner: user_namespace.and_then(|u| u.owner),
             },
         );
         Ok(pid)
@@ -328,6 +340,11 @@ impl Launcher {
             return Err(NamespaceError::JoiningAgentPidNamespace.into());
         }
         let user_range = self.reserve_user_range(id, &key, &containers, &mut pending)?;
+        let parent_owner = id
+            .parent
+            .as_deref()
+            .and_then(|p| containers.get(&container_id::to_dotted(p)))
+            .and_then(|c| c.idmap_owner);
         pending.launching.insert(key.clone());
         drop(pending);
         drop(containers);
@@ -337,6 +354,7 @@ impl Launcher {
             sandboxes,
             parent,
             user_range,
+            parent_owner,
         })
     }
 
@@ -511,6 +529,8 @@ struct Reservation {
     parent: Option<(i32, u64)>,
     /// The pod's host id range, in a user namespace.
     user_range: Option<crate::isolation::id_map::IdRange>,
+    /// The ids the parent's binds pass besides root.
+    parent_owner: Option<(u32, u32)>,
 }
 
 /// Makes `sandbox`, owned by the command's user. A nested sandbox is made

@@ -98,6 +98,7 @@ impl Launcher {
                     status: None,
                     counted: Counted::new(true),
                     user_range: None,
+                    idmap_owner: None,
                 },
             );
             orphans.push(id);
@@ -185,5 +186,6 @@ fn recover_one(id: &ContainerId, runtime: &Path, orphan: bool) -> Result<Contain
         } else {
             None
         },
+        idmap_owner: super::user_ranges::recover_owner(runtime)?,
     })
 }

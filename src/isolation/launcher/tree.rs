@@ -33,6 +33,9 @@ pub(super) struct Container {
     /// The pod's host id range (a top-level container in a user
     /// namespace): taken while this record exists.
     pub(super) user_range: Option<crate::isolation::id_map::IdRange>,
+    /// In a pod's user namespace: the uid and primary gid its binds pass
+    /// besides root (`None`: root only).
+    pub(super) idmap_owner: Option<(u32, u32)>,
 }
 
 /// A container's place in the metrics: counted as running while the

@@ -74,15 +74,14 @@ impl Launcher {
         &self,
         range: IdRange,
         plan: &mut Plan,
-        sandboxes: &[PathBuf],
         info: &ContainerLaunchInfo,
-        nested: bool,
+        place: Placement<'_>,
     ) -> Result<UserNamespaceControl, LauncherError> {
         // The locking of every mount needs a mount namespace of the
         // container's own; a pod's own pid namespace lets destroy reach
         // every process of it before its range is handed out again.
-        if !nested {
-            if !plan.clone.contains(CloneFlags::CLONE_NEWPID) && plan.enter.is_empty() {
+        if !place.nested {
+            if !plan.clone.contains(CloneFlags::CLONE_NEWPID) {
                 if !plan.clone.is_empty() || !info.clone_namespaces.is_empty() {
                     return Err(LauncherError::UserNamespaceUnsupported(
                         "a pod in a user namespace needs its own pid namespace \
@@ -93,16 +92,36 @@ impl Launcher {
             }
             plan.clone |= CloneFlags::CLONE_NEWNS;
         }
-        if let Some(outermost) = sandboxes.first() {
+        if let Some(outermost) = place.sandboxes.first() {
             searchable_ancestors(outermost)?;
         }
+        let owner = owner(info, range)?;
+        let below_parent = match place.sandboxes {
+            [.., parent, own] => own.starts_with(parent),
+            _ => false,
+        };
+        let through_parent = place.nested
+            && plan.enter.contains(CloneFlags::CLONE_NEWNS)
+            && below_parent
+            && (owner.is_none() || owner == place.parent_owner);
         Ok(UserNamespaceControl {
             base: range.base,
             size: range.size,
-            join_parent: nested,
-            owner: owner(info, range)?,
+            join_parent: place.nested,
+            owner,
+            idmap_sandbox: !through_parent,
         })
     }
+}
+
+/// Where a container lies in its pod, for [`Launcher::user_namespace_control`].
+pub(super) struct Placement<'a> {
+    /// The sandboxes from the outermost down to the container's own.
+    pub(super) sandboxes: &'a [PathBuf],
+    /// A nested container.
+    pub(super) nested: bool,
+    /// The ids the parent's binds pass besides root.
+    pub(super) parent_owner: Option<(u32, u32)>,
 }
 
 /// The uid and primary gid the command runs as (looked up as the sandbox's
@@ -136,6 +155,38 @@ fn owner(info: &ContainerLaunchInfo, range: IdRange) -> Result<Option<(u32, u32)
 pub(super) fn checkpoint_range(runtime: &Path, range: IdRange) -> Result<(), LauncherError> {
     checkpoint::write_text(&runtime.join(USER_NAMESPACE_FILE), &range.checkpoint_text())?;
     Ok(())
+}
+
+/// The checkpoint of the ids a container's binds pass besides root.
+const IDMAP_OWNER_FILE: &str = "idmap_owner";
+
+/// Writes the owner checkpoint of a container in a pod's user namespace
+/// that runs as a user other than root.
+pub(super) fn checkpoint_owner(
+    runtime: &Path,
+    (uid, gid): (u32, u32),
+) -> Result<(), LauncherError> {
+    checkpoint::write_text(&runtime.join(IDMAP_OWNER_FILE), &format!("{uid} {gid}\n"))?;
+    Ok(())
+}
+
+/// Reads a container's owner checkpoint (`None`: root, or no user
+/// namespace).
+pub(super) fn recover_owner(runtime: &Path) -> Result<Option<(u32, u32)>, LauncherError> {
+    let path = runtime.join(IDMAP_OWNER_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("read", &path)(e)),
+    };
+    let mut ids = text
+        .trim_end_matches('\n')
+        .split(' ')
+        .map(str::parse::<u32>);
+    match (ids.next(), ids.next(), ids.next()) {
+        (Some(Ok(uid)), Some(Ok(gid)), None) if text.ends_with('\n') => Ok(Some((uid, gid))),
+        _ => Err(crate::isolation::id_map::IdMapError::Checkpoint(path).into()),
+    }
 }
 
 /// Reads a top-level container's range checkpoint, if it has one.
