@@ -81,7 +81,7 @@ pub struct UserNamespaceControl {
     pub join_parent: bool,
     /// The uid and primary gid the command runs as, when not root: they
     /// pass the idmapped binds as themselves ([`crate::isolation::id_map::IdRange::idmap`]).
-    pub owner: Option<(u32, u32)>,
+    pub owner: Option<crate::isolation::id_map::BindOwner>,
     /// Bind the sandbox's own idmapped tree: not when the container's
     /// mount namespace derives from its parent's, its sandbox lies below
     /// the parent's and the parent's map passes the same ids (the same

@@ -10,9 +10,10 @@
 //!
 //! Files: a container's sandbox and host-path binds are mounted into it
 //! through idmapped mounts whose maps are [`IdRange::idmap`]: exactly two
-//! ids pass, the container's user (its uid and primary gid read and write
-//! the same ids on disk: a task running as the framework's user writes
-//! files that user owns on the host) and root (reading and writing the
+//! ids pass, the container's user ([`BindOwner`]: a host account's uid and
+//! primary gid read and write the same ids on disk, so a task running as
+//! the framework's user writes files that user owns on the host; a user
+//! only an image knows gets `base + id`) and root (reading and writing the
 //! pod's mapped root `base` on disk). Every other id on disk is `nobody`
 //! inside, and an id not mapped cannot write at all: root inside can take
 //! no other host user's or group's identity through a bind (an identity
@@ -95,23 +96,23 @@ impl IdRange {
 
     /// The `uid_map` and `gid_map` of a container's idmapped binds (see
     /// the module documentation): on-disk `base` is container root and,
-    /// for a container running as `owner` (uid, primary gid; root and ids
-    /// outside the range pass nothing more), on-disk `uid` and `gid` are
-    /// themselves inside. Valid because a pool starts at or above `size`
+    /// for a container running as `owner`, its uid and primary gid are
+    /// the owner's on-disk ids (0, root's group, and ids outside the range
+    /// pass nothing more). Valid because a pool starts at or above `size`
     /// ([`RangePool::parse`]), so the lines never overlap.
-    pub fn idmap(&self, owner: Option<(u32, u32)>) -> (String, String) {
+    pub fn idmap(&self, owner: Option<BindOwner>) -> (String, String) {
         let root = format!("{} {} 1\n", self.base, self.base);
-        let line = |id: u32| {
+        let line = |id: u32, disk: u32| {
             if id != 0 && id < self.size {
-                format!("{id} {} 1\n", self.base + id)
+                format!("{disk} {} 1\n", self.base + id)
             } else {
                 String::new()
             }
         };
-        let (uid, gid) = owner.unwrap_or((0, 0));
+        let o = owner.unwrap_or_default();
         (
-            format!("{root}{}", line(uid)),
-            format!("{root}{}", line(gid)),
+            format!("{root}{}", line(o.uid, o.disk_uid)),
+            format!("{root}{}", line(o.gid, o.disk_gid)),
         )
     }
 
@@ -132,6 +133,23 @@ impl IdRange {
         }
         Ok(IdRange { base, size })
     }
+}
+
+/// The user a container runs as (not root) and the ids its files get on
+/// disk through the idmapped binds: a host account the agent resolved (and
+/// its ACLs authorized) keeps its own ids, as under Mesos; a user only an
+/// image knows (its `/etc/passwd` is the pod's to write) gets the pod's
+/// mapped ids `base + uid`, never a host account's or group's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BindOwner {
+    /// The uid inside.
+    pub uid: u32,
+    /// The primary gid inside.
+    pub gid: u32,
+    /// The uid its files get on disk.
+    pub disk_uid: u32,
+    /// The gid its files get on disk.
+    pub disk_gid: u32,
 }
 
 /// The operator's pool: ranges of `size` ids from `start` up to `end`
@@ -309,11 +327,30 @@ mod tests {
             size: 65536,
         };
         assert_eq!(r.namespace_map(), "0 100000 65536\n");
+        let host = BindOwner {
+            uid: 1000,
+            gid: 100,
+            disk_uid: 1000,
+            disk_gid: 100,
+        };
         assert_eq!(
-            r.idmap(Some((1000, 100))),
+            r.idmap(Some(host)),
             (
                 "100000 100000 1\n1000 101000 1\n".to_owned(),
                 "100000 100000 1\n100 100100 1\n".to_owned()
+            )
+        );
+        let image = BindOwner {
+            uid: 1000,
+            gid: 6,
+            disk_uid: 101000,
+            disk_gid: 100006,
+        };
+        assert_eq!(
+            r.idmap(Some(image)),
+            (
+                "100000 100000 1\n101000 101000 1\n".to_owned(),
+                "100000 100000 1\n100006 100006 1\n".to_owned()
             )
         );
         let root_only = (
@@ -321,7 +358,7 @@ mod tests {
             "100000 100000 1\n".to_owned(),
         );
         assert_eq!(r.idmap(None), root_only);
-        assert_eq!(r.idmap(Some((0, 0))), root_only);
+        assert_eq!(r.idmap(Some(BindOwner::default())), root_only);
         let path = Path::new("user_namespace");
         assert_eq!(
             IdRange::parse_checkpoint(&r.checkpoint_text(), path).unwrap(),

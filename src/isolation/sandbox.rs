@@ -99,39 +99,41 @@ fn own_between(root: &Path, path: &Path, uid: u32, gid: u32) -> Result<(), Sandb
 /// [`create`] below `root` (the outermost sandbox for a nested container,
 /// the agent's directory holding it otherwise), where no component may be
 /// a symbolic link. For a container with its own rootfs the user is the
-/// image's (looked up in `<rootfs>/etc/passwd`, without NSS). Without a
-/// user it belongs to `root_owner` when given (uid, gid): the host ids of
-/// root of the pod's user namespace, who runs the command then.
+/// image's (looked up in `<rootfs>/etc/passwd`, without NSS).
+///
+/// In a pod's user namespace (`pod_base`: the host id of the pod's root)
+/// a sandbox run by root belongs to the pod's root on the host; an image's
+/// user gets the pod's mapped ids (`pod_base + uid`), never a host
+/// account's; directories on the way below `root` become the pod's root's
+/// too (seen through an idmapped sandbox, host root's would be no one's).
 pub fn create_in(
     root: &Path,
     path: &Path,
     user: Option<&str>,
     rootfs: Option<&Path>,
-    root_owner: Option<(u32, u32)>,
+    pod_base: Option<u32>,
 ) -> Result<Identity, SandboxError> {
     let owner = match (user, rootfs) {
         (Some(name), Some(rootfs)) => Some(command::lookup_user_in_rootfs(rootfs, name, &[])?),
         (Some(name), None) => Some(command::lookup_user(name, &[])?),
         (None, _) => None,
     };
-    // Root of a pod's user namespace (no user, or `root`) is the pod's
-    // mapped root on the host.
-    let owner = match (owner, root_owner) {
-        (None, Some((uid, gid))) => Some(command::Identity {
-            uid: nix::unistd::Uid::from_raw(uid),
-            gid: nix::unistd::Gid::from_raw(gid),
-            groups: Vec::new(),
-        }),
-        (Some(o), Some((uid, gid))) if o.uid.is_root() => Some(command::Identity {
-            uid: nix::unistd::Uid::from_raw(uid),
-            gid: nix::unistd::Gid::from_raw(gid),
-            groups: Vec::new(),
-        }),
+    let identity = |uid: u32, gid: u32| command::Identity {
+        uid: nix::unistd::Uid::from_raw(uid),
+        gid: nix::unistd::Gid::from_raw(gid),
+        groups: Vec::new(),
+    };
+    let owner = match (owner, pod_base) {
+        (None, Some(base)) => Some(identity(base, base)),
+        (Some(o), Some(base)) if o.uid.is_root() => Some(identity(base, base)),
+        (Some(o), Some(base)) if rootfs.is_some() => {
+            Some(identity(base + o.uid.as_raw(), base + o.gid.as_raw()))
+        }
         (owner, _) => owner,
     };
     let dir = crate::beneath::create_dir_all(root, path, 0o750)?;
-    if let Some((uid, gid)) = root_owner {
-        own_between(root, path, uid, gid)?;
+    if let Some(base) = pod_base {
+        own_between(root, path, base, base)?;
     }
     rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o750)).map_err(io("chmod 0750", path))?;
     let chown = |fd: &OwnedFd, at: &Path| -> Result<(), SandboxError> {

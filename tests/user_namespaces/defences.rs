@@ -7,18 +7,6 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::launcher_support::*;
 use crate::support::*;
-use nestguard::proto::mesos::slave::ContainerMountInfo;
-
-/// A bind of the host directory `source` onto `target`, as a host-path
-/// volume comes to the launcher.
-fn host_path_volume(source: &std::path::Path, target: &std::path::Path) -> ContainerMountInfo {
-    ContainerMountInfo {
-        source: Some(source.to_string_lossy().into_owned()),
-        target: target.to_string_lossy().into_owned(),
-        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
-        ..Default::default()
-    }
-}
 
 /// The host's root file system device, from `/proc/self/mountinfo`.
 fn root_device() -> String {
@@ -64,7 +52,7 @@ fn root_inside_cannot_touch_the_host() {
         target = target.display(),
     );
     let mut info = shell(&script);
-    info.mounts = vec![host_path_volume(&host, &target)];
+    info.mounts = vec![bind(&host, &target)];
     let (probe, out) = f.run_ok("ng-userns-def.probe", info);
     let stderr = read(f.sandbox(&probe).join("stderr"));
     // A kernel built without modules answers ENOSYS to everyone.
@@ -90,6 +78,48 @@ fn root_inside_cannot_touch_the_host() {
     assert_eq!(
         std::fs::metadata(host.join("owned-by-root")).unwrap().uid(),
         0
+    );
+    f.l().destroy(&exec).unwrap();
+}
+
+#[test]
+fn root_inside_cannot_redirect_a_nested_containers_host_volume() {
+    if !root_or_skip() {
+        return;
+    }
+    let f = fixture(POOL);
+    let host = f.dir.path().join("volume-source");
+    std::fs::create_dir(&host).unwrap();
+    std::fs::write(host.join("which"), "the host's\n").unwrap();
+    let decoy = f.dir.path().join("decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    std::fs::write(decoy.join("which"), "the decoy\n").unwrap();
+    // Root of the pod mounts a decoy over the volume's source in its own
+    // mount namespace, which a nested container's launch enters.
+    let (exec, _) = f
+        .try_launch(
+            "ng-userns-redirect",
+            executor(&format!(
+                "mount --bind {} {} && echo covered > covered; sleep 100",
+                decoy.display(),
+                host.display()
+            )),
+        )
+        .unwrap();
+    let covered = f.sandbox(&exec).join("covered");
+    wait_until(
+        "the decoy mounted",
+        std::time::Duration::from_secs(10),
+        || covered.exists(),
+    );
+    let target = f.dir.path().join("volume-target");
+    std::fs::create_dir(&target).unwrap();
+    let mut info = shell(&format!("cat {}/which", target.display()));
+    info.mounts = vec![bind(&host, &target)];
+    let (_, out) = f.run_ok("ng-userns-redirect.child", info);
+    assert_eq!(
+        out, "the host's\n",
+        "resolved in the host's view, before the pod's"
     );
     f.l().destroy(&exec).unwrap();
 }

@@ -73,12 +73,7 @@ fn sandbox_files_have_the_promised_owners() {
     std::fs::create_dir_all(task_sandbox.join("shared")).unwrap();
     let mut as_user = shell("cat shared/by-executor; echo shared > shared/by-user");
     as_user.user = Some("daemon".into());
-    as_user.mounts = vec![nestguard::proto::mesos::slave::ContainerMountInfo {
-        source: Some(shared.to_string_lossy().into_owned()),
-        target: task_sandbox.join("shared").to_string_lossy().into_owned(),
-        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
-        ..Default::default()
-    }];
+    as_user.mounts = vec![bind(&shared, &task_sandbox.join("shared"))];
     let (_, out) = f.run_ok("ng-userns-files2.task", as_user);
     assert_eq!(out, "from-executor\n");
     for file in [shared.join("by-executor"), shared.join("by-user")] {
@@ -121,12 +116,7 @@ fn a_file_system_without_idmapped_mounts_is_refused() {
     let target = f.dir.path().join("volume");
     std::fs::create_dir(&target).unwrap();
     let mut info = executor("true");
-    info.mounts = vec![nestguard::proto::mesos::slave::ContainerMountInfo {
-        source: Some(host.to_string_lossy().into_owned()),
-        target: target.to_string_lossy().into_owned(),
-        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
-        ..Default::default()
-    }];
+    info.mounts = vec![bind(&host, &target)];
     let err = f
         .try_launch("ng-userns-ramfs", info)
         .unwrap_err()
@@ -178,12 +168,7 @@ fn a_container_with_its_own_image_in_the_pod() {
          cat /proc/self/uid_map; pwd; echo from-image > by-image; cat /data/note",
     );
     info.rootfs = Some(rootfs.to_string_lossy().into_owned());
-    info.mounts = vec![nestguard::proto::mesos::slave::ContainerMountInfo {
-        source: Some(host.to_string_lossy().into_owned()),
-        target: rootfs.join("data").to_string_lossy().into_owned(),
-        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
-        ..Default::default()
-    }];
+    info.mounts = vec![bind(&host, &rootfs.join("data"))];
     let (task, out) = f.run_ok("ng-userns-img.task", info);
     assert_eq!(
         out.split_whitespace().collect::<Vec<_>>(),
@@ -210,5 +195,21 @@ fn a_container_with_its_own_image_in_the_pod() {
     );
     let meta = std::fs::metadata(f.sandbox(&task).join("by-image")).unwrap();
     assert_eq!(meta.uid(), 3000000000);
+
+    // A user only the image knows, whose passwd line names a privileged
+    // host group (disk, 6): its files get the pod's mapped ids, never a
+    // host account's or group's.
+    std::fs::write(
+        rootfs.join("etc/passwd"),
+        "root:x:0:0::/:/bin/sh\nimg:x:1000:6::/:/bin/sh\n",
+    )
+    .unwrap();
+    let mut as_image_user = shell("id -u; id -g; echo x > by-image-user");
+    as_image_user.rootfs = Some(rootfs.to_string_lossy().into_owned());
+    as_image_user.user = Some("img".into());
+    let (task, out) = f.run_ok("ng-userns-img.user", as_image_user);
+    assert_eq!(out, "1000\n6\n");
+    let meta = std::fs::metadata(f.sandbox(&task).join("by-image-user")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (3000001000, 3000000006));
     f.l().destroy(&exec).unwrap();
 }

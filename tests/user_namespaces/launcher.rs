@@ -183,11 +183,18 @@ fn pod_defaults_still_hold_in_a_user_namespace() {
         libc::CLONE_NEWPID,
         libc::CLONE_NEWNS,
     ];
-    let (_, out) = f.run_ok("ng-userns-pod.debug", shared_pid);
+    shared_pid.user = Some("daemon".into());
+    let (debug, out) = f.run_ok("ng-userns-pod.debug", shared_pid);
     assert_eq!(
         out, "nestguard-launc\n",
         "the executor's pid 1, its supervisor"
     );
+    // Its idmapped sandbox (another user's map) was mounted in a mount
+    // namespace of its own, never in the executor's, which the pod's root
+    // owns.
+    let mounts = std::fs::read_to_string(format!("/proc/{exec_pid}/mountinfo")).unwrap();
+    let debug_sandbox = f.sandbox(&debug).to_string_lossy().into_owned();
+    assert!(!mounts.contains(&debug_sandbox), "{mounts}");
 
     // Recursive destroy: the pod and everything nested are gone.
     let (_, nested_pid) = f.launch("ng-userns-pod.long", "sleep 100");

@@ -64,3 +64,17 @@ pub fn children(pid: i32) -> Vec<i32> {
         .map(|v| v.parse().unwrap())
         .collect()
 }
+
+/// A recursive bind of `source` onto `target` (a host-path volume, or a
+/// volume shared from a parent's sandbox), as the launcher gets it.
+pub fn bind(
+    source: &std::path::Path,
+    target: &std::path::Path,
+) -> nestguard::proto::mesos::slave::ContainerMountInfo {
+    nestguard::proto::mesos::slave::ContainerMountInfo {
+        source: Some(source.to_string_lossy().into_owned()),
+        target: target.to_string_lossy().into_owned(),
+        flags: Some((libc::MS_BIND | libc::MS_REC) as _),
+        ..Default::default()
+    }
+}

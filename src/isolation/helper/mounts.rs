@@ -74,9 +74,6 @@ pub enum MountError {
         #[source]
         source: Errno,
     },
-    /// An idmapped bind of a container in the pod's user namespace.
-    #[error(transparent)]
-    Idmap(Box<super::user_namespace::UserNamespaceError>),
 }
 
 fn at<'a>(call: &'static str, path: &'a Path) -> impl FnOnce(Errno) -> MountError + 'a {
@@ -237,7 +234,7 @@ fn open_without_links(path: &Path) -> Result<OwnedFd, MountError> {
     .map_err(at("open (no symbolic links on the way)", path))
 }
 
-fn open_by_path(path: &Path) -> Result<OwnedFd, MountError> {
+pub(super) fn open_by_path(path: &Path) -> Result<OwnedFd, MountError> {
     rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).map_err(at("open", path))
 }
 
@@ -264,20 +261,22 @@ fn attributes(flags: nix::mount::MsFlags) -> u64 {
 /// sandboxes, outermost first) go through descriptors (see the module
 /// documentation); every other mount is made by path, as given.
 ///
-/// With `idmap` (a container in the pod's user namespace), a bind of a
-/// host directory or file ([`idmapped_source`]) is idmapped through it,
-/// `nosuid` and `nodev`; one from a sandbox path lies below an idmapped
-/// sandbox already (its own, or its parent's).
+/// With `trees` (a container in the pod's user namespace), a bind of a
+/// host directory or file ([`idmapped_source`]) is the idmapped tree the
+/// helper made of its source, by index in `mounts`, from the host's view
+/// before it entered any namespace of the pod (whose root could otherwise
+/// have put another directory at the source's path); one from a sandbox
+/// path lies below an idmapped sandbox already (its own, or its parent's).
 pub fn apply(
     mounts: &[ContainerMountInfo],
     sandboxes: &[PathBuf],
-    idmap: Option<BorrowedFd<'_>>,
+    trees: Option<&HashMap<usize, OwnedFd>>,
 ) -> Result<(), MountError> {
     use nix::mount::MsFlags;
     // Targets mounted through descriptors: a later remount of the same
     // target applies to that very mount.
     let mut by_fd: HashMap<&str, OwnedFd> = HashMap::new();
-    for m in mounts {
+    for (index, m) in mounts.iter().enumerate() {
         let flags = MsFlags::from_bits_retain(libc::c_ulong::from(m.flags.unwrap_or(0)));
         let target = Path::new(&m.target);
         let recursive = flags.contains(MsFlags::MS_REC);
@@ -300,28 +299,20 @@ pub fn apply(
         {
             let source_fd = open_in_sandbox(source, sandboxes)?;
             let target_fd = open_in_sandbox(target, sandboxes)?;
-            let idmap = idmap.filter(|_| idmapped_source(m, sandboxes));
-            if source_fd.is_some() || target_fd.is_some() || idmap.is_some() {
-                let source_fd = match source_fd {
-                    Some(fd) => fd,
-                    None => open_by_path(source)?,
-                };
+            let prepared = trees.and_then(|t| t.get(&index));
+            if source_fd.is_some() || target_fd.is_some() || prepared.is_some() {
                 let target_fd = match target_fd {
                     Some(fd) => fd,
                     None => open_without_links(target)?,
                 };
-                let tree = match idmap {
-                    Some(idmap) => super::user_namespace::idmapped_tree(
-                        source_fd.as_fd(),
-                        source,
-                        idmap,
-                        super::user_namespace::TreeOptions {
-                            recursive,
-                            nosuid: true,
-                        },
-                    )
-                    .map_err(|e| MountError::Idmap(Box::new(e)))?,
-                    None => clone_tree(&source_fd, source, recursive)?,
+                let tree = match (prepared, source_fd) {
+                    (Some(tree), _) => tree.try_clone().map_err(|e| {
+                        at("dup", source)(Errno::from_raw_os_error(
+                            e.raw_os_error().unwrap_or(libc::EBADF),
+                        ))
+                    })?,
+                    (None, Some(fd)) => clone_tree(&fd, source, recursive)?,
+                    (None, None) => clone_tree(&open_by_path(source)?, source, recursive)?,
                 };
                 rustix::mount::move_mount(
                     &tree,

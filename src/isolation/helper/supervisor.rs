@@ -25,6 +25,7 @@
 //!
 //! All of them are single-threaded, so work after their forks is safe.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -426,15 +427,17 @@ struct Launch<'a> {
 /// is checked), the idmap's, and the sandbox's idmapped tree.
 struct UserFds {
     userns: Option<OwnedFd>,
-    idmap: Option<OwnedFd>,
     sandbox_tree: Option<OwnedFd>,
+    bind_trees: HashMap<usize, OwnedFd>,
 }
 
 /// [`UserFds`] with the pod's namespace known.
 struct UserFdsReady {
     userns: OwnedFd,
-    idmap: Option<OwnedFd>,
     sandbox_tree: Option<OwnedFd>,
+    /// The idmapped trees of host binds, by index in the launch info's
+    /// mounts ([`mounts::apply`]).
+    bind_trees: HashMap<usize, OwnedFd>,
 }
 
 impl UserFds {
@@ -444,8 +447,8 @@ impl UserFds {
                 "user namespace of the parent container",
                 nix::Error::ENOENT,
             ))?,
-            idmap: self.idmap,
             sandbox_tree: self.sandbox_tree,
+            bind_trees: self.bind_trees,
         })
     }
 }
@@ -474,15 +477,21 @@ fn created_user_namespaces(
     };
     // The idmap's namespace only when something is bound through it (a
     // paused child is the dearest step of a nested launch).
-    let binds_host = info
+    let host_binds: Vec<(usize, &str, bool)> = info
         .mounts
         .iter()
-        .any(|m| mounts::idmapped_source(m, &control.sandboxes));
-    if !u.idmap_sandbox && !binds_host {
+        .enumerate()
+        .filter(|(_, m)| mounts::idmapped_source(m, &control.sandboxes))
+        .filter_map(|(i, m)| {
+            let recursive = m.flags.unwrap_or(0) & libc::MS_REC as u32 != 0;
+            Some((i, m.source.as_deref()?, recursive))
+        })
+        .collect();
+    if !u.idmap_sandbox && host_binds.is_empty() {
         return Ok(Some(UserFds {
             userns,
-            idmap: None,
             sandbox_tree: None,
+            bind_trees: HashMap::new(),
         }));
     }
     let (uid_map, gid_map) = range.idmap(u.owner);
@@ -501,10 +510,23 @@ fn created_user_namespaces(
             )
         })
         .transpose()?;
+    let mut bind_trees = HashMap::new();
+    for (index, source, recursive) in host_binds {
+        let path = Path::new(source);
+        let fd = mounts::open_by_path(path).map_err(|e| HelperError::Setup(e.to_string()))?;
+        let options = user_namespace::TreeOptions {
+            recursive,
+            nosuid: true,
+        };
+        bind_trees.insert(
+            index,
+            user_namespace::idmapped_tree(fd.as_fd(), path, idmap.as_fd(), options)?,
+        );
+    }
     Ok(Some(UserFds {
         userns,
-        idmap: Some(idmap),
         sandbox_tree,
+        bind_trees,
     }))
 }
 
@@ -737,8 +759,8 @@ fn setup_inside(
             user_namespace::idmapped_bind(rootfs, u.userns.as_fd()).map_err(|e| e.to_string())?;
         }
     }
-    let idmap = user.and_then(|u| u.idmap.as_ref()).map(|fd| fd.as_fd());
-    mounts::apply(&info.mounts, &control.sandboxes, idmap).map_err(|e| e.to_string())?;
+    let trees = user.map(|u| &u.bind_trees);
+    mounts::apply(&info.mounts, &control.sandboxes, trees).map_err(|e| e.to_string())?;
     // After the isolators' mounts (their targets are host paths, inside the
     // rootfs for a container that has one), as Mesos' launch helper.
     let sandbox = match &info.rootfs {

@@ -155,8 +155,12 @@ pub unsafe fn with_paused_child<T>(
     Ok(out)
 }
 
-/// The paused child's whole life: `pause` until SIGKILL.
+/// The paused child's whole life: `pause` until SIGKILL, which also
+/// comes when the caller dies first (a helper killed meanwhile), so no
+/// paused child outlives it holding its memory and a namespace.
 extern "C" fn pause_forever(_: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: a plain syscall on this process' own attributes.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     loop {
         // SAFETY: `pause` only waits.
         unsafe { libc::pause() };

@@ -193,8 +193,8 @@ impl Launcher {
             user_namespace,
         };
         let mut created = false;
-        let root_owner = user_range.map(|r| (r.base, r.base));
-        let prepared = create_sandbox(&control.sandboxes, nested, sandbox, info, root_owner)
+        let pod_base = user_range.map(|r| r.base);
+        let prepared = create_sandbox(&control.sandboxes, nested, sandbox, info, pod_base)
             .and_then(|identity| {
                 control.sandbox_identity = Some((identity.dev, identity.ino));
                 self.create_runtime_dir(&runtime)?;
@@ -530,7 +530,7 @@ struct Reservation {
     /// The pod's host id range, in a user namespace.
     user_range: Option<crate::isolation::id_map::IdRange>,
     /// The ids the parent's binds pass besides root.
-    parent_owner: Option<(u32, u32)>,
+    parent_owner: Option<crate::isolation::id_map::BindOwner>,
 }
 
 /// Makes `sandbox`, owned by the command's user. A nested sandbox is made
@@ -542,7 +542,7 @@ fn create_sandbox(
     nested: bool,
     sandbox: &Path,
     info: &ContainerLaunchInfo,
-    root_owner: Option<(u32, u32)>,
+    pod_base: Option<u32>,
 ) -> Result<sandbox::Identity, LauncherError> {
     let sandbox_root = match sandboxes {
         [outermost, _, ..] => Ok(outermost.clone()),
@@ -556,7 +556,7 @@ fn create_sandbox(
                 sandbox,
                 info.user.as_deref(),
                 info.rootfs.as_deref().map(Path::new),
-                root_owner,
+                pod_base,
             )
         })
         .map_err(LauncherError::from)

@@ -35,7 +35,7 @@ pub(super) struct Container {
     pub(super) user_range: Option<crate::isolation::id_map::IdRange>,
     /// In a pod's user namespace: the uid and primary gid its binds pass
     /// besides root (`None`: root only).
-    pub(super) idmap_owner: Option<(u32, u32)>,
+    pub(super) idmap_owner: Option<crate::isolation::id_map::BindOwner>,
 }
 
 /// A container's place in the metrics: counted as running while the

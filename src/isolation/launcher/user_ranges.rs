@@ -17,7 +17,7 @@ use crate::checkpoint;
 use crate::container_id;
 use crate::isolation::channel::UserNamespaceControl;
 use crate::isolation::helper::command;
-use crate::isolation::id_map::IdRange;
+use crate::isolation::id_map::{BindOwner, IdRange};
 use crate::isolation::namespace_ops::Plan;
 use crate::proto::mesos::ContainerId;
 use crate::proto::mesos::slave::ContainerLaunchInfo;
@@ -77,21 +77,22 @@ impl Launcher {
         info: &ContainerLaunchInfo,
         place: Placement<'_>,
     ) -> Result<UserNamespaceControl, LauncherError> {
-        // The locking of every mount needs a mount namespace of the
-        // container's own; a pod's own pid namespace lets destroy reach
-        // every process of it before its range is handed out again.
-        if !place.nested {
-            if !plan.clone.contains(CloneFlags::CLONE_NEWPID) {
-                if !plan.clone.is_empty() || !info.clone_namespaces.is_empty() {
-                    return Err(LauncherError::UserNamespaceUnsupported(
-                        "a pod in a user namespace needs its own pid namespace \
-                         (share_pid_namespace is refused)",
-                    ));
-                }
-                plan.clone |= CloneFlags::CLONE_NEWPID;
+        // A pod's own pid namespace lets destroy reach every process of it
+        // before its range is handed out again.
+        if !place.nested && !plan.clone.contains(CloneFlags::CLONE_NEWPID) {
+            if !plan.clone.is_empty() || !info.clone_namespaces.is_empty() {
+                return Err(LauncherError::UserNamespaceUnsupported(
+                    "a pod in a user namespace needs a pid namespace of its own: list the \
+                     `namespaces` isolator (share_pid_namespace is refused for such a pod)",
+                ));
             }
-            plan.clone |= CloneFlags::CLONE_NEWNS;
+            plan.clone |= CloneFlags::CLONE_NEWPID;
         }
+        // Every container gets a mount namespace of its own, made by host
+        // root: its mounts are then locked, never left in (or remountable
+        // from) its parent's, which the pod's root owns (a debug session
+        // entering its parent's mount namespace gets a copy of it).
+        plan.clone |= CloneFlags::CLONE_NEWNS;
         if let Some(outermost) = place.sandboxes.first() {
             searchable_ancestors(outermost)?;
         }
@@ -121,20 +122,23 @@ pub(super) struct Placement<'a> {
     /// A nested container.
     pub(super) nested: bool,
     /// The ids the parent's binds pass besides root.
-    pub(super) parent_owner: Option<(u32, u32)>,
+    pub(super) parent_owner: Option<BindOwner>,
 }
 
-/// The uid and primary gid the command runs as (looked up as the sandbox's
-/// owner is: on the host, or in the image), unless root; one outside the
-/// pod's range is refused here, with its name, rather than by the user
-/// switch inside.
-fn owner(info: &ContainerLaunchInfo, range: IdRange) -> Result<Option<(u32, u32)>, LauncherError> {
+/// The user the command runs as and its on-disk ids ([`BindOwner`]:
+/// looked up as the sandbox's owner is, on the host or in the image),
+/// unless root; one outside the pod's range is refused here, with its name,
+/// rather than by the user switch inside.
+fn owner(info: &ContainerLaunchInfo, range: IdRange) -> Result<Option<BindOwner>, LauncherError> {
     let Some(name) = info.user.as_deref() else {
         return Ok(None);
     };
-    let user = match info.rootfs.as_deref() {
-        Some(rootfs) => command::lookup_user_in_rootfs(Path::new(rootfs), name, &[])?,
-        None => command::lookup_user(name, &[])?,
+    let (user, from_image) = match info.rootfs.as_deref() {
+        Some(rootfs) => (
+            command::lookup_user_in_rootfs(Path::new(rootfs), name, &[])?,
+            true,
+        ),
+        None => (command::lookup_user(name, &[])?, false),
     };
     let (uid, gid) = (user.uid.as_raw(), user.gid.as_raw());
     if uid == 0 {
@@ -148,7 +152,13 @@ fn owner(info: &ContainerLaunchInfo, range: IdRange) -> Result<Option<(u32, u32)
             size: range.size,
         });
     }
-    Ok(Some((uid, gid)))
+    let disk = |id: u32| if from_image { range.base + id } else { id };
+    Ok(Some(BindOwner {
+        uid,
+        gid,
+        disk_uid: disk(uid),
+        disk_gid: disk(gid),
+    }))
 }
 
 /// Writes the range checkpoint of a top-level container.
@@ -161,30 +171,31 @@ pub(super) fn checkpoint_range(runtime: &Path, range: IdRange) -> Result<(), Lau
 const IDMAP_OWNER_FILE: &str = "idmap_owner";
 
 /// Writes the owner checkpoint of a container in a pod's user namespace
-/// that runs as a user other than root.
-pub(super) fn checkpoint_owner(
-    runtime: &Path,
-    (uid, gid): (u32, u32),
-) -> Result<(), LauncherError> {
-    checkpoint::write_text(&runtime.join(IDMAP_OWNER_FILE), &format!("{uid} {gid}\n"))?;
+/// that runs as a user other than root: `uid gid disk_uid disk_gid`.
+pub(super) fn checkpoint_owner(runtime: &Path, o: BindOwner) -> Result<(), LauncherError> {
+    let text = format!("{} {} {} {}\n", o.uid, o.gid, o.disk_uid, o.disk_gid);
+    checkpoint::write_text(&runtime.join(IDMAP_OWNER_FILE), &text)?;
     Ok(())
 }
 
 /// Reads a container's owner checkpoint (`None`: root, or no user
 /// namespace).
-pub(super) fn recover_owner(runtime: &Path) -> Result<Option<(u32, u32)>, LauncherError> {
+pub(super) fn recover_owner(runtime: &Path) -> Result<Option<BindOwner>, LauncherError> {
     let path = runtime.join(IDMAP_OWNER_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io("read", &path)(e)),
     };
-    let mut ids = text
-        .trim_end_matches('\n')
-        .split(' ')
-        .map(str::parse::<u32>);
-    match (ids.next(), ids.next(), ids.next()) {
-        (Some(Ok(uid)), Some(Ok(gid)), None) if text.ends_with('\n') => Ok(Some((uid, gid))),
+    let fields: Vec<&str> = text.strip_suffix('\n').unwrap_or("").split(' ').collect();
+    let ids: Vec<u32> = fields.iter().filter_map(|v| v.parse().ok()).collect();
+    match (fields.len(), &ids[..]) {
+        (4, &[uid, gid, disk_uid, disk_gid]) => Ok(Some(BindOwner {
+            uid,
+            gid,
+            disk_uid,
+            disk_gid,
+        })),
         _ => Err(crate::isolation::id_map::IdMapError::Checkpoint(path).into()),
     }
 }
