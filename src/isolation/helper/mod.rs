@@ -6,10 +6,12 @@
 //! prepares the command and execs it.
 
 pub mod command;
+mod exec;
 pub mod mounts;
 pub mod rootfs;
 pub mod stdio;
 pub mod supervisor;
+mod user_fds;
 pub mod user_namespace;
 mod vfork;
 

@@ -25,7 +25,6 @@
 //!
 //! All of them are single-threaded, so work after their forks is safe.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -38,9 +37,11 @@ use nix::sys::stat::Mode;
 use nix::unistd::{Pid, fsync, setsid};
 
 use super::command::{self, Prepared};
+use super::exec::exec_command;
 use super::mounts;
 use super::rootfs;
 use super::stdio::{self, Handed};
+use super::user_fds::{UserFdsReady, created_user_namespaces, die_with_parent};
 use super::user_namespace::{self, UserNamespaceError};
 use super::vfork;
 use crate::isolation::channel::{self, Control, Report};
@@ -53,7 +54,7 @@ use crate::proto::mesos::slave::ContainerLaunchInfo;
 
 /// Exit code of the command when setup or `execve` fails (status `1 << 8`,
 /// as Mesos' helper).
-const SETUP_FAILURE: i32 = 1;
+pub(super) const SETUP_FAILURE: i32 = 1;
 
 /// A helper step that failed; names the step and the path or syscall.
 #[derive(Debug, thiserror::Error)]
@@ -137,7 +138,7 @@ pub fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), HelperErr
     Ok(())
 }
 
-fn write_fd(fd: i32, text: &str) {
+pub(super) fn write_fd(fd: i32, text: &str) {
     // SAFETY: fd 1/2 are the helper's standard streams, owned for its lifetime;
     // ManuallyDrop keeps them open.
     let mut file =
@@ -219,7 +220,7 @@ fn run_helper(args: &[&[u8]]) -> Result<(), HelperError> {
             }
         }
     }
-    let user = user.map(UserFds::complete).transpose()?;
+    let user = user.map(super::user_fds::UserFds::complete).transpose()?;
     let launch = Launch {
         cgroups,
         status,
@@ -286,6 +287,7 @@ fn start_supervisor(
         unsafe {
             vfork::spawn(false, move || {
                 let code = match die_with_parent(launch.user.is_some())
+                    .map_err(HelperError::from)
                     .and_then(|()| join_cgroups(&mut launch.cgroups))
                     .and_then(|()| Ok(namespace_ops::create(clone)?))
                     .and_then(|()| fork_supervisor(launch, true))
@@ -329,20 +331,6 @@ fn enter_parent(
     let opened = namespace_ops::open_namespaces(proc_dir.as_fd(), pid, flags)?;
     alive()?;
     namespace_ops::enter(&opened)?;
-    Ok(())
-}
-
-/// In the pod's user namespace the setup runs before the report, so a
-/// launch the host gives up on (it kills the helper) may still be setting
-/// up: the intermediate and the supervisor then die with the helper, and
-/// nothing runs in the range the host hands out again. The kernel clears
-/// the signal when the supervisor becomes the pod's root, after it
-/// reported.
-fn die_with_parent(in_user_namespace: bool) -> Result<(), HelperError> {
-    if in_user_namespace {
-        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
-            .map_err(|e| HelperError::Syscall("prctl(PR_SET_PDEATHSIG)", e))?;
-    }
     Ok(())
 }
 
@@ -420,114 +408,6 @@ struct Launch<'a> {
     stdio: Option<Handed>,
     /// The pod's user namespace, when the container runs in one.
     user: Option<UserFdsReady>,
-}
-
-/// Descriptors of the user namespaces of a launch (see
-/// [`user_namespace`]): the pod's (a nested container's once its parent
-/// is checked), the idmap's, and the sandbox's idmapped tree.
-struct UserFds {
-    userns: Option<OwnedFd>,
-    sandbox_tree: Option<OwnedFd>,
-    bind_trees: HashMap<usize, OwnedFd>,
-}
-
-/// [`UserFds`] with the pod's namespace known.
-struct UserFdsReady {
-    userns: OwnedFd,
-    sandbox_tree: Option<OwnedFd>,
-    /// The idmapped trees of host binds, by index in the launch info's
-    /// mounts ([`mounts::apply`]).
-    bind_trees: HashMap<usize, OwnedFd>,
-}
-
-impl UserFds {
-    fn complete(self) -> Result<UserFdsReady, HelperError> {
-        Ok(UserFdsReady {
-            userns: self.userns.ok_or(HelperError::Syscall(
-                "user namespace of the parent container",
-                nix::Error::ENOENT,
-            ))?,
-            sandbox_tree: self.sandbox_tree,
-            bind_trees: self.bind_trees,
-        })
-    }
-}
-
-/// Creates, as host root in the host's namespaces and before anything
-/// forks, what a launch in the pod's user namespace needs: the pod's
-/// namespace (a top-level container; a nested one enters its parent's,
-/// opened once the parent is checked), the idmap's for the container's
-/// user, and the sandbox's idmapped tree from `sandbox` (the directory
-/// checked to be the one the host prepared).
-fn created_user_namespaces(
-    control: &Control,
-    info: &ContainerLaunchInfo,
-    proc_dir: &OwnedFd,
-    sandbox: &OwnedFd,
-) -> Result<Option<UserFds>, HelperError> {
-    let Some(u) = control.user_namespace else {
-        return Ok(None);
-    };
-    let range = u.range();
-    let userns = if u.join_parent {
-        None
-    } else {
-        let map = range.namespace_map();
-        Some(user_namespace::create(proc_dir.as_fd(), &map, &map)?)
-    };
-    // The idmap's namespace only when something is bound through it (a
-    // paused child is the dearest step of a nested launch).
-    let host_binds: Vec<(usize, &str, bool)> = info
-        .mounts
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| mounts::idmapped_source(m, &control.sandboxes))
-        .filter_map(|(i, m)| {
-            let recursive = m.flags.unwrap_or(0) & libc::MS_REC as u32 != 0;
-            Some((i, m.source.as_deref()?, recursive))
-        })
-        .collect();
-    if !u.idmap_sandbox && host_binds.is_empty() {
-        return Ok(Some(UserFds {
-            userns,
-            sandbox_tree: None,
-            bind_trees: HashMap::new(),
-        }));
-    }
-    let (uid_map, gid_map) = range.idmap(u.owner);
-    let idmap = user_namespace::create(proc_dir.as_fd(), &uid_map, &gid_map)?;
-    let sandbox_tree = u
-        .idmap_sandbox
-        .then(|| {
-            user_namespace::idmapped_tree(
-                sandbox.as_fd(),
-                &control.sandbox,
-                idmap.as_fd(),
-                user_namespace::TreeOptions {
-                    recursive: true,
-                    nosuid: true,
-                },
-            )
-        })
-        .transpose()?;
-    let mut bind_trees = HashMap::new();
-    for (index, source, recursive) in host_binds {
-        let path = Path::new(source);
-        let fd = mounts::open_by_path(path).map_err(|e| HelperError::Setup(e.to_string()))?;
-        let options = user_namespace::TreeOptions {
-            recursive,
-            nosuid: true,
-        };
-        bind_trees.insert(
-            index,
-            user_namespace::idmapped_tree(fd.as_fd(), path, idmap.as_fd(), options)?,
-        );
-    }
-    Ok(Some(UserFds {
-        userns,
-        sandbox_tree,
-        bind_trees,
-    }))
 }
 
 /// Forks the supervisor (in the namespaces the caller is now in); returns its
@@ -611,7 +491,10 @@ fn supervise(mut l: Launch<'_>) -> i32 {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&all), Some(&mut previous)) {
         return report_failure(&HelperError::Syscall("sigprocmask", e));
     }
-    if let Err(e) = die_with_parent(l.user.is_some()).and_then(|()| join_cgroups(&mut l.cgroups)) {
+    if let Err(e) = die_with_parent(l.user.is_some())
+        .map_err(HelperError::from)
+        .and_then(|()| join_cgroups(&mut l.cgroups))
+    {
         return report_failure(&e);
     }
     // In the pod's user namespace, the setup runs first, as host root (see
@@ -786,128 +669,6 @@ fn setup_inside(
     nix::sys::prctl::set_child_subreaper(true)
         .map_err(|e| format!("prctl(PR_SET_CHILD_SUBREAPER): {e}"))?;
     command::prepare(info, &sandbox).map_err(|e| e.to_string())
-}
-
-/// In the command process: apply limits and identity, then `execve`.
-/// `expect_cwd`: the device and inode the working directory must have;
-/// `stdio`: the descriptors that become 0/1/2.
-fn exec_command(
-    p: &Prepared,
-    mask: &SigSet,
-    filters: &[seccompiler::BpfProgram],
-    (expect_cwd, in_workdir): (Option<(u64, u64)>, bool),
-    stdio: Option<&Handed>,
-) -> ! {
-    let result = (|| -> Result<std::convert::Infallible, String> {
-        reset_signal_dispositions();
-        if let Some(handed) = stdio {
-            handed.install()?;
-        }
-        for (res, soft, hard) in &p.rlimits {
-            nix::sys::resource::setrlimit(*res, *soft, *hard)
-                .map_err(|e| format!("setrlimit({res:?}): {e}"))?;
-        }
-        if !in_workdir {
-            nix::unistd::chdir(&p.workdir)
-                .map_err(|e| format!("chdir {}: {e}", p.workdir.display()))?;
-        }
-        if let Some(expect) = expect_cwd {
-            let cwd = nix::sys::stat::stat(".").map_err(|e| format!("stat .: {e}"))?;
-            #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-            if (cwd.st_dev as u64, cwd.st_ino as u64) != expect {
-                return Err(format!(
-                    "{} is not the sandbox the host prepared; refusing it",
-                    p.workdir.display()
-                ));
-            }
-        }
-        if let Some(c) = &p.capabilities {
-            for cap in caps::all().difference(&c.bounding) {
-                caps::drop(None, caps::CapSet::Bounding, *cap)
-                    .map_err(|e| format!("prctl(PR_CAPBSET_DROP, {cap}): {e}"))?;
-            }
-            if c.effective.is_some() && p.user.is_some() {
-                nix::sys::prctl::set_keepcaps(true)
-                    .map_err(|e| format!("prctl(PR_SET_KEEPCAPS): {e}"))?;
-            }
-        }
-        // Already that user (the posix launcher run by a non-root host):
-        // nothing to switch, and an unprivileged setgroups would fail.
-        let already = p
-            .user
-            .as_ref()
-            .is_some_and(|u| nix::unistd::geteuid() == u.uid && !nix::unistd::geteuid().is_root());
-        if let Some(user) = p.user.as_ref().filter(|_| !already) {
-            nix::unistd::setgroups(&user.groups).map_err(|e| format!("setgroups: {e}"))?;
-            nix::unistd::setgid(user.gid).map_err(|e| format!("setgid({}): {e}", user.gid))?;
-            nix::unistd::setuid(user.uid).map_err(|e| format!("setuid({}): {e}", user.uid))?;
-        }
-        if let Some(effective) = p.capabilities.as_ref().and_then(|c| c.effective.as_ref()) {
-            // Effective first (it must stay within permitted), then
-            // permitted; ambient last (it needs the capability permitted and
-            // inheritable).
-            for set in [
-                caps::CapSet::Effective,
-                caps::CapSet::Permitted,
-                caps::CapSet::Inheritable,
-                caps::CapSet::Ambient,
-            ] {
-                caps::set(None, set, effective).map_err(|e| format!("capset({set:?}): {e}"))?;
-            }
-        }
-        if p.no_new_privs {
-            nix::sys::prctl::set_no_new_privs()
-                .map_err(|e| format!("prctl(PR_SET_NO_NEW_PRIVS): {e}"))?;
-        }
-        sigprocmask(SigmaskHow::SIG_SETMASK, Some(mask), None)
-            .map_err(|e| format!("sigprocmask: {e}"))?;
-        // Last: the filter then confines only what the command does.
-        seccomp::install(filters)?;
-        nix::unistd::execve(&p.path, &p.argv, &p.env)
-            .map_err(|e| format!("execve {:?}: {e}", p.path))
-    })();
-    let Err(text) = result;
-    write_fd(2, &format!("nestguard-launch: {text}\n"));
-    // SAFETY: _exit is always safe; skips atexit handlers of the copied image.
-    unsafe { libc::_exit(SETUP_FAILURE) }
-}
-
-/// Ignored signals stay ignored across `execve`: a host that ignores
-/// SIGPIPE (most servers do) would otherwise hand that to every container.
-/// The command starts with every disposition at its default. The raw
-/// syscall, because the C library refuses to touch the real-time signals it
-/// reserves (32, 33), which a host may still have ignored.
-fn reset_signal_dispositions() {
-    /// The kernel's `struct sigaction` (x86-64 and aarch64 layout).
-    #[repr(C)]
-    struct KernelSigaction {
-        handler: usize,
-        flags: libc::c_ulong,
-        restorer: usize,
-        mask: u64,
-    }
-    let default = KernelSigaction {
-        handler: libc::SIG_DFL,
-        flags: 0,
-        restorer: 0,
-        mask: 0,
-    };
-    for signal in 1..=libc::SIGRTMAX() {
-        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
-            continue;
-        }
-        // SAFETY: rt_sigaction reads `default` (a valid kernel sigaction
-        // with SIG_DFL) and writes nothing (old action pointer is null).
-        unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                signal,
-                &default as *const KernelSigaction,
-                std::ptr::null_mut::<KernelSigaction>(),
-                std::mem::size_of::<u64>(),
-            )
-        };
-    }
 }
 
 /// Waits for signals: SIGCHLD reaps (every descendant, as init or subreaper),

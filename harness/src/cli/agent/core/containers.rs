@@ -354,9 +354,7 @@ impl Agent {
     /// Creates a sandbox, which must lie below `--work_dir`: every ID in
     /// its path was validated, and [`nestguard::beneath`] refuses `..` and
     /// symbolic links below the work directory whatever slipped through.
-    /// Directories made on the way may be searched (not listed) by others,
-    /// as the ids of a pod in a user namespace (and Mesos' task users) must
-    /// to reach their sandbox; the launcher makes the sandbox itself 0750.
+    /// Others may search (not list) it: a pod's mapped ids must (0750 after).
     pub(super) fn create_sandbox(&self, sandbox: &Path) -> Result<(), ApiError> {
         nestguard::beneath::create_dir_all(&self.layout.work_dir, sandbox, 0o751)
             .map(drop)
