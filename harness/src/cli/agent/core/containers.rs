@@ -497,9 +497,9 @@ impl Agent {
                     let _ = agent.modules.launcher.destroy(&id);
                 }
             };
-            // A limitation that killed the container may be reported just after its exit.
+            // An OOM kill is in the cgroup's counters once its victim is reaped: check once.
             if limitation.is_none()
-                && let Some(Ok(Some(l))) = watch.as_mut().map(|w| w.poll(100))
+                && let Some(Ok(Some(l))) = watch.as_mut().map(|w| w.poll(0))
             {
                 limitation = Some(l);
             }
