@@ -103,6 +103,16 @@ fn mount_err<'a>(
     }
 }
 
+/// Opens `<proc_dir>/<rel>` (the host's procfs) with `flags`, close-on-exec.
+fn open_proc(
+    proc_dir: BorrowedFd<'_>,
+    rel: &str,
+    flags: OFlag,
+) -> Result<OwnedFd, UserNamespaceError> {
+    openat(proc_dir, rel, flags | OFlag::O_CLOEXEC, Mode::empty())
+        .map_err(sys(format!("open /proc/{rel}")))
+}
+
 /// Creates a user namespace with `uid_map` and `gid_map`; returns its
 /// descriptor. `proc_dir` is the host's procfs.
 pub fn create(
@@ -115,24 +125,11 @@ pub fn create(
         vfork::with_paused_child(CloneFlags::CLONE_NEWUSER, |pid| {
             for (file, map) in [("uid_map", uid_map), ("gid_map", gid_map)] {
                 let path = format!("{pid}/{file}");
-                let fd = openat(
-                    proc_dir,
-                    path.as_str(),
-                    OFlag::O_WRONLY | OFlag::O_CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(sys(format!("open /proc/{path}")))?;
+                let fd = open_proc(proc_dir, &path, OFlag::O_WRONLY)?;
                 nix::unistd::write(&fd, map.as_bytes())
                     .map_err(sys(format!("write /proc/{path}")))?;
             }
-            let ns = format!("{pid}/ns/user");
-            openat(
-                proc_dir,
-                ns.as_str(),
-                OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(sys(format!("open /proc/{ns}")))
+            open_proc(proc_dir, &format!("{pid}/ns/user"), OFlag::O_RDONLY)
         })
     };
     result.map_err(sys("clone(CLONE_NEWUSER)"))?
@@ -142,14 +139,7 @@ pub fn create(
 /// caller checked it is the very process); refused if it is the helper's
 /// own, the host's.
 pub fn of_parent(proc_dir: BorrowedFd<'_>, pid: i32) -> Result<OwnedFd, UserNamespaceError> {
-    let path = format!("{pid}/ns/user");
-    let fd = openat(
-        proc_dir,
-        path.as_str(),
-        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(sys(format!("open /proc/{path}")))?;
+    let fd = open_proc(proc_dir, &format!("{pid}/ns/user"), OFlag::O_RDONLY)?;
     let theirs = nix::sys::stat::fstat(&fd).map_err(sys("fstat parent's user namespace"))?;
     // Through the host's procfs: the helper may be in the parent's mount
     // namespace by now, whose `/proc` does not show it.
