@@ -3,9 +3,11 @@
 //!
 //! A protobuf checkpoint is a 4-byte native-endian length followed by the
 //! serialized message. Text checkpoints (`pid`, `status`) are raw bytes.
-//! Every write goes to a temporary file in the same directory, is fsynced, and
-//! is renamed over the target; the directory is fsynced after the rename, so
-//! after a crash the file holds either the old or the new content, never a mix.
+//! Every write goes to a temporary file in the same directory and is renamed
+//! over the target, so a reader sees the old or the new content, never a mix.
+//! How far that holds is the writer's choice ([`Outlives`]): a rename alone
+//! outlives any process crash (the page cache is the kernel's); fsync of the
+//! file and of its directory also outlives a host crash, at a disk flush each.
 
 #![forbid(unsafe_code)]
 
@@ -95,9 +97,30 @@ fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Ch
     }
 }
 
-/// Writes `bytes` to `path` atomically and durably (temp file, fsync,
-/// rename, fsync of the directory).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+/// What a checkpoint must outlive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outlives {
+    /// A crash of any process, the agent's included (kill -9): temp file and
+    /// rename, no flush. The state of running containers (their config,
+    /// launch info, pid, exit status, termination): a host crash ends every
+    /// container, so their state has nothing to describe afterwards, and
+    /// Mesos writes the same files without a sync (`slave/state.hpp`:
+    /// `checkpoint(..., sync = false)`). A flush here cost a launch two to
+    /// eleven disk flushes on the agent's path (issue 29). Readers of such
+    /// files take an empty or short one, which only a host crash can leave,
+    /// as a container that is gone.
+    ProcessCrash,
+    /// A host crash too: fsync of the temporary file before the rename and of
+    /// the directory after it. The agent's own records that a restarted host
+    /// still needs (its id, frameworks, pods, status updates) and a pod's
+    /// user-namespace range.
+    HostCrash,
+}
+
+/// Writes `bytes` to `path` atomically (temp file, rename), and with
+/// [`Outlives::HostCrash`] durably (fsync before the rename, fsync of the
+/// directory after it).
+pub fn write_atomic(path: &Path, bytes: &[u8], outlives: Outlives) -> Result<(), CheckpointError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -107,15 +130,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
         .tempfile_in(dir)
         .map_err(io("create temporary file in", dir))?;
     tmp.write_all(bytes).map_err(io("write", tmp.path()))?;
-    tmp.as_file().sync_all().map_err(io("fsync", tmp.path()))?;
+    if outlives == Outlives::HostCrash {
+        tmp.as_file().sync_all().map_err(io("fsync", tmp.path()))?;
+    }
     tmp.persist(path).map_err(|e| CheckpointError::Io {
         op: "rename temporary file to",
         path: path.to_path_buf(),
         source: e.error,
     })?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("fsync directory", dir))?;
+    if outlives == Outlives::HostCrash {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io("fsync directory", dir))?;
+    }
     Ok(())
 }
 
@@ -136,8 +163,12 @@ pub fn frame<M: Message>(message: &M, path: &Path) -> Result<Vec<u8>, Checkpoint
 }
 
 /// Writes one protobuf record to `path` atomically.
-pub fn write_message<M: Message>(path: &Path, message: &M) -> Result<(), CheckpointError> {
-    write_atomic(path, &frame(message, path)?)
+pub fn write_message<M: Message>(
+    path: &Path,
+    message: &M,
+    outlives: Outlives,
+) -> Result<(), CheckpointError> {
+    write_atomic(path, &frame(message, path)?, outlives)
 }
 
 /// Reads the single protobuf record of `path`.
@@ -203,8 +234,8 @@ pub fn decode_record<M: Message + Default>(
 }
 
 /// Writes a text checkpoint (`pid`, `status`) atomically.
-pub fn write_text(path: &Path, text: &str) -> Result<(), CheckpointError> {
-    write_atomic(path, text.as_bytes())
+pub fn write_text(path: &Path, text: &str, outlives: Outlives) -> Result<(), CheckpointError> {
+    write_atomic(path, text.as_bytes(), outlives)
 }
 
 #[cfg(test)]
@@ -221,7 +252,7 @@ mod tests {
             message: Some("exited".into()),
             ..Default::default()
         };
-        write_message(&path, &t).unwrap();
+        write_message(&path, &t, Outlives::HostCrash).unwrap();
         let raw = std::fs::read(&path).unwrap();
         assert_eq!(&raw[..4], &(t.encoded_len() as u32).to_ne_bytes());
         assert_eq!(read_message::<ContainerTermination>(&path).unwrap(), t);
@@ -268,7 +299,7 @@ mod tests {
             message: Some("x".repeat(MAX_RECORD + 1)),
             ..Default::default()
         };
-        let err = write_message(&dir.path().join("t"), &big).unwrap_err();
+        let err = write_message(&dir.path().join("t"), &big, Outlives::ProcessCrash).unwrap_err();
         assert!(matches!(err, CheckpointError::TooLarge { .. }), "{err}");
     }
 

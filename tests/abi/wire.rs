@@ -159,7 +159,8 @@ fn checkpoint_is_length_prefixed_native_endian() {
         working_directory: Some("/sandbox".into()),
         ..Default::default()
     };
-    nestguard::checkpoint::write_message(&path, &info).unwrap();
+    nestguard::checkpoint::write_message(&path, &info, nestguard::checkpoint::Outlives::HostCrash)
+        .unwrap();
     let raw = std::fs::read(&path).unwrap();
     let len = u32::from_ne_bytes(raw[..4].try_into().unwrap()) as usize;
     assert_eq!(len, raw.len() - 4);

@@ -130,5 +130,12 @@ fn reused_pid_is_never_taken_for_the_container() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("nestguard-reused/pid"), "{err}");
-    std::fs::remove_dir_all(&runtime).unwrap();
+
+    // An empty one is what a host crash leaves of an unflushed checkpoint:
+    // the container is gone, its status unknown, and recovery goes on.
+    std::fs::write(runtime.join("pid"), "").unwrap();
+    assert!(f.l().recover(std::slice::from_ref(&id)).unwrap().is_empty());
+    assert_eq!(f.l().wait(&id, Some(Duration::ZERO)).unwrap(), Some(9));
+    assert_eq!(f.l().destroy(&id).unwrap(), Some(9));
+    assert!(!runtime.exists());
 }

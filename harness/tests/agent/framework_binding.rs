@@ -169,7 +169,14 @@ fn a_damaged_binding_stops_the_agent_and_never_unbinds() {
         ("empty", Box::new(|p| std::fs::write(p, b"").unwrap())),
         (
             "another framework's record",
-            Box::new(move |p| nestguard::checkpoint::write_message(p, &hostile).unwrap()),
+            Box::new(move |p| {
+                nestguard::checkpoint::write_message(
+                    p,
+                    &hostile,
+                    nestguard::checkpoint::Outlives::HostCrash,
+                )
+                .unwrap()
+            }),
         ),
         (
             "a link to /dev/zero",

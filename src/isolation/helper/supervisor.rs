@@ -34,7 +34,7 @@ use nix::fcntl::{OFlag, open, openat, renameat};
 use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::stat::Mode;
-use nix::unistd::{Pid, fsync, setsid};
+use nix::unistd::{Pid, setsid};
 
 use super::command::{self, Prepared};
 use super::exec::exec_command;
@@ -114,10 +114,11 @@ fn at_path(call: &'static str, path: impl AsRef<Path>) -> impl FnOnce(nix::Error
     move |source| HelperError::Path { call, path, source }
 }
 
-/// Writes `bytes` to `<dir>/<name>` atomically: temp file, fsync, rename,
-/// fsync of the directory. Works through a directory fd, so it still
-/// targets the host's runtime directory after `setns` into another mount
-/// namespace.
+/// Writes `bytes` to `<dir>/<name>` atomically: temp file, rename. No
+/// flush: the supervisor's checkpoints describe a running container, which
+/// a host crash ends (`checkpoint::Outlives::ProcessCrash`, as Mesos writes
+/// them). Works through a directory fd, so it still targets the host's
+/// runtime directory after `setns` into another mount namespace.
 pub fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), HelperError> {
     let tmp = format!(".{name}.tmp-{}", std::process::id());
     let fd = openat(
@@ -131,10 +132,8 @@ pub fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), HelperErr
     file.write_all(bytes).map_err(|e| {
         at_path("write", &tmp)(nix::Error::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
     })?;
-    fsync(file.as_fd()).map_err(at_path("fsync", &tmp))?;
     drop(file);
     renameat(dir.as_fd(), tmp.as_str(), dir.as_fd(), name).map_err(at_path("rename", name))?;
-    fsync(dir.as_fd()).map_err(at_path("fsync", "runtime directory"))?;
     Ok(())
 }
 
@@ -256,7 +255,6 @@ fn open_runtime(control: &Control) -> Result<(OwnedFd, OwnedFd), HelperError> {
         Mode::from_bits_truncate(0o600),
     )
     .map_err(at_path("create", control.runtime_dir.join(STATUS_FILE)))?;
-    fsync(runtime.as_fd()).map_err(at_path("fsync", &control.runtime_dir))?;
     Ok((runtime, status))
 }
 
@@ -578,10 +576,10 @@ fn supervise(mut l: Launch<'_>) -> i32 {
     }
 }
 
-/// Fills the `status` checkpoint (created empty by the helper, its entry
-/// already durable): one write of the decimal status, then fsync. Readers
-/// look only once the supervisor is gone; an empty file reads as unknown
-/// (9), as Mesos reads a missing or empty one.
+/// Fills the `status` checkpoint (created empty by the helper): one write
+/// of the decimal status, no flush (see [`write_at`]). Readers look only
+/// once the supervisor is gone; an empty file reads as unknown (9), as
+/// Mesos reads a missing or empty one.
 fn write_status(file: &OwnedFd, status: i32) -> Result<(), HelperError> {
     let text = status.to_string();
     let written =
@@ -589,7 +587,7 @@ fn write_status(file: &OwnedFd, status: i32) -> Result<(), HelperError> {
     if written != text.len() {
         return Err(HelperError::Syscall("write(status)", nix::Error::EIO));
     }
-    fsync(file.as_fd()).map_err(at_path("fsync", STATUS_FILE))
+    Ok(())
 }
 
 /// The setup of a container in the pod's user namespace, as host root in

@@ -140,7 +140,11 @@ impl Launcher {
                     message: Some("container destroyed".into()),
                     ..Default::default()
                 };
-                checkpoint::write_message(&c.runtime.join(TERMINATION_FILE), &termination)?;
+                checkpoint::write_message(
+                    &c.runtime.join(TERMINATION_FILE),
+                    &termination,
+                    checkpoint::Outlives::ProcessCrash,
+                )?;
             }
             if k == key {
                 result = Some(status);

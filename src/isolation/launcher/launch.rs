@@ -403,8 +403,16 @@ impl Launcher {
             container_class: debug.then_some(ContainerClass::Debug as i32),
             ..Default::default()
         };
-        checkpoint::write_message(&runtime.join(CONFIG_FILE), &config)?;
-        checkpoint::write_message(&runtime.join(LAUNCH_INFO_FILE), info)?;
+        checkpoint::write_message(
+            &runtime.join(CONFIG_FILE),
+            &config,
+            checkpoint::Outlives::ProcessCrash,
+        )?;
+        checkpoint::write_message(
+            &runtime.join(LAUNCH_INFO_FILE),
+            info,
+            checkpoint::Outlives::ProcessCrash,
+        )?;
         Ok(())
     }
 

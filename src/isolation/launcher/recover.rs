@@ -158,6 +158,7 @@ impl Launcher {
 fn recover_one(id: &ContainerId, runtime: &Path, orphan: bool) -> Result<Container, LauncherError> {
     let pid_path = runtime.join(PID_FILE);
     let pid = match std::fs::read_to_string(&pid_path) {
+        Ok(text) if text.is_empty() => empty_is_gone(id),
         Ok(text) => Some(channel::parse_pid_file(&text, pid_path.clone())?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(io("read", &pid_path)(e)),
@@ -188,4 +189,16 @@ fn recover_one(id: &ContainerId, runtime: &Path, orphan: bool) -> Result<Contain
         },
         idmap_owner: super::user_ranges::recover_owner(runtime)?,
     })
+}
+
+/// An empty `pid` checkpoint: what a host crash can leave of one written
+/// unflushed and renamed into place
+/// ([`crate::checkpoint::Outlives::ProcessCrash`]; ext4 allocates the data
+/// later than the name). A host crash ended the container, so it is
+/// recovered as one whose supervisor is gone (status unknown; destroy still
+/// empties its cgroups) instead of stopping the whole recovery. Any other
+/// unparsable content is an error naming the file, never a guess.
+fn empty_is_gone(id: &ContainerId) -> Option<channel::PidRecord> {
+    tracing::warn!(container = %container_id::to_dotted(id), "empty pid checkpoint (a host crash?): recovered as a container whose supervisor is gone");
+    None
 }

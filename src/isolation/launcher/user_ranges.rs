@@ -163,7 +163,11 @@ fn owner(info: &ContainerLaunchInfo, range: IdRange) -> Result<Option<BindOwner>
 
 /// Writes the range checkpoint of a top-level container.
 pub(super) fn checkpoint_range(runtime: &Path, range: IdRange) -> Result<(), LauncherError> {
-    checkpoint::write_text(&runtime.join(USER_NAMESPACE_FILE), &range.checkpoint_text())?;
+    checkpoint::write_text(
+        &runtime.join(USER_NAMESPACE_FILE),
+        &range.checkpoint_text(),
+        checkpoint::Outlives::HostCrash,
+    )?;
     Ok(())
 }
 
@@ -174,7 +178,11 @@ const IDMAP_OWNER_FILE: &str = "idmap_owner";
 /// that runs as a user other than root: `uid gid disk_uid disk_gid`.
 pub(super) fn checkpoint_owner(runtime: &Path, o: BindOwner) -> Result<(), LauncherError> {
     let text = format!("{} {} {} {}\n", o.uid, o.gid, o.disk_uid, o.disk_gid);
-    checkpoint::write_text(&runtime.join(IDMAP_OWNER_FILE), &text)?;
+    checkpoint::write_text(
+        &runtime.join(IDMAP_OWNER_FILE),
+        &text,
+        checkpoint::Outlives::HostCrash,
+    )?;
     Ok(())
 }
 

@@ -104,6 +104,6 @@ pub fn agent_id(work_dir: &Path) -> anyhow::Result<String> {
     }
     std::fs::create_dir_all(work_dir.join("meta"))?;
     let id = format!("nestguard-{}", uuid::Uuid::new_v4());
-    nestguard::checkpoint::write_text(&path, &id)?;
+    nestguard::checkpoint::write_text(&path, &id, nestguard::checkpoint::Outlives::HostCrash)?;
     Ok(id)
 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use nestguard::checkpoint::{Outlives::ProcessCrash, write_message};
 use nestguard::container_id::{self, to_dotted};
 use nestguard::isolation::paths::nested_sandbox;
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
@@ -328,7 +329,8 @@ impl Agent {
         })
     }
 
-    /// Remembers a standalone container across agent restarts.
+    /// Remembers a standalone container across agent restarts (not a host
+    /// crash, which ends it; recovery keeps an unreadable one as damaged).
     fn checkpoint_standalone(
         &self,
         id: &ContainerId,
@@ -337,12 +339,7 @@ impl Agent {
         let dir = self.layout.standalone_meta(id);
         nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)
             .map_err(anyhow::Error::from)
-            .and_then(|_| {
-                Ok(nestguard::checkpoint::write_message(
-                    &dir.join("config"),
-                    config,
-                )?)
-            })
+            .and_then(|_| Ok(write_message(&dir.join("config"), config, ProcessCrash)?))
             .map_err(|e| {
                 ApiError::Internal(format!(
                     "Failed to checkpoint container {}: {e}",

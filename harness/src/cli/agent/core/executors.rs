@@ -115,7 +115,8 @@ impl Agent {
                 &"the executor's directory is gone (its pod was killed)",
             ));
         }
-        nestguard::checkpoint::write_text(&path, body).map_err(|e| failed(&e))
+        nestguard::checkpoint::write_text(&path, body, nestguard::checkpoint::Outlives::HostCrash)
+            .map_err(|e| failed(&e))
     }
 
     /// The checkpointed queue of `root`; an error names the file and what

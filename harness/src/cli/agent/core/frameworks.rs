@@ -152,8 +152,12 @@ impl Bindings {
                 reason: e.to_string(),
             }
         })?;
-        nestguard::checkpoint::write_message(&self.dir.join(format!("{id}{SUFFIX}")), &record)
-            .map_err(write)?;
+        nestguard::checkpoint::write_message(
+            &self.dir.join(format!("{id}{SUFFIX}")),
+            &record,
+            nestguard::checkpoint::Outlives::HostCrash,
+        )
+        .map_err(write)?;
         tracing::info!(framework_id = ?id, principal = ?record.principal, "framework ID bound to its principal");
         bound.insert(id, record);
         Ok(None)

@@ -14,6 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use nestguard::checkpoint::Outlives;
 use nestguard::container_id;
 use nestguard::proto::mesos::authorization::{Action, Object, Subject};
 use nestguard::proto::mesos::slave::{ContainerConfig, ContainerTermination};
@@ -293,6 +294,7 @@ impl Agent {
         nestguard::checkpoint::write_message(
             &self.layout.executor_meta(&id.value).join(TASKS_FILE),
             &group,
+            Outlives::HostCrash,
         )
         .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
         Ok(group)
@@ -306,9 +308,21 @@ impl Agent {
     fn checkpoint_executor(&self, record: &ExecutorRecord) -> anyhow::Result<()> {
         let dir = self.layout.executor_meta(&record.container_id.value);
         nestguard::beneath::create_dir_all(&self.layout.work_dir, &dir, 0o755)?;
-        nestguard::checkpoint::write_message(&dir.join("framework.info"), &record.framework)?;
-        nestguard::checkpoint::write_message(&dir.join("executor.info"), &record.executor)?;
-        nestguard::checkpoint::write_text(&dir.join("sandbox"), &record.sandbox.to_string_lossy())?;
+        nestguard::checkpoint::write_message(
+            &dir.join("framework.info"),
+            &record.framework,
+            Outlives::HostCrash,
+        )?;
+        nestguard::checkpoint::write_message(
+            &dir.join("executor.info"),
+            &record.executor,
+            Outlives::HostCrash,
+        )?;
+        nestguard::checkpoint::write_text(
+            &dir.join("sandbox"),
+            &record.sandbox.to_string_lossy(),
+            Outlives::HostCrash,
+        )?;
         Ok(())
     }
 

@@ -165,7 +165,12 @@ impl Agent {
             "queued": stream.queued,
         });
         let path = self.updates_path(root);
-        nestguard::checkpoint::write_text(&path, &body.to_string()).map_err(|e| {
+        nestguard::checkpoint::write_text(
+            &path,
+            &body.to_string(),
+            nestguard::checkpoint::Outlives::HostCrash,
+        )
+        .map_err(|e| {
             ApiError::Internal(format!(
                 "Failed to checkpoint status update in '{}': {e}",
                 path.display()
