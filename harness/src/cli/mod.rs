@@ -25,6 +25,14 @@ pub mod inputs {
     pub use super::recordio::{Decoder, RecordIoError, encode as encode_record};
 }
 
+/// The agent's handles on the loaded `libnestguard.so` (isolator and
+/// launcher modules), public for the whole-path benchmark
+/// (`benches/agent_path.rs`), which runs the agent's launch sequence
+/// without the agent; nothing else uses them from outside.
+pub mod modules {
+    pub use super::agent::abi::{Abi, Isolator, Launcher};
+}
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
