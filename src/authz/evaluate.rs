@@ -70,8 +70,7 @@ pub struct Decision {
 /// First match over one list for one subject and object.
 #[inline]
 pub fn decide_list(policy: &Policy, list: List, subject: Req<'_>, object: Req<'_>) -> ListOutcome {
-    let compiled = policy.list(list);
-    let index = compiled.first_match(subject, object);
+    let index = policy.first_match(list, subject, object);
     if index == NO_MATCH {
         return ListOutcome {
             list,
@@ -79,7 +78,7 @@ pub fn decide_list(policy: &Policy, list: List, subject: Req<'_>, object: Req<'_
             allowed: policy.permissive(),
         };
     }
-    let entry = compiled.entry(index);
+    let entry = policy.list(list).entry(index);
     ListOutcome {
         list,
         entry,
