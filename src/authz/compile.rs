@@ -28,8 +28,8 @@
 
 use std::hash::Hasher;
 
-use hashbrown::{HashMap, HashTable};
-use rustc_hash::{FxBuildHasher, FxHasher};
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 
 use super::lists::List;
 use super::parse::{Document, Entity, EntityType};
@@ -37,10 +37,8 @@ use super::parse::{Document, Entity, EntityType};
 /// "No entry matched".
 pub const NO_MATCH: u32 = u32::MAX;
 
-/// A value's number in a policy's [`Interner`].
+/// A value's number: its offset in the policy's [`Strings`].
 type Sym = u32;
-
-type Map<K> = HashMap<K, u32, FxBuildHasher>;
 
 /// Where an entry of a compiled list came from, and its verdict if it decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,77 +62,87 @@ pub enum Req<'a> {
     Some(&'a [u8]),
 }
 
-/// Every distinct value a policy's SOME entities name, stored once: the
-/// bytes back to back, where each one starts, and a table of symbols keyed
-/// by the hash of their bytes (4 bytes a slot, not a boxed key).
+/// Every distinct value a policy's SOME entities name, stored once, each
+/// as its length (a protobuf varint) then its bytes; a value's offset is its
+/// symbol. The table that finds a value's symbol is needed only while
+/// compiling ([`Interner`]), not kept.
 #[derive(Debug, Default)]
-pub struct Interner {
+struct Strings {
     bytes: Vec<u8>,
-    /// `starts[s]..starts[s + 1]` is symbol `s`; one more than the symbols.
-    starts: Vec<u32>,
-    table: HashTable<Sym>,
 }
 
+impl Strings {
+    /// The value of a symbol (empty for an offset not made here: never).
+    #[inline(always)]
+    fn get(&self, sym: Sym) -> &[u8] {
+        let mut rest = self.bytes.get(sym as usize..).unwrap_or_default();
+        let len = match rest.split_first() {
+            // The usual value is shorter than 128 bytes: a one-byte length.
+            Some((&len, tail)) if len < 0x80 => {
+                rest = tail;
+                u64::from(len)
+            }
+            _ => prost::encoding::decode_varint(&mut rest).unwrap_or(0),
+        };
+        usize::try_from(len)
+            .ok()
+            .and_then(|len| rest.get(..len))
+            .unwrap_or_default()
+    }
+}
+
+/// The hash of a value, as buckets are keyed.
+#[inline(always)]
 fn hash(bytes: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(bytes);
     h.finish()
 }
 
+/// The hash of a (principal, object) pair from the two values' hashes
+/// (already mixed by [`hash`]; rotated so that equal values do not cancel).
+#[inline]
+fn pair_hash(principal: u64, object: u64) -> u64 {
+    principal ^ object.rotate_left(32)
+}
+
+/// A request's value, hashed once per decision (a launch reads two lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key<'a> {
+    bytes: &'a [u8],
+    hash: u64,
+}
+
+/// Compile-time only: the symbol of each value already stored.
+#[derive(Default)]
+struct Interner {
+    strings: Strings,
+    table: HashTable<(Sym, u64)>,
+}
+
 impl Interner {
-    fn new() -> Self {
-        Interner {
-            bytes: Vec::new(),
-            starts: vec![0],
-            table: HashTable::new(),
-        }
-    }
-
-    /// The bytes of a symbol (empty for a symbol not made here).
-    fn get<'b>(bytes: &'b [u8], starts: &[u32], sym: Sym) -> &'b [u8] {
-        let i = sym as usize;
-        match (starts.get(i), starts.get(i + 1)) {
-            (Some(&a), Some(&b)) => bytes.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-
-    /// The symbol of `value`, if the policy names it.
-    #[inline]
-    pub fn lookup(&self, value: &[u8]) -> Option<Sym> {
-        let (bytes, starts) = (&self.bytes, &self.starts);
-        self.table
-            .find(hash(value), |&s| Self::get(bytes, starts, s) == value)
-            .copied()
-    }
-
-    /// The symbol of `value`, made if new. [`super::validate::validate`]
-    /// bounds the values' total size below `u32::MAX` bytes, so offsets and
-    /// symbols fit.
-    fn intern(&mut self, value: &str) -> Sym {
+    /// The symbol and hash of `value`, stored if new. [`super::validate::validate`]
+    /// bounds the values' total size (with their lengths) below `u32::MAX`
+    /// bytes, so offsets fit.
+    fn intern(&mut self, value: &str) -> (Sym, u64) {
         let value = value.as_bytes();
         let h = hash(value);
-        let Interner {
-            bytes,
-            starts,
-            table,
-        } = self;
-        if let Some(&s) = table.find(h, |&s| Self::get(bytes, starts, s) == value) {
-            return s;
+        let Interner { strings, table } = self;
+        if let Some(&(sym, _)) = table.find(h, |&(s, _)| strings.get(s) == value) {
+            return (sym, h);
         }
-        let sym = to_u32(starts.len() - 1);
-        bytes.extend_from_slice(value);
-        starts.push(to_u32(bytes.len()));
-        table.insert_unique(h, sym, |&s| hash(Self::get(bytes, starts, s)));
-        sym
+        let sym = to_u32(strings.bytes.len());
+        prost::encoding::encode_varint(value.len() as u64, &mut strings.bytes);
+        strings.bytes.extend_from_slice(value);
+        table.insert_unique(h, (sym, h), |&(_, h)| h);
+        (sym, h)
     }
 
-    fn shrink(&mut self) {
-        self.bytes.shrink_to_fit();
-        self.starts.shrink_to_fit();
-        let (bytes, starts) = (&self.bytes, &self.starts);
-        self.table
-            .shrink_to_fit(|&s| hash(Self::get(bytes, starts, s)));
+    /// The values, without spare capacity, and without the table.
+    fn finish(self) -> Strings {
+        let mut strings = self.strings;
+        strings.bytes.shrink_to_fit();
+        strings
     }
 }
 
@@ -142,12 +150,13 @@ impl Interner {
 #[derive(Debug)]
 pub struct CompiledList {
     entries: Box<[EntryMeta]>,
-    /// wild principals × SOME object: object symbol → first entry.
-    by_object: Map<Sym>,
-    /// SOME principals × wild object: principal symbol → first entry.
-    by_principal: Map<Sym>,
-    /// SOME × SOME: (principal, object) symbols → first entry.
-    pairs: Map<(Sym, Sym)>,
+    /// wild principals × SOME object: (object, first entry).
+    by_object: HashTable<(Sym, u32)>,
+    /// SOME principals × wild object: (principal, first entry).
+    by_principal: HashTable<(Sym, u32)>,
+    /// SOME × SOME: (principal, object, first entry), keyed by
+    /// [`pair_hash`] so a lookup is one probe, comparing both values.
+    pairs: HashTable<(Sym, Sym, u32)>,
     wild: u32,
 }
 
@@ -155,8 +164,11 @@ fn is_wild(e: &Entity) -> bool {
     e.kind != EntityType::Some
 }
 
-fn keep_first<K: std::hash::Hash + Eq>(map: &mut Map<K>, key: K, index: u32) {
-    map.entry(key).or_insert(index);
+/// Keeps the first entry per value: later entries with it never decide.
+fn keep_first(table: &mut HashTable<(Sym, u32)>, strings: &Strings, (sym, h): (Sym, u64), i: u32) {
+    if table.find(h, |&(s, _)| s == sym).is_none() {
+        table.insert_unique(h, (sym, i), |&(s, _)| hash(strings.get(s)));
+    }
 }
 
 impl CompiledList {
@@ -166,9 +178,9 @@ impl CompiledList {
     ) -> Self {
         let mut list = CompiledList {
             entries: Box::new([]),
-            by_object: Map::default(),
-            by_principal: Map::default(),
-            pairs: Map::default(),
+            by_object: HashTable::new(),
+            by_principal: HashTable::new(),
+            pairs: HashTable::new(),
             wild: NO_MATCH,
         };
         let mut metas = Vec::new();
@@ -184,50 +196,88 @@ impl CompiledList {
                 (true, true) => list.wild = list.wild.min(i),
                 (true, false) => {
                     for u in &object.values {
-                        keep_first(&mut list.by_object, strings.intern(u), i);
+                        let key = strings.intern(u);
+                        keep_first(&mut list.by_object, &strings.strings, key, i);
                     }
                 }
                 (false, true) => {
                     for p in &principals.values {
-                        keep_first(&mut list.by_principal, strings.intern(p), i);
+                        let key = strings.intern(p);
+                        keep_first(&mut list.by_principal, &strings.strings, key, i);
                     }
                 }
                 (false, false) => {
                     objects.clear();
                     objects.extend(object.values.iter().map(|u| strings.intern(u)));
                     for p in &principals.values {
-                        let p = strings.intern(p);
-                        for &u in &objects {
-                            keep_first(&mut list.pairs, (p, u), i);
+                        let (p, ph) = strings.intern(p);
+                        for &(o, oh) in &objects {
+                            list.keep_first_pair(&strings.strings, (p, ph), (o, oh), i);
                         }
                     }
                 }
             }
         }
         list.entries = metas.into_boxed_slice();
-        list.by_object.shrink_to_fit();
-        list.by_principal.shrink_to_fit();
-        list.pairs.shrink_to_fit();
+        let strings = &strings.strings;
+        let one = |&(s, _): &(Sym, u32)| hash(strings.get(s));
+        list.by_object.shrink_to_fit(one);
+        list.by_principal.shrink_to_fit(one);
+        list.pairs
+            .shrink_to_fit(|&(p, o, _)| pair_hash(hash(strings.get(p)), hash(strings.get(o))));
         list
     }
 
-    /// The index of the first entry matching (subject, object) given as
-    /// symbols (`None`: ANY, or a value the policy never names, which no
-    /// SOME side matches), or [`NO_MATCH`].
+    fn keep_first_pair(
+        &mut self,
+        strings: &Strings,
+        (p, ph): (Sym, u64),
+        (o, oh): (Sym, u64),
+        i: u32,
+    ) {
+        let h = pair_hash(ph, oh);
+        if self.pairs.find(h, |&(a, b, _)| a == p && b == o).is_none() {
+            self.pairs.insert_unique(h, (p, o, i), |&(a, b, _)| {
+                pair_hash(hash(strings.get(a)), hash(strings.get(b)))
+            });
+        }
+    }
+
+    /// The index of the first entry matching (subject, object) (`None`:
+    /// ANY, which no SOME side matches), or [`NO_MATCH`].
     #[inline]
-    fn first_match(&self, subject: Option<Sym>, object: Option<Sym>) -> u32 {
+    fn first_match(
+        &self,
+        strings: &Strings,
+        subject: Option<Key<'_>>,
+        object: Option<Key<'_>>,
+    ) -> u32 {
         let mut best = self.wild;
+        // An empty table is not probed at all: most lists leave two of the
+        // three empty, and a probe of an empty table costs a few ns.
+        let one = |table: &HashTable<(Sym, u32)>, k: Key<'_>| {
+            if table.is_empty() {
+                return None;
+            }
+            table
+                .find(k.hash, |&(s, _)| strings.get(s) == k.bytes)
+                .map(|&(_, i)| i)
+        };
         if let Some(o) = object
-            && let Some(&i) = self.by_object.get(&o)
+            && let Some(i) = one(&self.by_object, o)
         {
             best = best.min(i);
         }
         if let Some(s) = subject {
-            if let Some(&i) = self.by_principal.get(&s) {
+            if let Some(i) = one(&self.by_principal, s) {
                 best = best.min(i);
             }
             if let Some(o) = object
-                && let Some(&i) = self.pairs.get(&(s, o))
+                && !self.pairs.is_empty()
+                && let Some(&(_, _, i)) =
+                    self.pairs.find(pair_hash(s.hash, o.hash), |&(p, q, _)| {
+                        strings.get(p) == s.bytes && strings.get(q) == o.bytes
+                    })
             {
                 best = best.min(i);
             }
@@ -258,7 +308,7 @@ pub struct Policy {
     pub doc: Document,
     /// Where it came from (file path or `<inline>`).
     pub origin: String,
-    strings: Interner,
+    strings: Strings,
     lists: Box<[CompiledList]>,
 }
 
@@ -270,7 +320,7 @@ impl Policy {
         for l in &mut doc.lists {
             l.shrink_to_fit();
         }
-        let mut strings = Interner::new();
+        let mut strings = Interner::default();
         let lists = List::ALL
             .iter()
             .map(|&list| {
@@ -295,7 +345,7 @@ impl Policy {
                 CompiledList::build(&mut strings, own.chain(appended))
             })
             .collect();
-        strings.shrink();
+        let strings = strings.finish();
         Policy {
             doc,
             origin,
@@ -319,12 +369,32 @@ impl Policy {
     /// [`NO_MATCH`].
     #[inline]
     pub fn first_match(&self, list: List, subject: Req<'_>, object: Req<'_>) -> u32 {
-        let sym = |r: Req<'_>| match r {
+        self.first_match_of(list, Self::key(subject), Self::key(object))
+    }
+
+    /// A request side as the buckets look it up: `None` for ANY (which no
+    /// SOME side matches), else the value with its hash. Hashed once per
+    /// decision (a launch reads two lists).
+    #[inline]
+    pub fn key(side: Req<'_>) -> Option<Key<'_>> {
+        match side {
             Req::Any => None,
-            Req::Some(v) => self.strings.lookup(v),
-        };
-        // ANY and a value the policy never names both match wild sides only.
-        self.list(list).first_match(sym(subject), sym(object))
+            Req::Some(bytes) => Some(Key {
+                bytes,
+                hash: hash(bytes),
+            }),
+        }
+    }
+
+    /// [`Policy::first_match`] over sides made by [`Policy::key`].
+    #[inline]
+    pub fn first_match_of(
+        &self,
+        list: List,
+        subject: Option<Key<'_>>,
+        object: Option<Key<'_>>,
+    ) -> u32 {
+        self.list(list).first_match(&self.strings, subject, object)
     }
 }
 
@@ -417,15 +487,15 @@ mod tests {
 
     #[test]
     fn interner_stores_each_value_once() {
-        let mut s = Interner::new();
-        let a = s.intern("alpha");
-        let b = s.intern("");
-        assert_eq!(s.intern("alpha"), a);
+        let mut s = Interner::default();
+        let (a, ah) = s.intern("alpha");
+        let (b, _) = s.intern("");
+        assert_eq!(s.intern("alpha"), (a, ah));
         assert_ne!(a, b);
-        s.shrink();
-        assert_eq!(s.lookup(b"alpha"), Some(a));
-        assert_eq!(s.lookup(b""), Some(b));
-        assert_eq!(s.lookup(b"alph"), None);
-        assert_eq!(s.bytes, b"alpha");
+        assert_eq!(s.intern("x").0, 7);
+        let strings = s.finish();
+        assert_eq!(strings.get(a), b"alpha");
+        assert_eq!(strings.get(b), b"");
+        assert_eq!(strings.bytes, b"\x05alpha\x00\x01x");
     }
 }

@@ -34,15 +34,16 @@ fn entries_fit(own: usize, received: usize) -> bool {
         .is_some_and(|n| n < NO_MATCH as usize)
 }
 
-/// The bytes of every value the document names, if below `u32::MAX`: the
-/// compiled policy stores each distinct value once, at a `u32` offset. A
+/// The bytes of every value the document names (with a 10-byte allowance
+/// for each one's length), if below `u32::MAX`: the compiled policy stores
+/// each distinct value once, at a `u32` offset. A
 /// file that large is far beyond the 16 MiB default limit; refusing it keeps
 /// an offset from ever wrapping onto another value.
 fn values_fit(doc: &Document) -> bool {
     let mut total: u64 = 0;
     for e in doc.lists.iter().flatten() {
         for v in e.principals.values.iter().chain(e.object.values.iter()) {
-            total = total.saturating_add(v.len() as u64);
+            total = total.saturating_add(v.len() as u64 + 10);
         }
     }
     total < u64::from(u32::MAX)
