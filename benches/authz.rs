@@ -14,7 +14,7 @@
 //! `mesos.authorization.Request` (what the Mesos shim's `authorized()`
 //! passes): the fields a decision reads are read in place from the bytes
 //! (`authz::wire`), without decoding the message. `protobuf_path_kill_audit_on`
-//! decodes it in full for the record.
+//! decodes it in full, once, as before (the record describes all of it).
 //!
 //! The audit log: `fast_path_kill_audit_off` is the fast path with the
 //! audit hook compiled in and no callback registered (one relaxed atomic

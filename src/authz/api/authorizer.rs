@@ -194,10 +194,14 @@ impl Authorizer {
     /// read in place by [`crate::authz::wire`] without decoding it: `None`
     /// when that reader declines (malformed bytes, or fields and actions it
     /// does not serve), and the caller must decode the request and call
-    /// [`Authorizer::authorized`], which then decides identically. Counted,
-    /// timed and audited as [`Authorizer::explain`]; an audit record decodes
-    /// the request in full to describe it.
+    /// [`Authorizer::authorized`], which then decides identically. Counted
+    /// and timed as [`Authorizer::explain`]. While an audit sink is
+    /// registered it declines too: the record describes the whole request,
+    /// so decoding it once beats reading it twice.
     pub fn authorized_wire(&self, bytes: &[u8]) -> Option<Result<bool, EvalError>> {
+        if self.shared.audit.on() {
+            return None;
+        }
         let request = wire::read_request(bytes)?;
         let kind = Kind::of_principal(request.principal, request.action);
         let judge = Judge {
@@ -205,8 +209,9 @@ impl Authorizer {
             kind: &kind,
             shared: &self.shared,
         };
-        // Decoded once, and only when an audit record describes the request.
-        // The reader accepted it, so prost does too (the default is never used).
+        // Decoded once, and only if a sink registered since the check above
+        // asks for a record. The reader accepted it, so prost does too (the
+        // default is never used).
         let full = std::cell::OnceCell::new();
         let decoded = || full.get_or_init(|| Request::decode(bytes).unwrap_or_default());
         let result = self.shared.judge(
