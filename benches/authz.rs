@@ -10,6 +10,12 @@
 //! Action::"kill", resource == User::"u<i>");` (default deny = permissive
 //! false).
 //!
+//! `protobuf_path_kill` is `nestguard_authorizer_authorize` on a serialized
+//! `mesos.authorization.Request` (what the Mesos shim's `authorized()`
+//! passes): the fields a decision reads are read in place from the bytes
+//! (`authz::wire`), without decoding the message. `protobuf_path_kill_audit_on`
+//! decodes it in full, once, as before (the record describes all of it).
+//!
 //! The audit log: `fast_path_kill_audit_off` is the fast path with the
 //! audit hook compiled in and no callback registered (one relaxed atomic
 //! load); `*_audit_on` registers a callback that ignores the bytes, so they

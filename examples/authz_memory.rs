@@ -9,6 +9,12 @@
 //! is read and dropped inside the load); "peak" is the most the load had
 //! live at once above the start.
 //!
+//! What "kept" holds: the parsed document (kept for explanations, lint and
+//! roles; its values as boxed strings) and the compiled lists (every
+//! distinct value stored once, buckets of 4-byte offsets into them). At
+//! 100,000 entries it was 508.7 bytes per entry before issue 29 and is 138.7
+//! now (target: at most 200).
+//!
 //! Run: `cargo run --release --example authz_memory` (or `scripts/soak.sh memory`).
 //!
 //! The counting allocator is hand-rolled: a `GlobalAlloc` wrapper over

@@ -720,8 +720,11 @@ nestguard_result nestguard_authorizer_set_executor_tokens_any_user(const nestgua
                                                                    bool any_user);
 
 /**
- * Mesos' `authorized(request)`: decodes a serialized
+ * Mesos' `authorized(request)`: decides a serialized
  * `mesos.authorization.Request` and writes the decision to `*out_allowed`.
+ * The fields a decision reads are read in place, without decoding the
+ * message; a request that reader does not serve (see `authz::wire`) is
+ * decoded in full, with the same decision and the same errors.
  *
  * Errors: `NESTGUARD_RESULT_PROTOBUF_DECODE`,
  * `NESTGUARD_RESULT_INVALID_AUTHORIZATION_REQUEST` (no action, a subject

@@ -1,16 +1,18 @@
-//! The approver's `approved` and the C ABI fast path allocate nothing per
-//! decision (after the first call on a thread, which may register the
-//! thread with arc-swap).
+//! The approver's `approved`, the C ABI fast path and the protobuf path of
+//! `nestguard_authorizer_authorize` allocate nothing per decision (after the
+//! first call on a thread, which may register the thread with arc-swap).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use nestguard::abi::authorizer::{
     nestguard_approver_approved, nestguard_approver_free, nestguard_approver_new,
-    nestguard_authorizer_free, nestguard_authorizer_new, nestguard_object_view, nestguard_str_view,
+    nestguard_authorizer_authorize, nestguard_authorizer_free, nestguard_authorizer_new,
+    nestguard_object_view, nestguard_str_view,
 };
 use nestguard::abi::result::nestguard_result;
-use nestguard::proto::mesos::authorization::{Action, Subject};
+use nestguard::proto::mesos::authorization::{Action, Object, Request, Subject};
+use nestguard::proto::mesos::{CommandInfo, ContainerId, ExecutorId, ExecutorInfo};
 use prost::Message;
 
 struct Counting;
@@ -106,5 +108,41 @@ fn fast_path_does_not_allocate() {
         assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "{action:?}");
         nestguard_approver_free(approver);
     }
+
+    // The protobuf path reads the request in place (issue 29): no decoding,
+    // so no allocation either.
+    let request = Request {
+        subject: Some(Subject {
+            value: Some("ops".into()),
+            claims: None,
+        }),
+        action: Some(Action::KillNestedContainer as i32),
+        object: Some(Object {
+            executor_info: Some(ExecutorInfo {
+                executor_id: ExecutorId { value: "e".into() },
+                command: Some(CommandInfo {
+                    user: Some("u".into()),
+                    ..CommandInfo::default()
+                }),
+                ..ExecutorInfo::default()
+            }),
+            container_id: Some(ContainerId {
+                value: "c".into(),
+                parent: Some(Box::new(ContainerId {
+                    value: "r".into(),
+                    parent: None,
+                })),
+            }),
+            ..Object::default()
+        }),
+    }
+    .encode_to_vec();
+    let before = ALLOCATIONS.with(Cell::get);
+    for _ in 0..10_000 {
+        let mut allowed = false;
+        nestguard_authorizer_authorize(auth, request.as_ptr(), request.len(), &mut allowed);
+        assert!(allowed);
+    }
+    assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "protobuf path");
     nestguard_authorizer_free(auth);
 }

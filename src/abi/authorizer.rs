@@ -316,8 +316,11 @@ macro_rules! try_request {
     };
 }
 
-/// Mesos' `authorized(request)`: decodes a serialized
+/// Mesos' `authorized(request)`: decides a serialized
 /// `mesos.authorization.Request` and writes the decision to `*out_allowed`.
+/// The fields a decision reads are read in place, without decoding the
+/// message; a request that reader does not serve (see `authz::wire`) is
+/// decoded in full, with the same decision and the same errors.
 ///
 /// Errors: `NESTGUARD_RESULT_PROTOBUF_DECODE`,
 /// `NESTGUARD_RESULT_INVALID_AUTHORIZATION_REQUEST` (no action, a subject
@@ -333,6 +336,14 @@ pub extern "C" fn nestguard_authorizer_authorize(
 ) -> nestguard_result {
     ffi_panic_boundary! {
         try_not_null!(out_allowed, "out_allowed");
+        if let Some(a) = handle_ref(auth)
+            && let Some(bytes) = slice_from(request, request_len)
+            && let Some(decided) = a.inner.authorized_wire(bytes)
+        {
+            let allowed = try_abi!(decided);
+            write_out(out_allowed, allowed);
+            return nestguard_result::Ok;
+        }
         try_request!(auth, request, request_len);
         let allowed = try_abi!(auth.inner.authorized(request));
         write_out(out_allowed, allowed);

@@ -5,7 +5,7 @@
 //! Nothing here allocates: request values are borrowed byte slices looked up
 //! in the compiled indexes, and outcomes are small `Copy` values.
 
-use super::compile::{EntryMeta, NO_MATCH, Policy, Req};
+use super::compile::{EntryMeta, Key, NO_MATCH, Policy, Req};
 use super::lists::List;
 use super::view::{Lowered, ObjectView};
 use crate::proto::mesos::authorization::Action;
@@ -70,8 +70,18 @@ pub struct Decision {
 /// First match over one list for one subject and object.
 #[inline]
 pub fn decide_list(policy: &Policy, list: List, subject: Req<'_>, object: Req<'_>) -> ListOutcome {
-    let compiled = policy.list(list);
-    let index = compiled.first_match(subject, object);
+    decide_keys(policy, list, Policy::key(subject), Policy::key(object))
+}
+
+/// [`decide_list`] over sides made by [`Policy::key`].
+#[inline]
+fn decide_keys(
+    policy: &Policy,
+    list: List,
+    subject: Option<Key<'_>>,
+    object: Option<Key<'_>>,
+) -> ListOutcome {
+    let index = policy.first_match_of(list, subject, object);
     if index == NO_MATCH {
         return ListOutcome {
             list,
@@ -79,7 +89,7 @@ pub fn decide_list(policy: &Policy, list: List, subject: Req<'_>, object: Req<'_
             allowed: policy.permissive(),
         };
     }
-    let entry = compiled.entry(index);
+    let entry = policy.list(list).entry(index);
     ListOutcome {
         list,
         entry,
@@ -204,8 +214,19 @@ pub fn decide_launch(
     parent_object: Req<'_>,
     child_object: Option<Req<'_>>,
 ) -> Decision {
-    let p = decide_list(policy, parent, subject, parent_object);
-    let c = child_object.map(|o| decide_list(policy, child, subject, o));
+    // Each side hashed once: the subject is the same in both lists, and
+    // the command's user is often the executor's.
+    let subject = Policy::key(subject);
+    let parent_key = Policy::key(parent_object);
+    let p = decide_keys(policy, parent, subject, parent_key);
+    let c = child_object.map(|o| {
+        let o = if o == parent_object {
+            parent_key
+        } else {
+            Policy::key(o)
+        };
+        decide_keys(policy, child, subject, o)
+    });
     Decision {
         allowed: p.allowed && c.is_none_or(|c| c.allowed),
         basis: Basis::Launch {

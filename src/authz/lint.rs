@@ -63,8 +63,8 @@ fn covers(earlier: &Entity, later: &Entity) -> bool {
 fn same(a: &Entity, b: &Entity) -> bool {
     a.kind == b.kind
         && (a.kind != EntityType::Some || {
-            let x: HashSet<&String> = a.values.iter().collect();
-            let y: HashSet<&String> = b.values.iter().collect();
+            let x: HashSet<&str> = a.values.iter().map(AsRef::as_ref).collect();
+            let y: HashSet<&str> = b.values.iter().map(AsRef::as_ref).collect();
             x == y
         })
 }

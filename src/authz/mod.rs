@@ -6,7 +6,8 @@
 //! → [`validate`] (Mesos' rules and texts) → [`compile`] (per-list indexes)
 //! → [`evaluate`] (object entities per action, first match, launches) →
 //! [`explain`] / [`lint`]; [`api`] holds the [`Authorizer`] and [`Approver`]
-//! and hot reload. [`mod@reference`] is a plain first-match transcription of
+//! and hot reload; [`wire`] reads a serialized request's deciding fields in
+//! place. [`mod@reference`] is a plain first-match transcription of
 //! Mesos' rules, the oracle for property tests and the bench's baseline.
 #![forbid(unsafe_code)]
 
@@ -23,6 +24,7 @@ pub mod reference;
 pub mod roles;
 pub mod validate;
 pub mod view;
+pub mod wire;
 
 pub use api::{Approver, Authorizer, Explained, LoadError, ParameterError, Source, load};
 pub use audit::{

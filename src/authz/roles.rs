@@ -43,7 +43,7 @@ pub fn decide_role(
             index,
             allows,
         };
-        let principal_values: Vec<&str> = e.principals.values.iter().map(String::as_str).collect();
+        let principal_values: Vec<&str> = e.principals.values.iter().map(AsRef::as_ref).collect();
         let subject_matches = matches(subject, &e.principals, &principal_values);
         let subject_allows = subject_matches && e.principals.kind != EntityType::None;
         // Mesos' split: one generic ACL per recursive value, then the rest.
@@ -53,14 +53,14 @@ pub fn decide_role(
                 .values
                 .iter()
                 .filter(|v| v.ends_with("/%"))
-                .map(|v| (true, vec![v.as_str()]))
+                .map(|v| (true, vec![v.as_ref()]))
                 .collect();
             let rest: Vec<&str> = e
                 .object
                 .values
                 .iter()
                 .filter(|v| !v.ends_with("/%"))
-                .map(String::as_str)
+                .map(AsRef::as_ref)
                 .collect();
             if !rest.is_empty() {
                 parts.push((false, rest));
@@ -72,7 +72,7 @@ pub fn decide_role(
         for (recursive, values) in split {
             let part = Entity {
                 kind: e.object.kind,
-                values: Vec::new(),
+                values: Box::default(),
             };
             if !recursive || values.len() != 1 {
                 if subject_matches && matches(object, &part, &values) {

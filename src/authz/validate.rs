@@ -34,10 +34,37 @@ fn entries_fit(own: usize, received: usize) -> bool {
         .is_some_and(|n| n < NO_MATCH as usize)
 }
 
+/// The bytes of every value the document names (with a 10-byte allowance
+/// for each one's length), if below `u32::MAX`: the compiled policy stores
+/// each distinct value once, at a `u32` offset. A
+/// file that large is far beyond the 16 MiB default limit; refusing it keeps
+/// an offset from ever wrapping onto another value.
+fn values_fit(doc: &Document) -> bool {
+    let mut total: u64 = 0;
+    for e in doc.lists.iter().flatten() {
+        for v in e.principals.values.iter().chain(e.object.values.iter()) {
+            total = total.saturating_add(v.len() as u64 + 10);
+        }
+    }
+    total < u64::from(u32::MAX)
+}
+
 /// Checks the document against Mesos' rules; the first violation is returned.
-/// Also refuses a list too long to number (see [`entries_fit`]), which
+/// Also refuses a list too long to number (see [`entries_fit`]) and values
+/// too large to store at `u32` offsets (see [`values_fit`]), which
 /// [`super::compile::Policy::compile`] relies on.
 pub fn validate(doc: &Document, origin: &str) -> Result<(), ValidateError> {
+    if !values_fit(doc) {
+        return Err(ValidateError {
+            origin: origin.to_owned(),
+            location: Location::default(),
+            path: String::new(),
+            mesos: format!(
+                "the values of all entries take {} bytes or more: too large to load",
+                u32::MAX
+            ),
+        });
+    }
     let manage = doc.list(List::ManageNestedContainers).len();
     for &list in List::ALL {
         let own = doc.list(list).len();
@@ -80,7 +107,7 @@ pub fn validate(doc: &Document, origin: &str) -> Result<(), ValidateError> {
                         .object
                         .values
                         .iter()
-                        .find(|p| !AUTHORIZABLE_ENDPOINTS.contains(&p.as_str()))
+                        .find(|p| !AUTHORIZABLE_ENDPOINTS.contains(&p.as_ref()))
                     {
                         return Err(fail(format!("Path: '{p}' is not an authorizable path")));
                     }

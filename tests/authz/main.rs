@@ -9,3 +9,4 @@ mod authz_corpus;
 mod authz_load_reload;
 mod authz_props;
 mod authz_who_can;
+mod authz_wire_props;

@@ -46,18 +46,18 @@ impl<'p> Candidates<'p> {
         for &list in lists {
             for e in policy.doc.list(list) {
                 if e.object.kind == EntityType::Some {
-                    out.named.extend(e.object.values.iter().map(String::as_str));
+                    out.named.extend(e.object.values.iter().map(AsRef::as_ref));
                 }
                 if e.principals.kind != EntityType::Some {
                     continue;
                 }
                 if roles || e.object.kind != EntityType::Some {
                     out.everywhere
-                        .extend(e.principals.values.iter().map(String::as_str));
+                        .extend(e.principals.values.iter().map(AsRef::as_ref));
                     continue;
                 }
                 for v in &e.object.values {
-                    out.by_value.entry(v.as_str()).or_default().push(e);
+                    out.by_value.entry(v.as_ref()).or_default().push(e);
                 }
             }
         }
@@ -76,7 +76,7 @@ impl<'p> Candidates<'p> {
         let mut out = self.everywhere.clone();
         for v in values {
             for e in self.by_value.get(v).into_iter().flatten() {
-                out.extend(e.principals.values.iter().map(String::as_str));
+                out.extend(e.principals.values.iter().map(AsRef::as_ref));
             }
         }
         out

@@ -575,7 +575,7 @@ impl Domain {
             for entries in &p.doc.lists {
                 for e in entries {
                     if e.principals.kind == EntityType::Some {
-                        named.extend(e.principals.values.iter().cloned());
+                        named.extend(e.principals.values.iter().map(|v| v.to_string()));
                     }
                 }
             }
@@ -625,7 +625,7 @@ fn action_domain(policies: &[&Policy], action: Action) -> ActionDomain {
                     if roles && v.ends_with("/%") {
                         prefixes.insert(role_prefix(v).to_owned());
                     } else {
-                        named.insert(v.clone());
+                        named.insert(v.to_string());
                     }
                 }
             }

@@ -57,12 +57,18 @@ impl<'s> Kind<&'s [u8]> {
         {
             return Self::of_claims(s, action);
         }
+        Self::of_principal(
+            subject.and_then(|s| s.value.as_deref()).map(str::as_bytes),
+            action,
+        )
+    }
+
+    /// Mesos' `getApprover` dispatch for a subject with a principal value,
+    /// or none (unauthenticated).
+    pub(super) fn of_principal(principal: Option<&'s [u8]>, action: Action) -> Self {
         match route(action) {
             Route::Reject => Kind::Reject("the action is UNKNOWN"),
-            route => Kind::Acl {
-                route,
-                principal: subject.and_then(|s| s.value.as_deref()).map(str::as_bytes),
-            },
+            route => Kind::Acl { route, principal },
         }
     }
 

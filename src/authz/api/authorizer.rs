@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
+use prost::Message;
 
 use super::approver::{Approver, Judge, Kind};
 use super::shared::Shared;
@@ -16,6 +17,7 @@ use crate::authz::compile::Policy;
 use crate::authz::evaluate::{Decision, EvalError};
 use crate::authz::parse::ParseMode;
 use crate::authz::view::ObjectView;
+use crate::authz::wire;
 use crate::input::{self, DEFAULT_MAX_FILE_SIZE};
 use crate::proto::mesos::authorization::{Action, Object, Request, Subject};
 
@@ -186,6 +188,40 @@ impl Authorizer {
     /// Mesos' `authorized(request)`.
     pub fn authorized(&self, request: &Request) -> Result<bool, EvalError> {
         self.explain(request).map(|d| d.allowed)
+    }
+
+    /// `authorized(request)` for a serialized `mesos.authorization.Request`,
+    /// read in place by [`crate::authz::wire`] without decoding it: `None`
+    /// when that reader declines (malformed bytes, or fields and actions it
+    /// does not serve), and the caller must decode the request and call
+    /// [`Authorizer::authorized`], which then decides identically. Counted
+    /// and timed as [`Authorizer::explain`]. While an audit sink is
+    /// registered it declines too: the record describes the whole request,
+    /// so decoding it once beats reading it twice.
+    pub fn authorized_wire(&self, bytes: &[u8]) -> Option<Result<bool, EvalError>> {
+        if self.shared.audit.on() {
+            return None;
+        }
+        let request = wire::read_request(bytes)?;
+        let kind = Kind::of_principal(request.principal, request.action);
+        let judge = Judge {
+            action: request.action,
+            kind: &kind,
+            shared: &self.shared,
+        };
+        // Decoded once, and only if a sink registered since the check above
+        // asks for a record. The reader accepted it, so prost does too (the
+        // default is never used).
+        let full = std::cell::OnceCell::new();
+        let decoded = || full.get_or_init(|| Request::decode(bytes).unwrap_or_default());
+        let result = self.shared.judge(
+            &self.shared.current.load(),
+            request.action as i32,
+            || subject_summary(decoded().subject.as_ref()),
+            || ObjectSummary::from_proto(decoded().object.as_ref()),
+            |policy| judge.decide(policy, request.object.as_ref()),
+        );
+        Some(result.map(|d| d.allowed))
     }
 
     /// `authorized(request)` with what decided it.
