@@ -348,16 +348,7 @@ fn agent_path(c: &mut Criterion) {
     g.sample_size(30)
         .measurement_time(Duration::from_secs(3))
         .warm_up_time(Duration::from_millis(500));
-    g.bench_function("unshare", |b| {
-        b.iter(|| {
-            let ok = Command::new("unshare")
-                .args(["--pid", "--fork", "--mount", "--uts", "--ipc", "/bin/true"])
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok);
-        })
-    });
+    g.bench_function("unshare", |b| b.iter(run_unshare));
     let mut n = 0u64;
     g.bench_function("bare_launch", |b| {
         b.iter(|| {
@@ -376,12 +367,48 @@ fn agent_path(c: &mut Criterion) {
         })
     });
     g.finish();
+    print_interleaved(&bare, &client, &mut n);
     print_steps(&bare, &mut n);
     for round in 0..3 {
         print_concurrent(&client.base, round);
     }
     drop(bare);
     drop(setup);
+}
+
+fn run_unshare() {
+    let ok = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount", "--uts", "--ipc", "/bin/true"])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+/// 100 rounds of one `unshare`, one bare launch and one agent launch in
+/// turn: the medians and their ratios under the same conditions (a drift
+/// of the machine between criterion's rows falls on all three alike).
+fn print_interleaved(bare: &Bare, client: &Client, n: &mut u64) {
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..100 {
+        *n += 1;
+        let started = Instant::now();
+        run_unshare();
+        times[0].push(started.elapsed());
+        let started = Instant::now();
+        bare.run_true(*n);
+        times[1].push(started.elapsed());
+        times[2].push(client.launch_wait(*n));
+    }
+    let [unshare, bare, agent] = times.map(|mut t| {
+        t.sort();
+        t[t.len() / 2].as_secs_f64() * 1e3
+    });
+    println!(
+        "agent_path interleaved (median of 100 each): unshare {unshare:.3} ms, bare launch {bare:.3} ms, agent {agent:.3} ms; agent / unshare {:.2}x, agent / bare {:.2}x",
+        agent / unshare,
+        agent / bare
+    );
 }
 
 /// The median of each step of the bare launch over 100 runs: where its

@@ -28,6 +28,7 @@ pub(super) fn sequential(setup: &Setup, count: u32, deadline: Instant) -> Result
     let mut failures = 0u32;
     let mut done = 0u32;
     let mut warm = (rss0, fd0);
+    let mut each = Vec::with_capacity(count as usize);
     for i in 0..count {
         if Instant::now() > deadline {
             println!("deadline reached after {i} launches");
@@ -35,11 +36,13 @@ pub(super) fn sequential(setup: &Setup, count: u32, deadline: Instant) -> Result
         }
         let id = format!("seq-{i}");
         let cid = container_id(&id);
+        let one = Instant::now();
         let launched = client.api(&json!({"type": "LAUNCH_CONTAINER", "launch_container": {
             "container_id": cid, "command": {"value": "true"}}}));
         let waited = client.wait(&id);
         let removed = client.api(&json!({"type": "REMOVE_CONTAINER",
             "remove_container": {"container_id": cid}}));
+        each.push(one.elapsed());
         let ok = matches!(launched, Ok((200, _)))
             && matches!(&waited, Ok(Some(w)) if w["exit_status"] == 0)
             && matches!(removed, Ok((200, _)));
@@ -71,6 +74,17 @@ pub(super) fn sequential(setup: &Setup, count: u32, deadline: Instant) -> Result
         println!("  leak: {d}");
     }
     let runtime = entries(&setup.agent_work.join("run/containers")).len();
+    each.sort();
+    let at = |q: usize| {
+        each.get((each.len() * q / 100).min(each.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    println!(
+        "sequential: one launch -> WAIT -> remove: median {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
+        at(50),
+        at(90),
+        at(99)
+    );
     println!(
         "sequential: {done} launches, {failures} failed, {:.1} ms a launch; agent RSS {rss0} KiB at start, {} KiB after 100, {rss1} KiB at the end; fds {fd0} / {} / {fd1}; threads {threads0} / {threads1}; runtime checkpoint dirs left {runtime}; leaks: {leaked}",
         started.elapsed().as_secs_f64() * 1000.0 / f64::from(done.max(1)),
