@@ -22,6 +22,11 @@
 //! Everything lives in a temporary directory and a cgroup root of its own
 //! (`nestguard-agent-bench-<pid>`), removed at the end.
 
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a benchmark: its report is what it prints"
+)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
