@@ -49,6 +49,43 @@ fn values_fit(doc: &Document) -> bool {
     total < u64::from(u32::MAX)
 }
 
+/// The most (principal, object) pairs of SOME × SOME entries a policy may
+/// index, over all its compiled lists (`manage_nested_containers` entries
+/// count once for every list they are appended to). Each pair is a key of
+/// the compiled index, so an entry of n principals and n users costs n²
+/// keys: without a bound a 0.5 MB file (30,000 × 30,000 values) would ask
+/// for about 20 GiB and the agent would be killed or abort while loading.
+/// Four million pairs are about 60 MB; real files hold one pair or a few
+/// per entry (100,000 entries of one principal and one user are 100,000).
+pub const MAX_INDEX_PAIRS: u64 = 4_000_000;
+
+/// The first entry at which the policy's SOME × SOME pairs pass
+/// [`MAX_INDEX_PAIRS`]: its list, index, location and the count so far.
+fn too_many_pairs(doc: &Document) -> Option<(List, usize, Location, u64)> {
+    let mut total: u64 = 0;
+    let manage = doc.list(List::ManageNestedContainers);
+    for &list in List::ALL {
+        let received: &[_] = if list.receives_manage() { manage } else { &[] };
+        let own = doc.list(list).iter().enumerate().map(|(i, e)| (list, i, e));
+        let appended = received
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (List::ManageNestedContainers, i, e));
+        for (from, i, e) in own.chain(appended) {
+            if e.principals.kind != EntityType::Some || e.object.kind != EntityType::Some {
+                continue;
+            }
+            let pairs =
+                (e.principals.values.len() as u64).saturating_mul(e.object.values.len() as u64);
+            total = total.saturating_add(pairs);
+            if total > MAX_INDEX_PAIRS {
+                return Some((from, i, e.location, total));
+            }
+        }
+    }
+    None
+}
+
 /// Checks the document against Mesos' rules; the first violation is returned.
 /// Also refuses a list too long to number (see [`entries_fit`]) and values
 /// too large to store at `u32` offsets (see [`values_fit`]), which
@@ -81,6 +118,18 @@ pub fn validate(doc: &Document, origin: &str) -> Result<(), ValidateError> {
                 ),
             });
         }
+    }
+    if let Some((list, i, location, total)) = too_many_pairs(doc) {
+        return Err(ValidateError {
+            origin: origin.to_owned(),
+            location,
+            path: format!("{}[{i}]", list.spec().json),
+            mesos: format!(
+                "the entries up to this one pair {total} principals with users (or other \
+                 objects), more than the {MAX_INDEX_PAIRS} a policy may index: list fewer \
+                 values per entry, or use ANY on one side"
+            ),
+        });
     }
     for &list in VALIDATION_ORDER {
         let spec = list.spec();
@@ -128,6 +177,32 @@ pub fn validate(doc: &Document, origin: &str) -> Result<(), ValidateError> {
 mod tests {
     use super::*;
     use crate::authz::parse::{ParseMode, parse};
+
+    #[test]
+    fn an_index_of_too_many_pairs_is_refused_naming_the_entry() {
+        let values = |prefix: &str, n: usize| {
+            let v: Vec<String> = (0..n).map(|i| format!("\"{prefix}{i}\"")).collect();
+            v.join(",")
+        };
+        // 2,001 × 2,000 = 4,002,000 pairs in the second entry, after one.
+        let json = format!(
+            r#"{{"kill_nested_containers": [
+  {{"principals": {{"values": ["a"]}}, "users": {{"values": ["b"]}}}},
+  {{"principals": {{"values": [{}]}}, "users": {{"values": [{}]}}}}]}}"#,
+            values("p", 2001),
+            values("u", 2000)
+        );
+        let doc = parse(&json, "acls.json", ParseMode::default()).unwrap();
+        let err = validate(&doc, "acls.json").unwrap_err();
+        assert_eq!(err.path, "kill_nested_containers[1]");
+        assert_eq!(err.location.line, 3, "{err}");
+        assert!(err.to_string().contains("4002001"), "{err}");
+        assert!(err.to_string().contains("4000000"), "{err}");
+        // Two principals fewer (3,998,001 pairs) fit.
+        let json = json.replace(&values("p", 2001), &values("p", 1999));
+        let doc = parse(&json, "acls.json", ParseMode::default()).unwrap();
+        assert!(too_many_pairs(&doc).is_none());
+    }
 
     #[test]
     fn lists_too_long_to_number_are_refused() {
