@@ -195,7 +195,7 @@ fn bench(c: &mut Criterion) {
             });
         });
 
-        let request = Request {
+        let kill_request = |command_line: Option<String>, name: Option<String>| Request {
             subject: Some(Subject {
                 value: Some(format!("p{}", n / 2)),
                 claims: None,
@@ -208,8 +208,10 @@ fn bench(c: &mut Criterion) {
                     },
                     command: Some(CommandInfo {
                         user: Some(user.clone()),
+                        value: command_line,
                         ..CommandInfo::default()
                     }),
+                    name,
                     ..ExecutorInfo::default()
                 }),
                 container_id: Some(ContainerId {
@@ -221,8 +223,12 @@ fn bench(c: &mut Criterion) {
                 }),
                 ..Object::default()
             }),
-        }
-        .encode_to_vec();
+        };
+        let request = kill_request(None, None).encode_to_vec();
+        // As a real agent sends it: the executor's command line and name
+        // (strings no decision reads, longer than a scratch field).
+        let long_request =
+            kill_request(Some("x".repeat(2000)), Some("n".repeat(300))).encode_to_vec();
         assert_eq!(
             nestguard_authorizer_authorize(
                 s.auth,
@@ -233,18 +239,23 @@ fn bench(c: &mut Criterion) {
             nestguard_result::Ok
         );
         assert!(allowed);
-        group.bench_with_input(BenchmarkId::new("protobuf_path_kill", n), &n, |b, _| {
-            b.iter(|| {
-                let mut allowed = false;
-                let rc = nestguard_authorizer_authorize(
-                    black_box(s.auth),
-                    request.as_ptr().cast(),
-                    request.len(),
-                    &mut allowed,
-                );
-                black_box((rc, allowed))
+        for (name, bytes) in [
+            ("protobuf_path_kill", &request),
+            ("protobuf_path_kill_long_strings", &long_request),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+                b.iter(|| {
+                    let mut allowed = false;
+                    let rc = nestguard_authorizer_authorize(
+                        black_box(s.auth),
+                        bytes.as_ptr().cast(),
+                        bytes.len(),
+                        &mut allowed,
+                    );
+                    black_box((rc, allowed))
+                });
             });
-        });
+        }
 
         let entries: Vec<Entry> = (0..n)
             .map(|i| Entry {

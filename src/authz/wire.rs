@@ -20,13 +20,20 @@
 //! occurrence of a singular scalar or string wins; a singular message that
 //! occurs twice is merged (its fields read in byte order, so a later value
 //! wins at every level, and a container id's parent chain is the merge of
-//! every chain). Fields a decision does not read but prost still checks
-//! (UTF-8 of strings, wire types, unknown fields, nested messages) are
-//! handed to prost's own `merge_field` on a scratch message of the right
-//! type, so they are accepted or refused exactly as prost does.
+//! every chain). Fields a decision does not read but prost still checks are
+//! checked as prost checks them: a length-delimited field the message does
+//! not know is skipped, a `bytes` field taken, a `string` field checked for
+//! UTF-8, all in place whatever their length (the message's descriptor
+//! says which is which); anything else (wire types of scalars, nested
+//! messages, packed lists, groups) is handed to prost's own `merge_field`
+//! on a scratch message of the right type, so it is accepted or refused
+//! exactly as prost does.
+
+use std::sync::LazyLock;
 
 use prost::Message;
 use prost::encoding::{DecodeContext, WireType, decode_key, decode_varint};
+use prost_reflect::{Kind, MessageDescriptor, ReflectMessage};
 
 use super::lists::{Route, route};
 use super::view::{Lowered, ObjectView};
@@ -162,9 +169,60 @@ fn message<'a>(wire_type: WireType, buf: &mut &'a [u8]) -> Read<&'a [u8]> {
     delimited(buf)
 }
 
-/// A field of `M` that no decision reads, accepted or refused by prost's
-/// own code for `M` (see [`MAX_SCRATCH_BYTES`] for why the size bound).
-fn other<M: Message + Default>(tag: u32, wire_type: WireType, buf: &mut &[u8]) -> Read<()> {
+/// The descriptor of `M` (the same protos prost generated `M` from).
+fn descriptor<M: ReflectMessage + Default>() -> MessageDescriptor {
+    M::default().descriptor()
+}
+
+static SUBJECT: LazyLock<MessageDescriptor> = LazyLock::new(descriptor::<Subject>);
+static FRAMEWORK_INFO: LazyLock<MessageDescriptor> = LazyLock::new(descriptor::<FrameworkInfo>);
+static EXECUTOR_INFO: LazyLock<MessageDescriptor> = LazyLock::new(descriptor::<ExecutorInfo>);
+static EXECUTOR_ID: LazyLock<MessageDescriptor> = LazyLock::new(descriptor::<ExecutorId>);
+static COMMAND_INFO: LazyLock<MessageDescriptor> = LazyLock::new(descriptor::<CommandInfo>);
+static CONTAINER_ID: LazyLock<MessageDescriptor> = LazyLock::new(descriptor::<ContainerId>);
+
+/// A length-delimited field that no decision reads, handled as prost
+/// handles it where that needs no scratch message: a field `M` does not
+/// know is skipped (prost's `skip_field`), a `bytes` field taken as it is,
+/// a `string` field checked for UTF-8. `false`: a message, a map or a
+/// packed list, left to prost. Why: a real agent's requests carry long
+/// strings (an executor's command line) and fields newer than these protos;
+/// a scratch message for each, or a decline for each over
+/// [`MAX_SCRATCH_BYTES`], made such requests slower than a full decode.
+fn skipped_in_place(
+    desc: &MessageDescriptor,
+    tag: u32,
+    wire_type: WireType,
+    buf: &mut &[u8],
+) -> Read<bool> {
+    if wire_type != WireType::LengthDelimited {
+        return Ok(false);
+    }
+    match desc.get_field(tag).map(|f| f.kind()) {
+        None | Some(Kind::Bytes) => {
+            delimited(buf)?;
+        }
+        Some(Kind::String) => {
+            string(wire_type, buf)?;
+        }
+        Some(_) => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// A field of `M` (described by `desc`) that no decision reads, accepted or
+/// refused as prost's own code for `M` does: in place where
+/// [`skipped_in_place`] can, else by prost on a scratch message (see
+/// [`MAX_SCRATCH_BYTES`] for why the size bound).
+fn other<M: Message + Default>(
+    desc: &MessageDescriptor,
+    tag: u32,
+    wire_type: WireType,
+    buf: &mut &[u8],
+) -> Read<()> {
+    if skipped_in_place(desc, tag, wire_type, buf)? {
+        return Ok(());
+    }
     let small = match wire_type {
         WireType::LengthDelimited => {
             let mut peek = *buf;
@@ -185,7 +243,7 @@ fn read_subject<'a>(mut buf: &'a [u8], value: &mut Option<&'a [u8]>) -> Read<()>
         let (tag, wire_type) = decode_key(&mut buf)?;
         match tag {
             1 => *value = Some(string(wire_type, &mut buf)?),
-            _ => other::<Subject>(tag, wire_type, &mut buf)?,
+            _ => other::<Subject>(&SUBJECT, tag, wire_type, &mut buf)?,
         }
     }
     Ok(())
@@ -288,7 +346,7 @@ fn read_framework<'a>(mut buf: &'a [u8], (user, principal): &mut Framework<'a>) 
         match tag {
             1 => *user = Some(string(wire_type, &mut buf)?),
             8 => *principal = Some(string(wire_type, &mut buf)?),
-            _ => other::<FrameworkInfo>(tag, wire_type, &mut buf)?,
+            _ => other::<FrameworkInfo>(&FRAMEWORK_INFO, tag, wire_type, &mut buf)?,
         }
     }
     Ok(())
@@ -303,7 +361,7 @@ fn read_executor<'a>(mut buf: &'a [u8], command: &mut Command<'a>) -> Read<()> {
             // message would allocate its string).
             1 => read_id(message(wire_type, &mut buf)?)?,
             7 => read_command(message(wire_type, &mut buf)?, command)?,
-            _ => other::<ExecutorInfo>(tag, wire_type, &mut buf)?,
+            _ => other::<ExecutorInfo>(&EXECUTOR_INFO, tag, wire_type, &mut buf)?,
         }
     }
     Ok(())
@@ -317,7 +375,7 @@ fn read_id(mut buf: &[u8]) -> Read<()> {
             1 => {
                 string(wire_type, &mut buf)?;
             }
-            _ => other::<ExecutorId>(tag, wire_type, &mut buf)?,
+            _ => other::<ExecutorId>(&EXECUTOR_ID, tag, wire_type, &mut buf)?,
         }
     }
     Ok(())
@@ -329,7 +387,7 @@ fn read_command<'a>(mut buf: &'a [u8], command: &mut Command<'a>) -> Read<()> {
         let (tag, wire_type) = decode_key(&mut buf)?;
         match tag {
             5 => command.user = Some(string(wire_type, &mut buf)?),
-            _ => other::<CommandInfo>(tag, wire_type, &mut buf)?,
+            _ => other::<CommandInfo>(&COMMAND_INFO, tag, wire_type, &mut buf)?,
         }
     }
     Ok(())
@@ -350,7 +408,7 @@ fn read_container<'a>(mut buf: &'a [u8], depth: usize, chain: &mut Chain<'a>) ->
                 }
             }
             2 => read_container(message(wire_type, &mut buf)?, depth + 1, chain)?,
-            _ => other::<ContainerId>(tag, wire_type, &mut buf)?,
+            _ => other::<ContainerId>(&CONTAINER_ID, tag, wire_type, &mut buf)?,
         }
     }
     Ok(())

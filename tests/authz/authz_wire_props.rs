@@ -88,11 +88,14 @@ const TEXTS: &[&[u8]] = &[
     b"/monitor/statistics",
 ];
 
-/// A string value, now and then not UTF-8.
+/// A string value, now and then not UTF-8, now and then long (an
+/// executor's command line: read in place beyond the scratch bound).
 fn text() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         30 => proptest::sample::select(TEXTS).prop_map(<[u8]>::to_vec),
         1 => Just(b"\xff".to_vec()),
+        2 => (129usize..3000).prop_map(|n| vec![b'x'; n]),
+        1 => (129usize..600).prop_map(|n| [vec![b'y'; n], b"\xc3".to_vec()].concat()),
     ]
 }
 
@@ -428,6 +431,47 @@ fn agent_shapes_are_read_in_place() {
         .authorized_wire(&launch)
         .map(|r| r.map_err(|e| e.to_string()));
     assert_eq!(read, decoded(authorizer(false), &launch).ok());
+    // Long strings and fields these protos do not know, as a real agent
+    // sends them: still read in place, with prost's answer.
+    let long = [
+        delimited(1, &delimited(1, b"a")),
+        number(2, Action::KillNestedContainer as u64),
+        delimited(
+            3,
+            &[
+                delimited(
+                    5,
+                    &[
+                        delimited(1, &delimited(1, b"e")),
+                        delimited(7, &delimited(3, &[b'x'; 2000])),
+                        delimited(90, &[7; 1000]),
+                    ]
+                    .concat(),
+                ),
+                delimited(
+                    2,
+                    &[delimited(1, b"y"), delimited(2, &[b'n'; 500])].concat(),
+                ),
+                container.clone(),
+            ]
+            .concat(),
+        ),
+    ]
+    .concat();
+    assert!(served(&long));
+    let read = authorizer(false)
+        .authorized_wire(&long)
+        .map(|r| r.map_err(|e| e.to_string()));
+    assert_eq!(read, decoded(authorizer(false), &long).ok());
+    // A long command line that is not UTF-8 is prost's to refuse.
+    let bad = [
+        delimited(1, &delimited(1, b"a")),
+        number(2, Action::KillNestedContainer as u64),
+        delimited(3, &delimited(9, &delimited(3, &[0xff; 300]))),
+    ]
+    .concat();
+    assert!(!served(&bad));
+    assert!(decoded(authorizer(false), &bad).is_err());
     // Declined: a subject with claims only, a task, a malformed tail.
     assert!(!served(
         &[delimited(1, &delimited(2, b"")), number(2, 25)].concat()
