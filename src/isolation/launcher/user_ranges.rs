@@ -172,7 +172,7 @@ pub(super) fn checkpoint_range(runtime: &Path, range: IdRange) -> Result<(), Lau
 }
 
 /// The checkpoint of the ids a container's binds pass besides root.
-const IDMAP_OWNER_FILE: &str = "idmap_owner";
+pub(super) const IDMAP_OWNER_FILE: &str = "idmap_owner";
 
 /// Writes the owner checkpoint of a container in a pod's user namespace
 /// that runs as a user other than root: `uid gid disk_uid disk_gid`.
